@@ -1,0 +1,197 @@
+"""Encoders: ResNet backbone + MLP projector (+ optional predictor), built from `config.model`.
+
+`config.model` schema (ml_collections.ConfigDict):
+```
+backbone            'resnet18' | 'resnet34' | 'resnet50'
+stem                'imagenet' | 'cifar'                 (default 'imagenet')
+width               float > 0                            (default 1.0)
+dtype               'float32' | 'bfloat16'               (compute dtype; default 'float32')
+zero_init_residual  bool                                 (default False, as torchvision)
+projector           head config (below), required
+predictor           None / absent = no predictor; a head config = a predictor unless its
+                    `enabled` is False (so defaults may carry a disabled predictor's shape)
+```
+Head config: `hidden_dims` (tuple of ints), `out_dim` (int), `hidden_bias` (True), `last_bias` (True),
+`last_bn` (False), `use_bn` (True), and for the predictor only `enabled` (bool, default True). `head_config(...)`
+builds one. Unknown keys and values raise a ValueError naming the key and the allowed values.
+
+Parameter tree of `SSLModel`: `{'backbone': ResNet names (see resnet.py), 'projector': {...},
+'predictor': {...}}`; batch statistics in the 'batch_stats' collection with the same paths.
+"""
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import flax.linen as nn
+import jax.numpy as jnp
+import ml_collections
+
+from ssl_jax.models.batchnorm import BatchNorm
+from ssl_jax.models.heads import MLPHead
+from ssl_jax.models.resnet import ResNet, feature_dim
+
+__all__ = [
+    "BACKBONES",
+    "DTYPES",
+    "BatchNorm",
+    "MLPHead",
+    "ResNet",
+    "SSLModel",
+    "backbone_only",
+    "build_head",
+    "build_model",
+    "feature_dim",
+    "head_config",
+]
+
+BACKBONES = {"resnet18": 18, "resnet34": 34, "resnet50": 50}
+STEMS = ("imagenet", "cifar")
+DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+
+_MODEL_KEYS = ("backbone", "stem", "width", "dtype", "zero_init_residual", "projector", "predictor")
+_HEAD_KEYS = ("hidden_dims", "out_dim", "hidden_bias", "last_bias", "last_bn", "use_bn")
+_HEAD_BOOLS = ("hidden_bias", "last_bias", "last_bn", "use_bn")
+
+
+class SSLModel(nn.Module):
+    """backbone → projector [→ predictor].
+
+    `__call__(x, train, bn_groups=1, use_predictor=True)` returns a dict of float32 arrays:
+    `features` `[N, D_backbone]`, `projection` `[N, d]` and, when a predictor exists and
+    `use_predictor`, `prediction` `[N, d']`. No L2 normalisation here (the methods do it).
+    `model.apply(variables, x, train=False, method=SSLModel.features)` runs the backbone only.
+    """
+
+    backbone: ResNet
+    projector: MLPHead
+    predictor: MLPHead | None = None
+
+    def __call__(
+        self, x: jnp.ndarray, train: bool, bn_groups: int = 1, use_predictor: bool = True
+    ) -> dict[str, jnp.ndarray]:
+        features = self.backbone(x, train, bn_groups)
+        projection = self.projector(features, train, bn_groups)
+        out = {"features": features, "projection": projection}
+        if self.predictor is not None and use_predictor:
+            out["prediction"] = self.predictor(projection, train, bn_groups)
+        return out
+
+    def features(self, x: jnp.ndarray, train: bool = False, bn_groups: int = 1) -> jnp.ndarray:
+        """Backbone features `[N, D_backbone]` float32 only (kNN, linear probe, export)."""
+        return self.backbone(x, train, bn_groups)
+
+
+def head_config(
+    hidden_dims: Sequence[int],
+    out_dim: int,
+    *,
+    hidden_bias: bool = True,
+    last_bias: bool = True,
+    last_bn: bool = False,
+    use_bn: bool = True,
+    enabled: bool | None = None,
+) -> ml_collections.ConfigDict:
+    """A head ConfigDict for `config.model.projector` / `.predictor` (pass `enabled` for the latter)."""
+    cfg = ml_collections.ConfigDict(
+        {
+            "hidden_dims": tuple(int(d) for d in hidden_dims),
+            "out_dim": int(out_dim),
+            "hidden_bias": hidden_bias,
+            "last_bias": last_bias,
+            "last_bn": last_bn,
+            "use_bn": use_bn,
+        }
+    )
+    if enabled is not None:
+        cfg.enabled = enabled
+    return cfg
+
+
+def _check_keys(cfg: Mapping[str, Any], allowed: Sequence[str], where: str) -> None:
+    unknown = sorted(set(cfg.keys()) - set(allowed))
+    if unknown:
+        raise ValueError(f"unknown key(s) {unknown} in {where}; allowed keys: {list(allowed)}")
+
+
+def _as_dict(cfg: Any, where: str) -> dict[str, Any]:
+    if isinstance(cfg, ml_collections.ConfigDict):
+        return cfg.to_dict()
+    if isinstance(cfg, Mapping):
+        return dict(cfg)
+    raise ValueError(f"{where} must be a ConfigDict or mapping, got {type(cfg).__name__}")
+
+
+def _dtype(name: Any, where: str) -> Any:
+    if name not in DTYPES:
+        raise ValueError(f"{where} must be one of {list(DTYPES)}, got {name!r}")
+    return DTYPES[name]
+
+
+def build_head(head_cfg: Any, *, dtype: Any = jnp.float32, where: str = "model.projector") -> MLPHead:
+    """MLPHead from a head config (see module docstring); `where` names it in error messages."""
+    cfg = _as_dict(head_cfg, where)
+    cfg.pop("enabled", None)
+    _check_keys(cfg, _HEAD_KEYS, where)
+    for key in ("hidden_dims", "out_dim"):
+        if key not in cfg:
+            raise ValueError(f"{where}.{key} is required")
+    hidden = cfg["hidden_dims"]
+    if isinstance(hidden, int) or not all(isinstance(d, int) and d > 0 for d in hidden):
+        raise ValueError(f"{where}.hidden_dims must be a tuple of positive ints, got {hidden!r}")
+    out_dim = cfg["out_dim"]
+    if not isinstance(out_dim, int) or out_dim <= 0:
+        raise ValueError(f"{where}.out_dim must be a positive int, got {out_dim!r}")
+    flags = {}
+    for key in _HEAD_BOOLS:
+        if key in cfg:
+            if not isinstance(cfg[key], bool):
+                raise ValueError(f"{where}.{key} must be True or False, got {cfg[key]!r}")
+            flags[key] = cfg[key]
+    return MLPHead(hidden_dims=tuple(hidden), out_dim=out_dim, dtype=dtype, **flags)
+
+
+def backbone_only(model_config: Any) -> ResNet:
+    """The ResNet of `config.model` (heads not built or validated)."""
+    cfg = _as_dict(model_config, "model")
+    name = cfg.get("backbone")
+    if name not in BACKBONES:
+        raise ValueError(f"model.backbone must be one of {list(BACKBONES)}, got {name!r}")
+    stem = cfg.get("stem", "imagenet")
+    if stem not in STEMS:
+        raise ValueError(f"model.stem must be one of {list(STEMS)}, got {stem!r}")
+    width = cfg.get("width", 1.0)
+    if isinstance(width, bool) or not isinstance(width, int | float) or width <= 0:
+        raise ValueError(f"model.width must be a number > 0, got {width!r}")
+    zero_init = cfg.get("zero_init_residual", False)
+    if not isinstance(zero_init, bool):
+        raise ValueError(f"model.zero_init_residual must be True or False, got {zero_init!r}")
+    return ResNet(
+        depth=BACKBONES[name],
+        stem=stem,
+        width=float(width),
+        dtype=_dtype(cfg.get("dtype", "float32"), "model.dtype"),
+        zero_init_residual=zero_init,
+    )
+
+
+def build_model(model_config: Any) -> SSLModel:
+    """SSLModel from `config.model` (schema in the module docstring); ValueError on bad keys/values."""
+    cfg = _as_dict(model_config, "model")
+    _check_keys(cfg, _MODEL_KEYS, "model")
+    backbone = backbone_only(cfg)
+    dtype = backbone.dtype
+    if cfg.get("projector") is None:
+        raise ValueError("model.projector is required (a head config: hidden_dims, out_dim, ...)")
+    projector = build_head(cfg["projector"], dtype=dtype, where="model.projector")
+    predictor = None
+    pred_cfg = cfg.get("predictor")
+    if pred_cfg is not None:
+        pred_cfg = _as_dict(pred_cfg, "model.predictor")
+        enabled = pred_cfg.get("enabled", True)
+        if not isinstance(enabled, bool):
+            raise ValueError(f"model.predictor.enabled must be True or False, got {enabled!r}")
+        if enabled:
+            predictor = build_head(pred_cfg, dtype=dtype, where="model.predictor")
+        else:
+            _check_keys(pred_cfg, (*_HEAD_KEYS, "enabled"), "model.predictor")
+    return SSLModel(backbone=backbone, projector=projector, predictor=predictor)

@@ -1,0 +1,518 @@
+"""Image sources: Fashion-MNIST (IDX files), tfds sets and user image folders.
+
+Every split is exposed as a `Source`: its length, whether it has labels, `read(start, end)` (a tf.data
+stream of examples `[start, end)` in a fixed order, images possibly still encoded) with `decode`, and
+`lookup(index)` when the split allows random access (in memory, or one file per image). The pipeline
+builds on `open_source`; `load_source` is the plain decoded stream of the design contract.
+
+Layouts:
+- `fashion_mnist`: the four IDX `.gz` files of Zalando's release in `data_dir`
+  (default `/usr/share/datasets/fashion-mnist`, Debian package `dataset-fashion-mnist`). Splits 'train'
+  (60000) and 'test' (10000). Headers, dimensions, lengths and labels are checked before use, so a
+  truncated or corrupt file raises `DataError` and is never half-read. Always held in host memory.
+- `cifar10`, `cifar100`, `stl10`, `imagenet2012`: tfds builders under `data_dir` (tfds default when
+  empty), downloaded and prepared on first use (imagenet2012 from the archives in `manual_dir`). tfds
+  split names: stl10 'train' / 'test' / 'unlabelled' (label -1), imagenet2012 'train' / 'validation'
+  ('test' has no labels). With `cache` the split is materialised in host memory once per process
+  (decoded when the images have a fixed size, still encoded otherwise) and becomes random-access.
+- `image_folder`: split `s` is the folder `data_dir/s` when it exists; otherwise split 'train' is
+  `data_dir` itself (other splits then raise). A folder holds either class sub-folders (label = index of
+  the sub-folder name in sorted order; files found recursively) or image files directly (label -1,
+  `has_labels` False). JPEG / PNG / BMP / GIF of any size; files in sorted path order; decoded by tf with
+  `channels` channels (grayscale and RGBA files are converted). Images keep their size: the recipe's
+  crop / resize fixes the view size.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import gzip
+import os
+import struct
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
+FASHION_MNIST_INSTALL = (
+    "Install it with `sudo apt-get install -y dataset-fashion-mnist` or pass the folder holding "
+    "train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz and "
+    "t10k-labels-idx1-ubyte.gz with --config.data.data_dir"
+)
+_FASHION_FILES = {
+    "train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
+    "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"),
+}
+IDX_IMAGES_MAGIC = 2051
+IDX_LABELS_MAGIC = 2049
+
+TFDS_NAMES = ("cifar10", "cifar100", "stl10", "imagenet2012")
+NAMES = ("fashion_mnist", *TFDS_NAMES, "image_folder")
+
+# Split sizes of the tfds sets, used while a set is not prepared yet (no pixel is read).
+KNOWN_NUM_EXAMPLES = {
+    "cifar10": {"train": 50_000, "test": 10_000},
+    "cifar100": {"train": 50_000, "test": 10_000},
+    "stl10": {"train": 5_000, "test": 8_000, "unlabelled": 100_000},
+    "imagenet2012": {"train": 1_281_167, "validation": 50_000, "test": 100_000},
+}
+_UNLABELLED_SPLITS = {"stl10": ("unlabelled",), "imagenet2012": ("test",)}
+_SPLIT_ALIASES = {"stl10": {"unlabeled": "unlabelled"}}
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif")
+
+
+class DataError(ValueError):
+    """Missing or corrupt data; the message says how to fix it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """One split of one dataset.
+
+    `read(start, end)` yields `{'image', 'label': int32, 'index': int32}` for positions `[start, end)`
+    in the split's fixed order, where `image` is whatever `decode` turns into uint8 `[H, W, C]` (a
+    string of encoded bytes, or the pixels already). `lookup(index)` (a tf function of an int64 scalar)
+    returns the same dict for one position, or is None when the split can only be streamed.
+    """
+
+    name: str
+    split: str
+    num_examples: int
+    has_labels: bool
+    channels: int
+    read: Callable[[int, int], tf.data.Dataset]
+    decode: Callable[[tf.Tensor], tf.Tensor]
+    lookup: Callable[[tf.Tensor], dict[str, tf.Tensor]] | None
+
+
+def _get(data_config: Any, key: str, default: Any) -> Any:
+    """`data_config.key` (ConfigDict, dict or any object), `default` when absent or None."""
+    if hasattr(data_config, "get"):
+        value = data_config.get(key, default)
+    else:
+        value = getattr(data_config, key, default)
+    return default if value is None else value
+
+
+def _name(data_config: Any) -> str:
+    name = data_config.name
+    if name not in NAMES:
+        raise DataError(f"config.data.name={name!r} is not one of {NAMES}.")
+    return name
+
+
+def _split_name(name: str, split: str) -> str:
+    return _SPLIT_ALIASES.get(name, {}).get(split, split)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Fashion-MNIST (IDX)
+
+
+def _fashion_dir(data_config: Any) -> str:
+    return _get(data_config, "data_dir", "") or FASHION_MNIST_DIR
+
+
+def _fashion_paths(data_config: Any, split: str) -> tuple[str, str]:
+    if split not in _FASHION_FILES:
+        raise DataError(
+            f"fashion_mnist has splits {tuple(_FASHION_FILES)}, not {split!r} "
+            "(config.data.train_split / eval_train_split / eval_test_split)."
+        )
+    folder = _fashion_dir(data_config)
+    paths = tuple(os.path.join(folder, f) for f in _FASHION_FILES[split])
+    missing = [p for p in paths if not os.path.isfile(p)]
+    if missing:
+        raise DataError(f"Fashion-MNIST files not found: {', '.join(missing)}. {FASHION_MNIST_INSTALL}.")
+    return paths  # type: ignore[return-value]
+
+
+def _read_exact(f: Any, n: int, path: str, what: str) -> bytes:
+    try:
+        data = f.read(n)
+    except (EOFError, OSError, zlib.error) as e:  # gzip raises these on truncated / corrupt streams
+        raise DataError(f"{path}: corrupt or truncated gzip stream while reading {what} ({e}).") from e
+    if len(data) != n:
+        raise DataError(f"{path}: truncated: {what} needs {n} bytes, the file holds {len(data)}.")
+    return data
+
+
+def read_idx_header(path: str) -> tuple[int, tuple[int, ...]]:
+    """`(magic, dims)` of a gzipped IDX file, reading only its header."""
+    with gzip.open(path, "rb") as f:
+        return _read_idx_header(f, path)
+
+
+def _read_idx_header(f: Any, path: str) -> tuple[int, tuple[int, ...]]:
+    (magic,) = struct.unpack(">i", _read_exact(f, 4, path, "the magic number"))
+    if magic not in (IDX_IMAGES_MAGIC, IDX_LABELS_MAGIC):
+        raise DataError(
+            f"{path}: magic number {magic} is neither {IDX_IMAGES_MAGIC} (images) nor "
+            f"{IDX_LABELS_MAGIC} (labels): not an unsigned-byte IDX file."
+        )
+    ndim = magic & 0xFF
+    dims = struct.unpack(f">{ndim}i", _read_exact(f, 4 * ndim, path, "the dimensions"))
+    if any(d < 0 for d in dims):
+        raise DataError(f"{path}: negative dimension in header {dims}.")
+    return magic, dims
+
+
+def read_idx(path: str, expected_magic: int) -> np.ndarray:
+    """Whole gzipped IDX file (unsigned bytes) as a uint8 array shaped by its header.
+
+    Raises `DataError` on a wrong magic number, a short or over-long payload or a corrupt gzip stream.
+    """
+    try:
+        with gzip.open(path, "rb") as f:
+            magic, dims = _read_idx_header(f, path)
+            if magic != expected_magic:
+                raise DataError(
+                    f"{path}: magic number {magic}, expected {expected_magic} "
+                    f"({'images' if expected_magic == IDX_IMAGES_MAGIC else 'labels'})."
+                )
+            size = int(np.prod(dims, dtype=np.int64))
+            data = _read_exact(f, size, path, f"a payload of shape {dims}")
+            if _read_exact_or_less(f, path):
+                raise DataError(f"{path}: trailing bytes after the {dims} payload: corrupt file.")
+    except OSError as e:  # not a gzip file at all (BadGzipFile) or unreadable
+        raise DataError(f"{path}: cannot read as gzipped IDX ({e}).") from e
+    return np.frombuffer(data, np.uint8).reshape(dims)
+
+
+def _read_exact_or_less(f: Any, path: str) -> bytes:
+    try:
+        return f.read(1)
+    except (EOFError, OSError, zlib.error) as e:
+        raise DataError(f"{path}: corrupt or truncated gzip stream ({e}).") from e
+
+
+@functools.lru_cache(maxsize=4)
+def _fashion_arrays(images_path: str, labels_path: str) -> tuple[np.ndarray, np.ndarray]:
+    images = read_idx(images_path, IDX_IMAGES_MAGIC)
+    labels = read_idx(labels_path, IDX_LABELS_MAGIC)
+    if images.ndim != 3 or images.shape[1:] != (28, 28):
+        raise DataError(f"{images_path}: images of shape {images.shape[1:]}, expected (28, 28).")
+    if labels.ndim != 1 or labels.shape[0] != images.shape[0]:
+        raise DataError(
+            f"{labels_path}: {labels.shape[0]} labels for {images.shape[0]} images in {images_path}."
+        )
+    if labels.size and labels.max() > 9:
+        raise DataError(f"{labels_path}: label {labels.max()} outside 0..9: corrupt file.")
+    return images[..., None], labels.astype(np.int32)
+
+
+def _fashion_num_examples(data_config: Any, split: str) -> int:
+    images_path, labels_path = _fashion_paths(data_config, split)
+    try:
+        magic, dims = read_idx_header(images_path)
+        lmagic, ldims = read_idx_header(labels_path)
+    except OSError as e:
+        raise DataError(f"Fashion-MNIST {split}: cannot read the IDX headers ({e}).") from e
+    if magic != IDX_IMAGES_MAGIC or lmagic != IDX_LABELS_MAGIC or dims[0] != ldims[0]:
+        raise DataError(f"Fashion-MNIST {split}: inconsistent headers {dims} / {ldims}.")
+    return int(dims[0])
+
+
+def _array_source(
+    name: str, split: str, images: np.ndarray | tf.Tensor, labels: np.ndarray, has_labels: bool
+) -> Source:
+    """Random-access source over in-memory arrays (decoded pixels or encoded strings)."""
+    n = int(labels.shape[0])
+    images_t = tf.constant(images)
+    labels_t = tf.constant(labels, tf.int32)
+    encoded = images_t.dtype == tf.string
+    channels = None if encoded else int(images_t.shape[-1])
+
+    def lookup(index):
+        index = tf.cast(index, tf.int64)
+        return {
+            "image": tf.gather(images_t, index),
+            "label": tf.gather(labels_t, index),
+            "index": tf.cast(index, tf.int32),
+        }
+
+    def read(start: int, end: int) -> tf.data.Dataset:
+        return tf.data.Dataset.range(start, end).map(lookup)
+
+    return Source(name, split, n, has_labels, channels, read, tf.identity, lookup)
+
+
+def _fashion_source(data_config: Any, split: str) -> Source:
+    images, labels = _fashion_arrays(*_fashion_paths(data_config, split))
+    return _array_source("fashion_mnist", split, images, labels, True)
+
+
+# ----------------------------------------------------------------------------------------------------
+# tfds
+
+
+def _tfds():
+    import tensorflow_datasets as tfds  # imported lazily: slow, and only the tfds sets need it
+
+    return tfds
+
+
+def _tfds_builder(data_config: Any):
+    tfds = _tfds()
+    return tfds.builder(data_config.name, data_dir=_get(data_config, "data_dir", "") or None)
+
+
+def _tfds_prepare(builder, data_config: Any) -> None:
+    """Download and prepare (a no-op once prepared); imagenet2012 reads `manual_dir`."""
+    tfds = _tfds()
+    manual_dir = _get(data_config, "manual_dir", "") or None
+    try:
+        builder.download_and_prepare(
+            download_config=tfds.download.DownloadConfig(manual_dir=manual_dir)
+        )
+    except AssertionError as e:  # tfds reports missing manual downloads this way
+        hint = ""
+        if builder.name == "imagenet2012":
+            hint = (
+                " Download ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar from image-net.org into "
+                "one folder and pass it with --config.data.manual_dir."
+            )
+        raise DataError(f"tfds could not prepare {builder.name}: {e}{hint}") from e
+
+
+def _tfds_splits(builder) -> dict[str, int]:
+    try:
+        return {k: int(v.num_examples) for k, v in builder.info.splits.items()}
+    except Exception:  # noqa: BLE001 - info not available before preparation
+        return {}
+
+
+def _check_tfds_split(name: str, split: str, builder=None) -> None:
+    known = set(KNOWN_NUM_EXAMPLES[name])
+    if builder is not None:
+        known |= set(_tfds_splits(builder))
+    if split not in known:
+        raise DataError(f"{name} has splits {tuple(sorted(known))}, not {split!r}.")
+
+
+def _tfds_as_dataset(builder, split: str, decoders: Any = None) -> tf.data.Dataset:
+    tfds = _tfds()
+    return builder.as_dataset(
+        split=split,
+        shuffle_files=False,
+        decoders=decoders,
+        read_config=tfds.ReadConfig(interleave_cycle_length=1, try_autocache=False),
+    )
+
+
+def _tfds_num_examples(data_config: Any, split: str, prepare: bool = False) -> int:
+    name = data_config.name
+    split = _split_name(name, split)
+    builder = _tfds_builder(data_config)
+    if prepare:
+        _tfds_prepare(builder, data_config)
+    _check_tfds_split(name, split, builder)
+    splits = _tfds_splits(builder)
+    if split in splits:
+        return splits[split]
+    try:  # prepared without split info in memory (or mocked in tests): the reader's cardinality
+        n = int(_tfds_as_dataset(builder, split).cardinality())
+        if n >= 0:
+            return n
+    except Exception:  # noqa: BLE001 - not prepared: fall back to the published sizes
+        pass
+    return KNOWN_NUM_EXAMPLES[name][split]
+
+
+def _tfds_source(data_config: Any, split: str) -> Source:
+    tfds = _tfds()
+    name = data_config.name
+    split = _split_name(name, split)
+    builder = _tfds_builder(data_config)
+    _tfds_prepare(builder, data_config)
+    _check_tfds_split(name, split, builder)
+    n = _tfds_num_examples(data_config, split)
+    has_labels = split not in _UNLABELLED_SPLITS.get(name, ())
+    image_shape = tuple(builder.info.features["image"].shape)
+    channels = int(image_shape[-1])
+    fixed_size = None not in image_shape
+
+    def to_example(index, ex):
+        label = tf.cast(ex["label"], tf.int32) if has_labels else tf.constant(-1, tf.int32)
+        return {"image": ex["image"], "label": label, "index": tf.cast(index, tf.int32)}
+
+    def read(start: int, end: int) -> tf.data.Dataset:
+        sub = split if (start, end) == (0, n) else f"{split}[{start}:{end}]"
+        ds = _tfds_as_dataset(builder, sub, decoders={"image": tfds.decode.SkipDecoding()})
+        return ds.enumerate(start).map(to_example)
+
+    def decode(image):
+        image = tf.io.decode_image(image, channels=channels, expand_animations=False)
+        return tf.ensure_shape(image, image_shape if fixed_size else (None, None, channels))
+
+    if _get(data_config, "cache", False):
+        images, labels = _materialise(_cache_key(data_config, split), read(0, n), decode, fixed_size)
+        src = _array_source(name, split, images, labels, has_labels)
+        return dataclasses.replace(src, channels=channels, decode=tf.identity if fixed_size else decode)
+    return Source(name, split, n, has_labels, channels, read, decode, None)
+
+
+def _cache_key(data_config: Any, split: str) -> tuple:
+    return (
+        data_config.name,
+        _get(data_config, "data_dir", ""),
+        _get(data_config, "manual_dir", ""),
+        split,
+    )
+
+
+_MATERIALISED: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _materialise(key: tuple, ds: tf.data.Dataset, decode, fixed_size: bool):
+    """Split in host memory once per process: pixels when fixed-size, encoded bytes otherwise."""
+    if key not in _MATERIALISED:
+        if fixed_size:
+            ds = ds.map(lambda ex: {**ex, "image": decode(ex["image"])}, tf.data.AUTOTUNE)
+        images, labels = [], []
+        for batch in ds.batch(1024).prefetch(2).as_numpy_iterator():
+            images.append(batch["image"])
+            labels.append(batch["label"])
+        _MATERIALISED[key] = (np.concatenate(images), np.concatenate(labels).astype(np.int32))
+    return _MATERIALISED[key]
+
+
+def clear_cache() -> None:
+    """Forget materialised splits, Fashion-MNIST arrays and folder listings (tests, notebooks)."""
+    _MATERIALISED.clear()
+    _fashion_arrays.cache_clear()
+    _list_folder.cache_clear()
+
+
+# ----------------------------------------------------------------------------------------------------
+# Image folders
+
+
+def _folder_for_split(data_config: Any, split: str) -> str:
+    root = _get(data_config, "data_dir", "")
+    if not root:
+        raise DataError("config.data.data_dir must name the image folder for name='image_folder'.")
+    if not os.path.isdir(root):
+        raise DataError(f"image folder {root!r} (config.data.data_dir) does not exist.")
+    sub = os.path.join(root, split)
+    if os.path.isdir(sub):
+        return sub
+    if split == "train":
+        return root
+    raise DataError(
+        f"image_folder split {split!r}: no folder {sub!r}. Split 'train' is data_dir (or "
+        "data_dir/train when it exists); any other split must be a sub-folder of data_dir."
+    )
+
+
+def _is_image(name: str) -> bool:
+    return not name.startswith(".") and name.lower().endswith(IMAGE_EXTENSIONS)
+
+
+@functools.lru_cache(maxsize=8)
+def _list_folder(folder: str) -> tuple[tuple[str, ...], tuple[int, ...], bool]:
+    """`(paths, labels, has_labels)` in sorted order."""
+    entries = sorted(e for e in os.listdir(folder) if not e.startswith("."))
+    class_dirs = [e for e in entries if os.path.isdir(os.path.join(folder, e))]
+    files = [e for e in entries if _is_image(e) and os.path.isfile(os.path.join(folder, e))]
+    if files and class_dirs:
+        raise DataError(
+            f"image folder {folder!r} holds both image files and sub-folders {class_dirs[:3]}: use "
+            "either one sub-folder per class or a flat folder of images."
+        )
+    if files:
+        paths = tuple(os.path.join(folder, f) for f in files)
+        return paths, (-1,) * len(paths), False
+    paths, labels = [], []
+    for label, class_dir in enumerate(class_dirs):
+        found = []
+        for dirpath, dirnames, filenames in os.walk(os.path.join(folder, class_dir)):
+            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+            found += [os.path.join(dirpath, f) for f in filenames if _is_image(f)]
+        found.sort()
+        paths += found
+        labels += [label] * len(found)
+    if not paths:
+        raise DataError(f"image folder {folder!r} holds no {'/'.join(IMAGE_EXTENSIONS)} files.")
+    return tuple(paths), tuple(labels), True
+
+
+def _folder_source(data_config: Any, split: str) -> Source:
+    paths, labels, has_labels = _list_folder(_folder_for_split(data_config, split))
+    channels = int(_get(data_config, "channels", 3))
+    if _get(data_config, "cache", False):
+        encoded = np.array([tf.io.gfile.GFile(p, "rb").read() for p in paths], dtype=object)
+        src = _array_source("image_folder", split, encoded, np.array(labels), has_labels)
+    else:
+        paths_t = tf.constant(paths)
+        labels_t = tf.constant(labels, tf.int32)
+
+        def lookup(index):
+            index = tf.cast(index, tf.int64)
+            return {
+                "image": tf.io.read_file(tf.gather(paths_t, index)),
+                "label": tf.gather(labels_t, index),
+                "index": tf.cast(index, tf.int32),
+            }
+
+        def read(start: int, end: int) -> tf.data.Dataset:
+            return tf.data.Dataset.range(start, end).map(lookup)
+
+        src = Source("image_folder", split, len(paths), has_labels, channels, read, tf.identity, lookup)
+
+    def decode(image):
+        image = tf.io.decode_image(image, channels=channels, expand_animations=False)
+        return tf.ensure_shape(image, (None, None, channels))
+
+    return dataclasses.replace(src, channels=channels, decode=decode)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Public API
+
+
+def open_source(data_config: Any, split: str) -> Source:
+    """The `Source` of `split`, preparing tfds sets on first use."""
+    name = _name(data_config)
+    if name == "fashion_mnist":
+        return _fashion_source(data_config, split)
+    if name == "image_folder":
+        return _folder_source(data_config, split)
+    return _tfds_source(data_config, split)
+
+
+def num_examples(data_config: Any, split: str) -> int:
+    """Examples in `split` without decoding pixels: IDX header, tfds info (or the published size
+    while a tfds set is not prepared), or the file count of an image folder."""
+    name = _name(data_config)
+    if name == "fashion_mnist":
+        return _fashion_num_examples(data_config, split)
+    if name == "image_folder":
+        return len(_list_folder(_folder_for_split(data_config, split))[0])
+    return _tfds_num_examples(data_config, split)
+
+
+def has_labels(data_config: Any, split: str) -> bool:
+    """False for stl10 'unlabelled', imagenet2012 'test' and flat image folders."""
+    name = _name(data_config)
+    if name == "fashion_mnist":
+        _fashion_paths(data_config, split)
+        return True
+    if name == "image_folder":
+        return _list_folder(_folder_for_split(data_config, split))[2]
+    split = _split_name(name, split)
+    _check_tfds_split(name, split)
+    return split not in _UNLABELLED_SPLITS.get(name, ())
+
+
+def load_source(data_config: Any, split: str) -> tf.data.Dataset:
+    """`{'image': uint8 [H, W, C], 'label': int32, 'index': int32}` in a fixed order, index = position;
+    label -1 where the split has no labels."""
+    src = open_source(data_config, split)
+    return src.read(0, src.num_examples).map(
+        lambda ex: {**ex, "image": src.decode(ex["image"])}, num_parallel_calls=tf.data.AUTOTUNE
+    )

@@ -1,0 +1,49 @@
+"""Command line: `python -m ssl_jax.main --config=configs/X.py[:runlocal] --workdir=DIR [--config.a.b=v]`.
+
+Picks the job from `config.job`: 'pretrain' (then, with `config.final_probe_table`, the linear-probe table
+of the default job) or 'linear_probe'. All logic lives in importable modules.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from absl import app, flags, logging  # noqa: E402
+from ml_collections import config_flags  # noqa: E402
+
+FLAGS = flags.FLAGS
+config_flags.DEFINE_config_file("config", None, "ml_collections config file (path[:arg]).")
+flags.DEFINE_string("workdir", None, "Directory for checkpoints, metrics and pictures.")
+flags.mark_flags_as_required(["config", "workdir"])
+
+
+def main(argv) -> None:
+    del argv
+    import jax
+
+    from ssl_jax import train
+    from ssl_jax.checkpoint import CheckpointError
+    from ssl_jax.configs import ConfigError
+    from ssl_jax.data.datasets import DataError
+
+    logging.set_verbosity(logging.INFO)
+    if os.environ.get("SSL_JAX_COORDINATOR"):  # multi-host: one process per host
+        jax.distributed.initialize()
+    config = FLAGS.config
+    try:
+        if config.job == "pretrain":
+            state = train.train_and_evaluate(config, FLAGS.workdir)
+            if config.final_probe_table:
+                train.print_probe_table(config, state, FLAGS.workdir)
+        else:
+            raise ConfigError(f"config.job={config.job!r} is not available yet; allowed: 'pretrain'")
+    except (ConfigError, DataError, CheckpointError, train.TrainingError) as e:
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    app.run(main)

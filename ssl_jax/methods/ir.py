@@ -1,0 +1,81 @@
+"""Instance discrimination with a memory bank (IR; Wu et al. 2018, as the Ring code's `NCE` baseline).
+
+The bank `[N, D]` holds one L2-normalised embedding per training example, indexed by example id and sharded
+over devices. Per step: K negatives drawn uniformly from the bank (the positive, the sample's own stale
+entry, is column 0), loss `losses.ir_nce`, then `bank[i] ← normalize(m·bank[i] + (1−m)·q_i)`.
+Official Ring code: m = 0 (replace); Wu et al. and CMC: m = 0.5 (our default, set by config).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+
+from ssl_jax import losses, memory
+from ssl_jax.configs import ConfigError, hparams_from_config
+from ssl_jax.methods import common
+
+EMA_BEFORE_KEYS = False
+USES_TARGET = False  # no momentum encoder: the bank is the slow-moving target
+
+
+@dataclasses.dataclass(frozen=True)
+class Hparams:
+    temperature: float = 0.07
+    num_negatives: int = 4096
+    bank_size: int = 1_281_167  # must equal the number of training examples
+    bank_momentum: float = 0.5
+
+
+def hparams(config) -> Hparams:
+    return hparams_from_config(Hparams, config)
+
+
+def check_config(ctx: common.StepContext) -> None:
+    common.require_views(ctx, 1)
+    if ctx.hp.bank_size != ctx.num_train_examples:
+        raise ConfigError(
+            f"config.method_config.bank_size={ctx.hp.bank_size} differs from the number of training "
+            f"examples ({ctx.num_train_examples}); allowed: {ctx.num_train_examples}"
+        )
+    common.require_divisible(
+        "config.method_config.bank_size", ctx.hp.bank_size, ctx.num_devices, "the device count"
+    )
+    if not 0.0 <= ctx.hp.bank_momentum < 1.0:
+        raise ConfigError(f"config.method_config.bank_momentum={ctx.hp.bank_momentum}: allowed [0, 1)")
+
+
+def buffer_specs(hp: Hparams) -> dict:
+    return {"bank": memory.ROWS}
+
+
+def init_buffers(rng, hp: Hparams, ctx: common.StepContext) -> dict:
+    return {"bank": memory.random_rows(rng, hp.bank_size, ctx.embed_dim)}
+
+
+def loss_fn(ctx, params, batch_stats, target, buffers, views, batch, rng):
+    hp: Hparams = ctx.hp
+    out, new_stats = common.forward(ctx, params, batch_stats, views[0])
+    q = memory.l2_normalize(out["projection"])
+    index = batch["index"]
+    noise = jax.random.randint(rng, (q.shape[0], hp.num_negatives), 0, hp.bank_size, jnp.int32)
+    columns = jnp.concatenate([index[:, None], noise], axis=1)
+    sims = memory.row_similarities(buffers["bank"], q, columns, ctx.mesh)  # [B, 1+K]
+    loss = losses.ir_nce(sims, hp.temperature)
+    metrics = {"pos_sim": jnp.mean(sims[:, 0]), "neg_sim": jnp.mean(sims[:, 1:])}
+    return loss, {
+        "metrics": metrics,
+        "batch_stats": new_stats,
+        "target_batch_stats": {},
+        "updates": {"embeddings": jax.lax.stop_gradient(q)},
+    }
+
+
+def update_buffers(ctx, buffers: dict, updates: dict, batch) -> dict:
+    m = ctx.hp.bank_momentum
+    index = batch["index"]
+    old = memory.read_rows(buffers["bank"], index, ctx.mesh)
+    new = memory.l2_normalize(m * old + (1.0 - m) * updates["embeddings"])
+    return {"bank": memory.write_rows(buffers["bank"], index, new, ctx.mesh)}

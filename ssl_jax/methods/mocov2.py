@@ -1,0 +1,81 @@
+"""MoCo v2 (Chen et al. 2020): EMA key encoder updated before the keys, queue of negatives, shuffle-BN.
+
+Loss: InfoNCE over [q·k, q·queueᵀ]/τ with label 0 (`losses.info_nce`); the queue receives the
+all-gathered keys after the loss.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import PartitionSpec as P
+
+from ssl_jax import losses, memory
+from ssl_jax.configs import hparams_from_config
+from ssl_jax.methods import common
+
+EMA_BEFORE_KEYS = True  # MoCo: momentum update, then keys
+
+
+@dataclasses.dataclass(frozen=True)
+class Hparams:
+    temperature: float = 0.2
+    queue_size: int = 65536
+    shuffle_bn: bool = True
+    key_bn_groups: int = 0  # BN groups of the key forward; 0 = one per device (DDP shuffle-BN)
+
+
+def hparams(config) -> Hparams:
+    return hparams_from_config(Hparams, config)
+
+
+def check_config(ctx: common.StepContext) -> None:
+    common.require_views(ctx, 2)
+    common.require_divisible(
+        "config.method_config.queue_size", ctx.hp.queue_size, ctx.config.global_batch_size,
+        "the global key batch (config.global_batch_size)",
+    )
+    common.require_divisible(
+        "config.method_config.queue_size", ctx.hp.queue_size, ctx.num_devices, "the device count"
+    )
+
+
+def buffer_specs(hp: Hparams) -> dict:
+    return {"queue": memory.ROWS, "queue_ptr": P()}
+
+
+def init_buffers(rng, hp: Hparams, ctx: common.StepContext) -> dict:
+    return {
+        "queue": memory.random_rows(rng, hp.queue_size, ctx.embed_dim),
+        "queue_ptr": jnp.zeros((), jnp.int32),
+    }
+
+
+def loss_fn(ctx, params, batch_stats, target, buffers, views, batch, rng):
+    hp: Hparams = ctx.hp
+    out_q, new_stats = common.forward(ctx, params, batch_stats, views[0])
+    q = memory.l2_normalize(out_q["projection"])
+    out_k, new_target_stats = common.target_forward(
+        ctx, target, views[1], rng, shuffle=hp.shuffle_bn,
+        groups=common.bn_groups(hp.key_bn_groups, ctx) if hp.shuffle_bn else 1,
+    )
+    k = memory.l2_normalize(out_k["projection"])
+    queue = buffers["queue"]
+    loss = losses.info_nce(q, k, queue, hp.temperature)
+    metrics = {
+        "pos_sim": jnp.mean(jnp.sum(q * k, axis=-1)),
+        "neg_sim": jnp.mean(q @ jax.lax.stop_gradient(queue).T),
+    }
+    return loss, {
+        "metrics": metrics,
+        "batch_stats": new_stats,
+        "target_batch_stats": new_target_stats,
+        "updates": {"keys": jax.lax.stop_gradient(k)},
+    }
+
+
+def update_buffers(ctx, buffers: dict, updates: dict, batch) -> dict:
+    queue, ptr = memory.enqueue(buffers["queue"], buffers["queue_ptr"], updates["keys"], ctx.mesh)
+    return {"queue": queue, "queue_ptr": ptr}

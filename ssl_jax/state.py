@@ -1,0 +1,64 @@
+"""The train state: one pytree of arrays, so a checkpoint is the state and resume is exact."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import flax.struct
+import jax
+import jax.numpy as jnp
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+PyTree = Any
+
+
+class TrainState(flax.struct.PyTreeNode):
+    """step, online params/BN stats, optimiser state, target (EMA) params/BN stats, method buffers, rng.
+
+    The model and the optax transform live outside (they are code, not state).
+    """
+
+    step: jnp.ndarray
+    params: PyTree
+    batch_stats: PyTree
+    opt_state: PyTree
+    target_params: PyTree  # {} for methods without a target network (IR)
+    target_batch_stats: PyTree
+    buffers: dict  # method buffers: queue, queue_ptr, bank, ...
+    rng: jnp.ndarray  # raw uint32[2] key, checkpointable
+
+
+def state_shardings(abstract_state: TrainState, mesh: Mesh, buffer_specs: dict) -> TrainState:
+    """NamedShardings for every leaf: buffers as the method says (queues/banks P('data')), rest replicated."""
+    replicated = NamedSharding(mesh, P())
+    shardings = jax.tree.map(lambda _: replicated, abstract_state)
+    buffers = {name: NamedSharding(mesh, buffer_specs[name]) for name in abstract_state.buffers}
+    return shardings.replace(buffers=buffers)
+
+
+def create_train_state(
+    rng: jax.Array, *, model, tx, method, hp, ctx, sample_input: jax.ShapeDtypeStruct, mesh: Mesh
+) -> TrainState:
+    """Initialise the state directly in its sharded layout: eval_shape → shardings → jit(out_shardings)."""
+    buffer_specs = method.buffer_specs(hp)
+
+    def init(rng):
+        init_rng, buffer_rng, state_rng = jax.random.split(rng, 3)
+        dummy = jnp.zeros(sample_input.shape, sample_input.dtype)
+        variables = model.init({"params": init_rng}, dummy, train=False)
+        params, batch_stats = variables["params"], variables.get("batch_stats", {})
+        uses_target = getattr(method, "USES_TARGET", True)
+        return TrainState(
+            step=jnp.zeros((), jnp.int32),
+            params=params,
+            batch_stats=batch_stats,
+            opt_state=tx.init(params),
+            target_params=jax.tree.map(jnp.copy, params) if uses_target else {},
+            target_batch_stats=jax.tree.map(jnp.copy, batch_stats) if uses_target else {},
+            buffers=method.init_buffers(buffer_rng, hp, ctx),
+            rng=state_rng,
+        )
+
+    abstract = jax.eval_shape(init, rng)
+    shardings = state_shardings(abstract, mesh, buffer_specs)
+    return jax.jit(init, out_shardings=shardings)(rng)

@@ -1,0 +1,58 @@
+"""Small configs and synthetic batches shared by the tests."""
+
+import ml_collections
+import numpy as np
+
+from ssl_jax import configs
+
+TINY_RECIPE = (
+    {"op": "random_resized_crop", "size": 16, "scale": (0.3, 1.0), "ratio": (3 / 4, 4 / 3)},
+    {"op": "horizontal_flip", "p": 0.5},
+)
+
+
+def tiny_config(method: str = "mocov2", **method_config) -> ml_collections.ConfigDict:
+    """A seconds-long Fashion-MNIST run: 16-px views, ResNet-18 at width 1/8, batch 16."""
+    c = configs.base_config()
+    configs.use_local_data(c, channels=1)
+    c.method = method
+    c.data.image_size = 16
+    c.data.train_subset = 64
+    c.data.shuffle_buffer = 64
+    c.data.recipes = ml_collections.ConfigDict({"tiny": TINY_RECIPE})
+    c.model.backbone = "resnet18"
+    c.model.stem = "cifar"
+    c.model.width = 0.125
+    c.model.projector.hidden_dims = (32,)
+    c.model.projector.out_dim = 16
+    c.global_batch_size = 16
+    c.total_steps = 6
+    c.optim.base_lr = 0.1
+    c.log_every_steps = 1
+    c.checkpoint_every_steps = 2
+    c.knn.every_steps = 0
+    c.knn.batch_size = 32
+    if method == "mocov2":
+        c.data.views = ("tiny", "tiny")
+        c.method_config = ml_collections.ConfigDict(
+            dict(temperature=0.2, queue_size=64, shuffle_bn=True, key_bn_groups=8)
+        )
+    elif method == "ir":
+        c.data.views = ("tiny",)
+        c.method_config = ml_collections.ConfigDict(
+            dict(temperature=0.07, num_negatives=32, bank_size=64, bank_momentum=0.5)
+        )
+    c.method_config.update(method_config)
+    return c
+
+
+def synthetic_batch(config, step: int, size: int = 16) -> dict:
+    """A deterministic fake batch of uint8 views, shaped like the pipeline's output."""
+    rng = np.random.default_rng(step)
+    b = config.global_batch_size
+    views = tuple(
+        rng.integers(0, 256, size=(b, size, size, config.data.channels), dtype=np.uint8)
+        for _ in config.data.views
+    )
+    index = (np.arange(b) + step * b) % config.data.train_subset
+    return {"views": views, "index": index.astype(np.int32), "label": (index % 10).astype(np.int32)}

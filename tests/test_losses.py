@@ -1,0 +1,299 @@
+"""Every loss against an independent float64 numpy formula written in this file."""
+
+from types import SimpleNamespace
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from ssl_jax import losses as _losses
+
+# Jitted once per shape: op-by-op dispatch compiles every primitive and is slower on CPU.
+losses = SimpleNamespace(
+    info_nce=jax.jit(_losses.info_nce),
+    ir_nce=jax.jit(_losses.ir_nce),
+    sce=jax.jit(_losses.sce, static_argnames="mask_self"),
+    sce_eq9=jax.jit(_losses.sce_eq9, static_argnames="mask_self"),
+    ressl=jax.jit(_losses.ressl),
+    jcl=jax.jit(_losses.jcl),
+    cross_entropy=jax.jit(_losses.cross_entropy),
+    l2_normalize=jax.jit(_losses.l2_normalize),
+)
+
+RTOL = 1e-5
+ATOL = 1e-5
+
+
+# ------------------------------------------------------------------------------------------------
+# numpy references (float64, concat-then-softmax, exactly as the official PyTorch code reads)
+# ------------------------------------------------------------------------------------------------
+
+
+def _unit(rng, *shape):
+    x = rng.standard_normal(shape)
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def _log_softmax(x):
+    m = x.max(axis=1, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=1, keepdims=True))
+
+
+def _softmax(x):
+    return np.exp(_log_softmax(x))
+
+
+def np_info_nce(q, k, queue, t):
+    logits = np.concatenate([(q * k).sum(1, keepdims=True), q @ queue.T], axis=1) / t
+    return -_log_softmax(logits)[:, 0].mean()
+
+
+def np_ir_nce(sims, t):
+    s = sims / t
+    lse = np.log(np.exp(s).sum(1))
+    return -(s[:, 0] - lse).mean()
+
+
+def np_sce(q, k, queue, t, tm, lam, mask_self):
+    sim_q = np.concatenate([(q * k).sum(1, keepdims=True), q @ queue.T], axis=1)
+    self_col = np.full((q.shape[0], 1), -np.inf if mask_self else 0.0)
+    sim_k = np.concatenate([self_col, k @ queue.T], axis=1)
+    p_k = _softmax(sim_k / tm)
+    onehot = np.zeros_like(p_k)
+    onehot[:, 0] = 1.0
+    w = lam * onehot + (1 - lam) * p_k
+    w = w / w.sum(1, keepdims=True)
+    return -(w * _log_softmax(sim_q / t)).sum(1).mean()
+
+
+def np_ressl(q, k, queue, t, tm):
+    p_k = _softmax(k @ queue.T / tm)
+    return -(p_k * _log_softmax(q @ queue.T / t)).sum(1).mean()
+
+
+def np_paper_ceil(q, k, queue, t):
+    """Paper: L_Ceil = −mean log(Σ_{j≠i} exp(z¹_i·z²_j/τ) / Σ_j exp(z¹_i·z²_j/τ))."""
+    e_pos = np.exp((q * k).sum(1) / t)
+    e_neg = np.exp(q @ queue.T / t).sum(1)
+    return -np.log(e_neg / (e_pos + e_neg)).mean()
+
+
+def np_jcl(q, keys, queue, t, lam):
+    m = keys.shape[0]
+    mu = keys.mean(0)  # (B, D)
+    c = keys - mu[None]
+    sigma = np.einsum("mbd,mbe->bde", c, c) / m  # full per-sample covariance, biased
+    sigma_p = sigma * lam / t
+    l_pos = np.einsum("bd,bd->b", q, mu + 0.5 * np.einsum("bde,be->bd", sigma_p, q))
+    logits = np.concatenate([l_pos[:, None], q @ queue.T], axis=1) / t
+    ce = -_log_softmax(logits)[:, 0].mean()
+    jcl_term = (0.5 * np.einsum("bd,bde,be->b", q, sigma_p, q)).mean() / t
+    return ce + jcl_term
+
+
+# ------------------------------------------------------------------------------------------------
+# fixtures
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def batch():
+    rng = np.random.default_rng(0)
+    b, d, k = 6, 16, 32
+    return dict(q=_unit(rng, b, d), k=_unit(rng, b, d), queue=_unit(rng, k, d))
+
+
+def _j(*xs):
+    return [jnp.asarray(x, jnp.float32) for x in xs]
+
+
+# ------------------------------------------------------------------------------------------------
+# helpers
+# ------------------------------------------------------------------------------------------------
+
+
+def test_l2_normalize():
+    x = np.array([[3.0, 4.0], [0.0, 0.0]])
+    y = np.asarray(losses.l2_normalize(jnp.asarray(x, jnp.float32)))
+    np.testing.assert_allclose(y, [[0.6, 0.8], [0.0, 0.0]], rtol=1e-6)
+    assert losses.l2_normalize(jnp.ones((2, 3), jnp.bfloat16)).dtype == jnp.bfloat16
+
+
+def test_cross_entropy():
+    rng = np.random.default_rng(1)
+    logits = rng.standard_normal((4, 5))
+    targets = _softmax(rng.standard_normal((4, 5)))
+    ref = -(targets * _log_softmax(logits)).sum(1)
+    np.testing.assert_allclose(losses.cross_entropy(*_j(logits, targets)), ref, rtol=RTOL)
+
+
+# ------------------------------------------------------------------------------------------------
+# losses vs numpy
+# ------------------------------------------------------------------------------------------------
+
+
+def test_info_nce(batch):
+    q, k, queue = batch["q"], batch["k"], batch["queue"]
+    got = losses.info_nce(*_j(q, k, queue), 0.2)
+    np.testing.assert_allclose(got, np_info_nce(q, k, queue, 0.2), rtol=RTOL, atol=ATOL)
+
+
+def test_ir_nce():
+    rng = np.random.default_rng(2)
+    b, d, n, k = 5, 8, 40, 12
+    q = _unit(rng, b, d)
+    bank = _unit(rng, n, d)
+    idx = rng.integers(0, n, b)
+    cols = np.concatenate([idx[:, None], rng.integers(0, n, (b, k))], axis=1)
+    sims = np.einsum("bd,bkd->bk", q, bank[cols])
+    got = losses.ir_nce(jnp.asarray(sims, jnp.float32), 0.07)
+    np.testing.assert_allclose(got, np_ir_nce(sims, 0.07), rtol=RTOL, atol=ATOL)
+    # Same thing as InfoNCE with the own bank entry as key and the drawn entries as queue (b = 1).
+    one = losses.info_nce(*_j(q[:1], bank[idx[:1]], bank[cols[0, 1:]]), 0.07)
+    np.testing.assert_allclose(losses.ir_nce(sims[:1], 0.07), one, rtol=RTOL)
+
+
+@pytest.mark.parametrize("mask_self", [False, True])
+@pytest.mark.parametrize("lam", [0.0, 0.5, 1.0])
+def test_sce(batch, lam, mask_self):
+    q, k, queue = batch["q"], batch["k"], batch["queue"]
+    got = losses.sce(*_j(q, k, queue), 0.1, 0.05, lam, mask_self=mask_self)
+    ref = np_sce(q, k, queue, 0.1, 0.05, lam, mask_self)
+    np.testing.assert_allclose(got, ref, rtol=RTOL, atol=ATOL)
+
+
+def test_sce_self_slot_carries_weight_with_tiny_queue():
+    """K = 2 and a large τ_m: the zero-logit self slot gets ~1/3 of the target mass."""
+    rng = np.random.default_rng(3)
+    q, k, queue = _unit(rng, 4, 8), _unit(rng, 4, 8), _unit(rng, 2, 8)
+    code = losses.sce(*_j(q, k, queue), 0.1, 1.0, 0.5)
+    paper = losses.sce(*_j(q, k, queue), 0.1, 1.0, 0.5, mask_self=True)
+    np.testing.assert_allclose(code, np_sce(q, k, queue, 0.1, 1.0, 0.5, False), rtol=RTOL)
+    np.testing.assert_allclose(paper, np_sce(q, k, queue, 0.1, 1.0, 0.5, True), rtol=RTOL)
+    assert abs(float(code) - float(paper)) > 0.05
+
+
+@pytest.mark.parametrize("mask_self", [False, True])
+@pytest.mark.parametrize("lam", [0.0, 0.3, 0.5, 1.0])
+def test_sce_eq9_equals_sce(batch, lam, mask_self):
+    q, k, queue = _j(batch["q"], batch["k"], batch["queue"][:3])  # tiny K: the self slot matters
+    for tm in (0.05, 1.0):
+        got = losses.sce_eq9(q, k, queue, 0.1, tm, lam, 1 - lam, 1 - lam, mask_self=mask_self)
+        ref = losses.sce(q, k, queue, 0.1, tm, lam, mask_self=mask_self)
+        np.testing.assert_allclose(got, ref, rtol=RTOL, atol=ATOL)
+
+
+def test_sce_eq9_parts_under_paper_indicator(batch):
+    """mask_self=True: each part is the paper's formula (Eq. 1, Eq. 4 over the queue, L_Ceil)."""
+    q, k, queue = batch["q"], batch["k"], batch["queue"]
+    args = (*_j(q, k, queue), 0.1, 0.05)
+    part = lambda lam, mu, eta: losses.sce_eq9(*args, lam, mu, eta, mask_self=True)
+    np.testing.assert_allclose(part(1, 0, 0), np_info_nce(q, k, queue, 0.1), rtol=RTOL)
+    np.testing.assert_allclose(part(0, 1, 0), np_ressl(q, k, queue, 0.1, 0.05), rtol=RTOL)
+    np.testing.assert_allclose(part(0, 0, 1), np_paper_ceil(q, k, queue, 0.1), rtol=RTOL)
+    # Linear in the weights (η = 0 is the paper's Tab. 3 ablation).
+    np.testing.assert_allclose(
+        part(0.5, 0.5, 0.0), 0.5 * part(1, 0, 0) + 0.5 * part(0, 1, 0), rtol=RTOL
+    )
+
+
+def test_sce_eq9_parts_under_code_convention():
+    """Default self slot (logit 0): L_ReSSL is Eq. 4 with the unrenormalised s², L_Ceil a BCE."""
+    rng = np.random.default_rng(4)
+    q, k, queue = _unit(rng, 4, 8), _unit(rng, 4, 8), _unit(rng, 3, 8)
+    t, tm = 0.1, 0.5
+    sim_k = np.concatenate([np.zeros((4, 1)), k @ queue.T], axis=1)
+    s2 = _softmax(sim_k / tm)
+    logits = np.concatenate([(q * k).sum(1, keepdims=True), q @ queue.T], axis=1) / t
+    p = _softmax(logits)
+    s1 = _softmax(q @ queue.T / t)
+    ressl_ref = -(s2[:, 1:] * np.log(s1)).sum(1).mean()
+    ceil_ref = -(s2[:, 0] * np.log(p[:, 0]) + s2[:, 1:].sum(1) * np.log(1 - p[:, 0])).mean()
+    args = (*_j(q, k, queue), t, tm)
+    np.testing.assert_allclose(losses.sce_eq9(*args, 0, 1, 0), ressl_ref, rtol=RTOL)
+    np.testing.assert_allclose(losses.sce_eq9(*args, 0, 0, 1), ceil_ref, rtol=RTOL)
+
+
+def test_ressl(batch):
+    q, k, queue = batch["q"], batch["k"], batch["queue"]
+    got = losses.ressl(*_j(q, k, queue), 0.1, 0.04)
+    np.testing.assert_allclose(got, np_ressl(q, k, queue, 0.1, 0.04), rtol=RTOL, atol=ATOL)
+
+
+def _jcl_inputs(seed=5, m=4, b=5, d=12, kq=20):
+    rng = np.random.default_rng(seed)
+    q = _unit(rng, b, d)
+    # Keys clustered around a per-sample centre, as augmented views are.
+    centre = _unit(rng, b, d)
+    keys = np.stack([centre + 0.3 * rng.standard_normal((b, d)) for _ in range(m)])
+    keys /= np.linalg.norm(keys, axis=-1, keepdims=True)
+    queue = 0.9 * _unit(rng, kq, d)  # mean keys: norm < 1
+    return q, keys, queue
+
+
+@pytest.mark.parametrize("lam", [0.0, 2.0, 4.0])
+def test_jcl(lam):
+    q, keys, queue = _jcl_inputs()
+    got = losses.jcl(*_j(q, keys, queue), 0.2, lam)
+    np.testing.assert_allclose(got, np_jcl(q, keys, queue, 0.2, lam), rtol=RTOL, atol=ATOL)
+    if lam == 0.0:  # no covariance: InfoNCE with the mean key as positive
+        ref = np_info_nce(q, keys.mean(0), queue, 0.2)
+        np.testing.assert_allclose(got, ref, rtol=RTOL, atol=ATOL)
+
+
+def test_jcl_gradients():
+    q, keys, queue = _jcl_inputs(seed=6, m=3, b=3, d=5, kq=7)
+    t, lam = 0.2, 2.0
+    gq, gk, gqueue = jax.grad(losses.jcl, argnums=(0, 1, 2))(*_j(q, keys, queue), t, lam)
+    assert not np.any(np.asarray(gk)) and not np.any(np.asarray(gqueue))
+    # Central finite differences of the float64 numpy reference.
+    eps = 1e-6
+    fd = np.zeros_like(q)
+    for idx in np.ndindex(q.shape):
+        dq = np.zeros_like(q)
+        dq[idx] = eps
+        fd[idx] = (np_jcl(q + dq, keys, queue, t, lam) - np_jcl(q - dq, keys, queue, t, lam)) / (
+            2 * eps
+        )
+    np.testing.assert_allclose(gq, fd, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda q, k, Q: losses.info_nce(q, k, Q, 0.2),
+        lambda q, k, Q: losses.sce(q, k, Q, 0.1, 0.05, 0.5),
+        lambda q, k, Q: losses.sce(q, k, Q, 0.1, 0.05, 0.5, mask_self=True),
+        lambda q, k, Q: losses.sce_eq9(q, k, Q, 0.1, 0.05, 0.5, 0.3, 0.7),
+        lambda q, k, Q: losses.ressl(q, k, Q, 0.1, 0.04),
+    ],
+    ids=["info_nce", "sce", "sce_masked", "sce_eq9", "ressl"],
+)
+def test_gradient_only_through_query(batch, fn):
+    gq, gk, gqueue = jax.grad(fn, argnums=(0, 1, 2))(*_j(batch["q"], batch["k"], batch["queue"]))
+    assert np.all(np.isfinite(gq)) and np.any(np.asarray(gq))
+    assert not np.any(np.asarray(gk)) and not np.any(np.asarray(gqueue))
+
+
+def test_bfloat16_inputs_computed_in_float32(batch):
+    """bf16 activations: a float32 loss, equal to the float32 loss on the same rounded values."""
+    bf = [jnp.asarray(x, jnp.bfloat16) for x in (batch["q"], batch["k"], batch["queue"])]
+    up = [x.astype(jnp.float32) for x in bf]
+    keys = jnp.stack([bf[1], bf[0]])
+    sims = bf[0] @ bf[2][:8].T  # q·bank rows arrive in the activations' dtype
+    pairs = {
+        "info_nce": (losses.info_nce, (0.2,)),
+        "sce": (losses.sce, (0.1, 0.05, 0.5)),
+        "sce_eq9": (losses.sce_eq9, (0.1, 0.05, 0.5, 0.5, 0.5)),
+        "ressl": (losses.ressl, (0.1, 0.04)),
+    }
+    results = {name: (fn(*bf, *hp), fn(*up, *hp)) for name, (fn, hp) in pairs.items()}
+    results["jcl"] = (
+        losses.jcl(bf[0], keys, bf[2], 0.2, 2.0),
+        losses.jcl(up[0], keys.astype(jnp.float32), up[2], 0.2, 2.0),
+    )
+    results["ir_nce"] = (losses.ir_nce(sims, 0.07), losses.ir_nce(sims.astype(jnp.float32), 0.07))
+    for name, (got, ref) in results.items():
+        assert got.dtype == jnp.float32, name
+        np.testing.assert_allclose(got, ref, rtol=RTOL, atol=ATOL, err_msg=name)

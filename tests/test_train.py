@@ -1,0 +1,76 @@
+"""The train step on 1 vs 8 devices, sharded buffers, validation and failure handling."""
+
+import jax
+import numpy as np
+import pytest
+
+from ssl_jax import configs, sharding, train
+from tests.helpers import synthetic_batch, tiny_config
+
+
+def _run_steps(config, devices, steps=3):
+    mesh = sharding.make_mesh(devices)
+    exp = train.build_experiment(config, mesh=mesh)
+    state = train.init_or_restore(exp, None)
+    step = train.jit_train_step(exp, state)
+    losses = []
+    for i in range(steps):
+        state, metrics = step(state, sharding.host_to_global(synthetic_batch(config, i), mesh))
+        losses.append(float(metrics["train/loss"]))
+    return state, losses
+
+
+@pytest.mark.parametrize("method", ["mocov2", "ir"])
+def test_one_vs_eight_devices(method):
+    assert jax.device_count() == 8
+    config = tiny_config(method)
+    state1, losses1 = _run_steps(config, jax.devices()[:1])
+    state8, losses8 = _run_steps(config, jax.devices())
+    np.testing.assert_allclose(losses1, losses8, rtol=2e-4, atol=1e-5)
+    for a, b in zip(jax.tree.leaves(state1.params), jax.tree.leaves(state8.params)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-3, atol=2e-5)
+    for name in state1.buffers:
+        np.testing.assert_allclose(
+            np.asarray(state1.buffers[name]), np.asarray(state8.buffers[name]), rtol=2e-3, atol=2e-5
+        )
+    table = state8.buffers["queue" if method == "mocov2" else "bank"]
+    rows = {s.data.shape[0] for s in table.addressable_shards}
+    assert rows == {table.shape[0] // 8}, "each device must hold 1/8 of the rows"
+
+
+def test_queue_receives_keys_in_fifo_order():
+    config = tiny_config("mocov2")
+    state, _ = _run_steps(config, jax.devices(), steps=2)
+    assert int(state.buffers["queue_ptr"]) == 2 * config.global_batch_size
+    queue = np.asarray(state.buffers["queue"])
+    np.testing.assert_allclose(np.linalg.norm(queue, axis=1), 1.0, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        (lambda c: setattr(c, "global_batch_size", 12), "global_batch_size=12"),
+        (lambda c: c.method_config.update(queue_size=72), "queue_size=72"),
+        (lambda c: c.method_config.update(temperature="hot"), "temperature"),
+        (lambda c: setattr(c, "method", "nope"), "allowed values"),
+        (lambda c: setattr(c.model, "backbone", "resnet101"), "model.backbone"),
+    ],
+)
+def test_bad_configs_fail_before_compiling(override, message):
+    config = tiny_config("mocov2")
+    override(config)
+    with pytest.raises(configs.ConfigError, match=message):
+        train.build_experiment(config)
+
+
+def test_unknown_method_key_is_named():
+    config = tiny_config("mocov2")
+    config.method_config.quue_size = 64
+    with pytest.raises(configs.ConfigError, match="quue_size"):
+        train.build_experiment(config)
+
+
+def test_bank_must_match_dataset_size():
+    config = tiny_config("ir", bank_size=100)
+    with pytest.raises(configs.ConfigError, match="bank_size=100.*64"):
+        train.build_experiment(config)
