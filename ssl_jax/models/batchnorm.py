@@ -18,6 +18,7 @@ The running statistics are the mean over groups of the group statistics (a [C]-s
 from typing import Any
 
 import flax.linen as nn
+import jax
 import jax.numpy as jnp
 from flax.typing import Initializer
 
@@ -66,7 +67,9 @@ class BatchNorm(nn.Module):
             else None
         )
 
-        xf = x.astype(jnp.float32)
+        # float32 statistics for float32/bfloat16 activations (float64 only where x64 tests ask for it)
+        stat_dtype = jnp.promote_types(jnp.float32, x.dtype)
+        xf = x.astype(stat_dtype)
         if train:
             n = x.shape[0]
             if bn_groups < 1 or n % bn_groups:
@@ -86,20 +89,22 @@ class BatchNorm(nn.Module):
                 m = self.momentum
                 group_mean = mean.reshape(bn_groups, features).mean(axis=0)
                 unbiased = var.reshape(bn_groups, features) * (count / max(count - 1, 1))
-                ra_mean.value = (1.0 - m) * ra_mean.value + m * group_mean
-                ra_var.value = (1.0 - m) * ra_var.value + m * unbiased.mean(axis=0)
-            mul = jnp.reciprocal(jnp.sqrt(var + self.epsilon))
+                ra_mean.value = ((1.0 - m) * ra_mean.value + m * group_mean).astype(ra_mean.value.dtype)
+                ra_var.value = ((1.0 - m) * ra_var.value + m * unbiased.mean(axis=0)).astype(
+                    ra_var.value.dtype
+                )
+            mul = jax.lax.rsqrt(var + self.epsilon)
             if scale is not None:
-                mul = mul * scale.astype(jnp.float32)
+                mul = mul * scale.astype(stat_dtype)
             y = (xg - mean) * mul
             if bias is not None:
-                y = y + bias.astype(jnp.float32)
+                y = y + bias.astype(stat_dtype)
             y = y.reshape(x.shape)
         else:
-            mul = jnp.reciprocal(jnp.sqrt(ra_var.value + self.epsilon))
+            mul = jax.lax.rsqrt(ra_var.value.astype(stat_dtype) + self.epsilon)
             if scale is not None:
-                mul = mul * scale.astype(jnp.float32)
-            y = (xf - ra_mean.value) * mul
+                mul = mul * scale.astype(stat_dtype)
+            y = (xf - ra_mean.value.astype(stat_dtype)) * mul
             if bias is not None:
-                y = y + bias.astype(jnp.float32)
+                y = y + bias.astype(stat_dtype)
         return y.astype(out_dtype)

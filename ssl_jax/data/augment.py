@@ -1,0 +1,615 @@
+"""Host-side augmentation ops in TensorFlow with torchvision semantics and stateless randomness.
+
+Per-image API: `op(image, seed, **params)` with `image` float32 `[H, W, C]` in [0, 1] (geometric ops
+also take uint8) and `seed` an int `[2]` stateless seed; `apply_recipe(image_uint8, recipe, seed)` runs
+a recipe (a sequence of op dicts, see docs/design.md) and returns uint8 (×255, clipped, rounded).
+
+Every op is implemented once, vectorised over a leading batch axis: `apply_ops(images [N, H, W, C],
+recipe, u [N, D])` where row `n` of `u` holds example `n`'s uniforms (`draw(recipe, seed)`, one
+`tf.random.stateless_uniform` call per example and view; op k reads its own slice). The per-image
+functions are the batch of one, so a view depends only on its image and its seed, never on the batch it
+is in. The input pipeline draws per example, runs the size-changing prefix of a recipe per example only
+when the source images vary in size (`split_point`), batches, and runs the rest on whole batches: that
+is what makes it fast (a few large ops per batch instead of ~100 tiny ops per image).
+
+torchvision semantics kept:
+- `random_resized_crop`: `RandomResizedCrop.get_params` exactly (10 attempts, area uniform in
+  scale·area, log-uniform ratio, `round` half to even, centre-crop fallback with the ratio clamped),
+  then bilinear resize of the crop (half-pixel centres, edges clamped to the crop). `antialias` defaults
+  to True, as torchvision >= 0.17 for tensors and PIL always: a triangle filter widened by the
+  downscaling factor, weights normalised inside the crop; it only changes downscaling.
+- `resize` (int: shorter side, `int(size * long / short)` for the other; pair: exact `(h, w)`),
+  `center_crop` (zero padding when the crop is larger, `round((H - h) / 2)` offsets).
+- `color_jitter`: brightness / contrast / saturation factors ~ U[max(0, 1 - x), 1 + x], hue shift
+  ~ U[-h, h], applied in a random order (a uniform random permutation, as `randperm(4)`), each clamped
+  to [0, 1]; contrast blends with the mean of the grayscale image; hue shifts H in HSV space with
+  torchvision's `_rgb2hsv` / `_hsv2rgb`; a component given as 0 is skipped. Applied with probability p.
+- `grayscale`: ITU-R 601-2 luma (0.299, 0.587, 0.114), written into every channel.
+- `gaussian_blur`: sigma ~ U[sigma], kernel `exp(-x² / 2σ²)` normalised over `kernel_size` taps,
+  separable, reflect padding (torchvision `GaussianBlur`); `kernel_size` 0 = the odd number nearest to
+  10% of the shorter side (23 at 224 px, 3 at 32 px), at least 3.
+- `solarize`: `x → 1 − x` where `x >= threshold` (threshold in [0, 1] pixel units).
+Uniforms come from TF's stateless generator, not torch's, so the draws (not their laws) differ.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import tensorflow as tf
+
+LUMA = (0.299, 0.587, 0.114)
+RRC_ATTEMPTS = 10
+# Fixed-size sources up to this many pixels are cropped and resized in batches (resampling matrices);
+# larger or variable-size ones per image (slice + tf.image.resize), before batching.
+MAX_BATCHED_CROP_PIXELS = 160 * 160
+
+# op -> (required keys, optional keys)
+OP_KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "random_resized_crop": (frozenset({"size"}), frozenset({"scale", "ratio", "antialias"})),
+    "resize": (frozenset({"size"}), frozenset({"antialias"})),
+    "center_crop": (frozenset({"size"}), frozenset()),
+    "horizontal_flip": (frozenset({"p"}), frozenset()),
+    "color_jitter": (frozenset({"p"}), frozenset({"brightness", "contrast", "saturation", "hue"})),
+    "grayscale": (frozenset({"p"}), frozenset()),
+    "gaussian_blur": (frozenset({"p", "sigma"}), frozenset({"kernel_size"})),
+    "solarize": (frozenset({"p", "threshold"}), frozenset()),
+}
+# Uniforms each op reads from its slice of `u`.
+NUM_DRAWS = {
+    "random_resized_crop": 2 * RRC_ATTEMPTS + 2,
+    "resize": 0,
+    "center_crop": 0,
+    "horizontal_flip": 1,
+    "color_jitter": 9,
+    "grayscale": 1,
+    "gaussian_blur": 2,
+    "solarize": 1,
+}
+SIZE_OPS = ("random_resized_crop", "resize", "center_crop")
+
+
+# ----------------------------------------------------------------------------------------------------
+# Helpers
+
+
+def _pair(size: int | Sequence[int]) -> tuple[int, int]:
+    if isinstance(size, int):
+        return size, size
+    h, w = size
+    return int(h), int(w)
+
+
+def to_float(images: tf.Tensor) -> tf.Tensor:
+    """uint8 → float32 in [0, 1]; float32 unchanged."""
+    if images.dtype == tf.uint8:
+        return tf.cast(images, tf.float32) * (1.0 / 255.0)
+    return tf.cast(images, tf.float32)
+
+
+def to_uint8(images: tf.Tensor) -> tf.Tensor:
+    """float32 in [0, 1] → uint8 (×255, clipped, rounded); uint8 unchanged."""
+    if images.dtype == tf.uint8:
+        return images
+    return tf.cast(tf.round(tf.clip_by_value(images * 255.0, 0.0, 255.0)), tf.uint8)
+
+
+def _dims(x: tf.Tensor, axes: Sequence[int]) -> tuple[Any, ...]:
+    """Sizes of `axes`: Python ints when static, scalar tensors otherwise."""
+    dynamic = tf.shape(x)
+    return tuple(x.shape[a] if x.shape[a] is not None else dynamic[a] for a in axes)
+
+
+def _lerp(u: tf.Tensor, lo: float, hi: float) -> tf.Tensor:
+    return lo + (hi - lo) * u
+
+
+def gray(images: tf.Tensor) -> tf.Tensor:
+    """ITU-R 601-2 luma of float `[..., C]` as `[..., 1]`; the image itself when C is 1."""
+    if images.shape[-1] == 1:
+        return images
+    r, g, b = images[..., 0:1], images[..., 1:2], images[..., 2:3]
+    return r * LUMA[0] + g * LUMA[1] + b * LUMA[2]
+
+
+def _needs_colour(images: tf.Tensor, what: str) -> None:
+    if images.shape[-1] != 3:
+        raise ValueError(f"{what} needs 3-channel images, got shape {images.shape}.")
+
+
+def _bcast(v: tf.Tensor) -> tf.Tensor:
+    """Per-example `[N]` → `[N, 1, 1, 1]`."""
+    return tf.reshape(v, [-1, 1, 1, 1])
+
+
+def _select(mask: tf.Tensor, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
+    return tf.where(_bcast(mask), a, b)
+
+
+def _partitioned(
+    x: tf.Tensor, group: tf.Tensor, fns: Sequence[Callable[[tf.Tensor, tf.Tensor], tf.Tensor]]
+) -> tf.Tensor:
+    """Example n gets `fns[group[n]](x[n], its row index)`; group == len(fns) leaves it unchanged.
+
+    Each fn sees only its own examples (so an op not drawn costs nothing and leaves pixels bit-exact).
+    """
+    n = len(fns)
+    rows = tf.range(tf.shape(x)[0])
+    parts = tf.dynamic_partition(x, group, n + 1)
+    part_rows = tf.dynamic_partition(rows, group, n + 1)
+    outs = [fn(parts[k], part_rows[k]) for k, fn in enumerate(fns)] + [parts[n]]
+    return tf.ensure_shape(tf.dynamic_stitch(part_rows, outs), x.shape)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Geometry
+
+
+def rrc_params(
+    u: tf.Tensor, height: Any, width: Any, scale: Sequence[float], ratio: Sequence[float]
+) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
+    """`(top, left, h, w)`, each int32 `[N]`, from uniforms `u [N, 22]`, as torchvision's
+    `RandomResizedCrop.get_params` for `height × width` images."""
+    u = tf.cast(u, tf.float64)
+    height_f = tf.cast(height, tf.float64)
+    width_f = tf.cast(width, tf.float64)
+    area = height_f * width_f
+    target_area = area * _lerp(u[:, :RRC_ATTEMPTS], scale[0], scale[1])
+    log_ratio = _lerp(u[:, RRC_ATTEMPTS : 2 * RRC_ATTEMPTS], math.log(ratio[0]), math.log(ratio[1]))
+    aspect = tf.exp(log_ratio)
+    w = tf.round(tf.sqrt(target_area * aspect))  # tf.round: half to even, like Python's round
+    h = tf.round(tf.sqrt(target_area / aspect))
+    ok = (w > 0) & (h > 0) & (w <= width_f) & (h <= height_f)
+    first = tf.argmax(tf.cast(ok, tf.int32), axis=1, output_type=tf.int32)  # first fitting attempt
+    found = tf.reduce_any(ok, axis=1)
+    h = tf.gather(h, first, batch_dims=1)
+    w = tf.gather(w, first, batch_dims=1)
+    # torch.randint(0, H - h + 1): uniform integer in [0, H - h].
+    off = u[:, 2 * RRC_ATTEMPTS :]
+    top = tf.minimum(tf.floor(off[:, 0] * (height_f - h + 1)), height_f - h)
+    left = tf.minimum(tf.floor(off[:, 1] * (width_f - w + 1)), width_f - w)
+
+    # Fallback: the whole image with its ratio clamped into `ratio`, centred.
+    in_ratio = width_f / height_f
+    fb_w = tf.where(in_ratio > ratio[1], tf.round(height_f * ratio[1]), width_f)
+    fb_h = tf.where(in_ratio < ratio[0], tf.round(width_f / ratio[0]), height_f)
+    fb_top = tf.floor((height_f - fb_h) / 2)
+    fb_left = tf.floor((width_f - fb_w) / 2)
+    out = [tf.where(found, a, b) for a, b in ((top, fb_top), (left, fb_left), (h, fb_h), (w, fb_w))]
+    return tuple(tf.cast(v, tf.int32) for v in out)  # type: ignore[return-value]
+
+
+def resample_matrix(
+    start: tf.Tensor, length: tf.Tensor, in_size: int, out_size: int, antialias: bool
+) -> tf.Tensor:
+    """`[N, out_size, in_size]` weights resizing pixels `[start, start + length)` to `out_size`.
+
+    Triangle kernel centred at `start + (o + 0.5)·length/out_size` (half-pixel centres), widened by the
+    downscaling factor when `antialias`, restricted to the crop and normalised: bilinear with clamped
+    edges when not widened, the PIL / torch / tf antialiased bilinear filter otherwise.
+    """
+    start = tf.cast(start, tf.float32)[:, None, None]
+    length = tf.cast(length, tf.float32)[:, None, None]
+    step = length / out_size
+    support = tf.maximum(step, 1.0) if antialias else tf.ones_like(step)
+    centre = start + (tf.range(out_size, dtype=tf.float32)[None, :, None] + 0.5) * step
+    pixel = tf.range(in_size, dtype=tf.float32)[None, None, :]
+    weight = tf.maximum(0.0, 1.0 - tf.abs(pixel + 0.5 - centre) / support)
+    weight *= tf.cast((pixel >= start) & (pixel < start + length), tf.float32)
+    return weight / tf.reduce_sum(weight, axis=-1, keepdims=True)
+
+
+def _resize_one(image: tf.Tensor, hw: tuple[Any, Any], antialias: bool) -> tf.Tensor:
+    """Bilinear resize of one image `[H, W, C]` (any size), float32 [0, 1] out. Upscaling skips the
+    (then identical) antialiasing filter, which is 4× slower."""
+    scale = 1.0 / 255.0 if image.dtype == tf.uint8 else 1.0
+    size = tf.stack(hw)
+    if antialias:
+        down = tf.reduce_any(tf.shape(image)[:2] > size)
+        x = tf.cast(image, tf.float32)
+        out = tf.cond(
+            down,
+            lambda: tf.image.resize(x, size, method="bilinear", antialias=True),
+            lambda: tf.image.resize(x, size, method="bilinear"),
+        )
+    else:
+        out = tf.image.resize(image, size, method="bilinear")
+    out = out * scale if scale != 1.0 else out
+    static = [d if isinstance(d, int) else None for d in hw]
+    return tf.ensure_shape(out, (*static, image.shape[-1]))
+
+
+def _batched_crops(images: tf.Tensor) -> bool:
+    h, w = images.shape[1:3]
+    return h is not None and w is not None and h * w <= MAX_BATCHED_CROP_PIXELS
+
+
+def _random_resized_crop(images, u, *, size, scale=(0.08, 1.0), ratio=(0.75, 4 / 3), antialias=True):
+    out_h, out_w = _pair(size)
+    height, width = _dims(images, (1, 2))
+    top, left, h, w = rrc_params(u, height, width, scale, ratio)
+    if _batched_crops(images):
+        wy = resample_matrix(top, h, height, out_h, antialias)  # [N, out_h, H]
+        wx = resample_matrix(left, w, width, out_w, antialias)  # [N, out_w, W]
+        x = to_float(images)
+        x = tf.einsum("nsh,nhwc->nswc", wy, x)
+        return tf.einsum("ntw,nswc->nstc", wx, x)
+    _check_single(images, "random_resized_crop of large or variable-size images")
+    crop = images[0, top[0] : top[0] + h[0], left[0] : left[0] + w[0]]
+    return _resize_one(crop, (out_h, out_w), antialias)[None]
+
+
+def _check_single(images: tf.Tensor, what: str) -> None:
+    if images.shape[0] != 1:
+        raise ValueError(f"{what} runs one image at a time, got a batch of shape {images.shape}.")
+
+
+def _resize(images, u, *, size, antialias=True):
+    del u
+    height, width = _dims(images, (1, 2))
+    if not isinstance(size, int):
+        hw = _pair(size)
+    elif isinstance(height, int) and isinstance(width, int):
+        long = int(size * max(height, width) / min(height, width))
+        hw = (size, long) if height <= width else (long, size)
+    else:
+        h_f, w_f = tf.cast(height, tf.float64), tf.cast(width, tf.float64)
+        long = tf.cast(tf.floor(size * tf.maximum(h_f, w_f) / tf.minimum(h_f, w_f)), tf.int32)
+        hw = (tf.where(height <= width, size, long), tf.where(height <= width, long, size))
+    if images.shape[0] == 1:
+        return _resize_one(images[0], hw, antialias)[None]
+    scale = 1.0 / 255.0 if images.dtype == tf.uint8 else 1.0
+    out = tf.image.resize(images, tf.stack(hw), method="bilinear", antialias=antialias) * scale
+    return tf.ensure_shape(out, (images.shape[0], *[d if isinstance(d, int) else None for d in hw], None))
+
+
+def _center_crop(images, u, *, size):
+    del u
+    crop_h, crop_w = _pair(size)
+    height, width = _dims(images, (1, 2))
+    pad_h = tf.maximum(crop_h - height, 0)
+    pad_w = tf.maximum(crop_w - width, 0)
+    paddings = [[0, 0], [pad_h // 2, (pad_h + 1) // 2], [pad_w // 2, (pad_w + 1) // 2], [0, 0]]
+    images = tf.pad(images, paddings)
+    top = tf.cast(tf.round(tf.cast(height + pad_h - crop_h, tf.float64) / 2.0), tf.int32)
+    left = tf.cast(tf.round(tf.cast(width + pad_w - crop_w, tf.float64) / 2.0), tf.int32)
+    out = images[:, top : top + crop_h, left : left + crop_w]
+    return tf.ensure_shape(out, (images.shape[0], crop_h, crop_w, images.shape[-1]))
+
+
+def _horizontal_flip(images, u, *, p):
+    return _select(u[:, 0] < p, tf.reverse(images, axis=[2]), images)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Colour
+
+
+def adjust_brightness(x: tf.Tensor, factor: tf.Tensor) -> tf.Tensor:
+    """`[N, H, W, C]` float, factor `[N]`: `clamp(x · f)`."""
+    return tf.clip_by_value(x * _bcast(factor), 0.0, 1.0)
+
+
+def adjust_contrast(x: tf.Tensor, factor: tf.Tensor) -> tf.Tensor:
+    """Blend with the mean of the grayscale image: `clamp(f · x + (1 − f) · mean)`."""
+    mean = tf.reduce_mean(gray(x), axis=[1, 2, 3], keepdims=True)
+    f = _bcast(factor)
+    return tf.clip_by_value(f * x + (1.0 - f) * mean, 0.0, 1.0)
+
+
+def adjust_saturation(x: tf.Tensor, factor: tf.Tensor) -> tf.Tensor:
+    """Blend with the grayscale image: `clamp(f · x + (1 − f) · gray)`."""
+    _needs_colour(x, "saturation")
+    f = _bcast(factor)
+    return tf.clip_by_value(f * x + (1.0 - f) * gray(x), 0.0, 1.0)
+
+
+def rgb_to_hsv(x: tf.Tensor) -> tf.Tensor:
+    """torchvision `_rgb2hsv` on `[..., 3]`."""
+    r, g, b = tf.unstack(x, axis=-1)
+    maxc = tf.maximum(tf.maximum(r, g), b)
+    minc = tf.minimum(tf.minimum(r, g), b)
+    eqc = tf.equal(maxc, minc)
+    cr = maxc - minc
+    ones = tf.ones_like(maxc)
+    s = cr / tf.where(eqc, ones, maxc)
+    cr_divisor = tf.where(eqc, ones, cr)
+    rc = (maxc - r) / cr_divisor
+    gc = (maxc - g) / cr_divisor
+    bc = (maxc - b) / cr_divisor
+    is_r = tf.equal(maxc, r)
+    is_g = tf.equal(maxc, g) & ~is_r
+    h = tf.where(is_r, bc - gc, tf.where(is_g, 2.0 + rc - bc, 4.0 + gc - rc))
+    h = tf.math.floormod(h / 6.0 + 1.0, 1.0)
+    return tf.stack([h, s, maxc], axis=-1)
+
+
+def hsv_to_rgb(x: tf.Tensor) -> tf.Tensor:
+    """torchvision `_hsv2rgb` on `[..., 3]`."""
+    h, s, v = tf.unstack(x, axis=-1)
+    i = tf.floor(h * 6.0)
+    f = h * 6.0 - i
+    i = tf.math.floormod(tf.cast(i, tf.int32), 6)
+    p = tf.clip_by_value(v * (1.0 - s), 0.0, 1.0)
+    q = tf.clip_by_value(v * (1.0 - s * f), 0.0, 1.0)
+    t = tf.clip_by_value(v * (1.0 - s * (1.0 - f)), 0.0, 1.0)
+    choices = ((v, q, p, p, t, v), (t, v, v, q, p, p), (p, p, t, v, v, q))
+    out = []
+    for channel in choices:
+        c = channel[5]
+        for k in range(4, -1, -1):
+            c = tf.where(tf.equal(i, k), channel[k], c)
+        out.append(c)
+    return tf.stack(out, axis=-1)
+
+
+def adjust_hue(x: tf.Tensor, delta: tf.Tensor) -> tf.Tensor:
+    """Shift the HSV hue by `delta [N]` (in turns), as torchvision `adjust_hue`."""
+    _needs_colour(x, "hue")
+    hsv = rgb_to_hsv(x)
+    h = tf.math.floormod(hsv[..., 0] + tf.reshape(delta, [-1, 1, 1]), 1.0)
+    return hsv_to_rgb(tf.concat([h[..., None], hsv[..., 1:]], axis=-1))
+
+
+def color_jitter_params(
+    u: tf.Tensor, brightness: float, contrast: float, saturation: float, hue: float
+) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """From `u [N, 9]`: `(apply_uniform [N], factors [N, 4], order [N, 4])`, factors of (brightness,
+    contrast, saturation, hue) as `ColorJitter.get_params`, order a uniform permutation of 0..3."""
+    factors = [_lerp(u[:, 1 + k], max(0.0, 1.0 - a), 1.0 + a) for k, a in enumerate((brightness, contrast, saturation))]
+    factors.append(_lerp(u[:, 4], -hue, hue))
+    order = tf.cast(tf.argsort(u[:, 5:9], axis=1), tf.int32)
+    return u[:, 0], tf.stack(factors, axis=1), order
+
+
+def _color_jitter(images, u, *, p, brightness=0.0, contrast=0.0, saturation=0.0, hue=0.0):
+    x = to_float(images)
+    apply_u, factors, order = color_jitter_params(u, brightness, contrast, saturation, hue)
+    amounts = (brightness, contrast, saturation, hue)
+    fns = (adjust_brightness, adjust_contrast, adjust_saturation, adjust_hue)
+    branches = [
+        lambda part, rows, fn=fn, k=k: fn(part, tf.gather(factors[:, k], rows))
+        for k, fn in enumerate(fns)
+    ]
+    applied = apply_u < p
+    for position in range(4):
+        group = order[:, position]
+        active = tf.constant([bool(a) for a in amounts])
+        skip = ~applied | ~tf.gather(active, group)
+        x = _partitioned(x, tf.where(skip, 4, group), branches)
+    return x
+
+
+def _grayscale(images, u, *, p):
+    _needs_colour(images, "grayscale")
+    x = to_float(images)
+    return _select(u[:, 0] < p, tf.tile(gray(x), [1, 1, 1, x.shape[-1]]), x)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Filters
+
+
+def blur_kernel_size(side: int) -> int:
+    """Odd number nearest to 10% of `side`, at least 3."""
+    return max(3, 2 * round((0.1 * side - 1) / 2) + 1)
+
+
+def gaussian_kernel1d(sigma: tf.Tensor, kernel_size: int) -> tf.Tensor:
+    """torchvision `_get_gaussian_kernel1d` for each sigma `[N]`: `[N, kernel_size]`, rows sum to 1."""
+    half = (kernel_size - 1) * 0.5
+    x = tf.linspace(-half, half, kernel_size)[None, :]
+    kernel = tf.exp(-0.5 * tf.square(x / tf.reshape(tf.cast(sigma, tf.float32), [-1, 1])))
+    return kernel / tf.reduce_sum(kernel, axis=1, keepdims=True)
+
+
+def blur(x: tf.Tensor, kernels: tf.Tensor) -> tf.Tensor:
+    """Separable blur of float `[N, H, W, C]` with per-example kernels `[N, k]`, reflect padding.
+
+    The batch is folded into the channel axis of one depthwise convolution (`[1, H, W, N·C]`), so the
+    CPU kernel vectorises over N·C channels instead of 3 and runs once per batch."""
+    n, height, width = _dims(x, (0, 1, 2))
+    channels = x.shape[3]
+    k = kernels.shape[1]
+    r = k // 2
+    x = tf.pad(x, [[0, 0], [r, r], [r, r], [0, 0]], mode="REFLECT")
+    x = tf.transpose(x, [1, 2, 0, 3])  # [H + 2r, W + 2r, N, C]
+    x = tf.reshape(x, [1, height + 2 * r, width + 2 * r, n * channels])
+    taps = tf.transpose(tf.repeat(kernels, channels, axis=0))  # [k, N·C]
+    x = tf.nn.depthwise_conv2d(x, tf.reshape(taps, [k, 1, -1, 1]), [1, 1, 1, 1], "VALID")
+    x = tf.nn.depthwise_conv2d(x, tf.reshape(taps, [1, k, -1, 1]), [1, 1, 1, 1], "VALID")
+    x = tf.reshape(x, [height, width, n, channels])
+    return tf.transpose(x, [2, 0, 1, 3])
+
+
+def _gaussian_blur(images, u, *, p, sigma, kernel_size=0):
+    x = to_float(images)
+    height, width = x.shape[1:3]
+    if not kernel_size:
+        if height is None or width is None:
+            raise ValueError(
+                "gaussian_blur with kernel_size 0 needs a fixed image size: put it after a crop or "
+                "resize, or give kernel_size."
+            )
+        kernel_size = blur_kernel_size(min(height, width))
+    sigmas = _lerp(u[:, 1], sigma[0], sigma[1])
+
+    def blur_part(part, rows):
+        return blur(part, gaussian_kernel1d(tf.gather(sigmas, rows), kernel_size))
+
+    return _partitioned(x, tf.where(u[:, 0] < p, 0, 1), [blur_part])
+
+
+def _solarize(images, u, *, p, threshold):
+    x = to_float(images)
+    return tf.where(_bcast(u[:, 0] < p) & (x >= threshold), 1.0 - x, x)
+
+
+BATCH_OPS: dict[str, Callable[..., tf.Tensor]] = {
+    "random_resized_crop": _random_resized_crop,
+    "resize": _resize,
+    "center_crop": _center_crop,
+    "horizontal_flip": _horizontal_flip,
+    "color_jitter": _color_jitter,
+    "grayscale": _grayscale,
+    "gaussian_blur": _gaussian_blur,
+    "solarize": _solarize,
+}
+
+
+# ----------------------------------------------------------------------------------------------------
+# Per-image ops
+
+
+def _single(name: str) -> Callable[..., tf.Tensor]:
+    def op(image: tf.Tensor, seed: tf.Tensor, **params: Any) -> tf.Tensor:
+        u = tf.random.stateless_uniform([1, NUM_DRAWS[name]], tf.cast(seed, tf.int64))
+        return BATCH_OPS[name](image[None], u, **params)[0]
+
+    op.__name__ = name
+    op.__doc__ = f"`{name}` on one image `[H, W, C]` with stateless `seed` (see the module doc)."
+    return op
+
+
+random_resized_crop = _single("random_resized_crop")
+resize = _single("resize")
+center_crop = _single("center_crop")
+horizontal_flip = _single("horizontal_flip")
+color_jitter = _single("color_jitter")
+grayscale = _single("grayscale")
+gaussian_blur = _single("gaussian_blur")
+solarize = _single("solarize")
+
+
+def random_resized_crop_params(
+    seed: tf.Tensor,
+    height: int,
+    width: int,
+    scale: Sequence[float] = (0.08, 1.0),
+    ratio: Sequence[float] = (3 / 4, 4 / 3),
+) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
+    """`(top, left, h, w)` scalars that `random_resized_crop(image, seed)` uses."""
+    u = tf.random.stateless_uniform([1, NUM_DRAWS["random_resized_crop"]], tf.cast(seed, tf.int64))
+    return tuple(v[0] for v in rrc_params(u, height, width, scale, ratio))  # type: ignore[return-value]
+
+
+# ----------------------------------------------------------------------------------------------------
+# Recipes
+
+
+def _params(op: Mapping[str, Any]) -> dict[str, Any]:
+    """Op dict (or ConfigDict) → keyword arguments, lists turned into tuples."""
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in op.items() if k != "op"}
+
+
+def num_draws(recipe: Sequence[Mapping[str, Any]]) -> int:
+    """Uniforms per example that `recipe` reads."""
+    return sum(NUM_DRAWS[op["op"]] for op in recipe)
+
+
+def draw(recipe: Sequence[Mapping[str, Any]], seed: tf.Tensor) -> tf.Tensor:
+    """The `[num_draws(recipe)]` float32 uniforms of one example, from one stateless seed."""
+    return tf.random.stateless_uniform([max(num_draws(recipe), 1)], tf.cast(seed, tf.int64))
+
+
+def split_point(recipe: Sequence[Mapping[str, Any]], image_shape: Sequence[int | None]) -> int:
+    """Ops to run one image at a time before batching: none when the source images have a fixed,
+    small size; otherwise up to the last size-changing op (after it, every view has one size)."""
+    height, width = image_shape[:2]
+    if height is not None and width is not None and height * width <= MAX_BATCHED_CROP_PIXELS:
+        return 0
+    last = [k for k, op in enumerate(recipe) if op["op"] in SIZE_OPS]
+    return last[-1] + 1 if last else 0
+
+
+def apply_ops(
+    images: tf.Tensor,
+    recipe: Sequence[Mapping[str, Any]],
+    u: tf.Tensor,
+    start: int = 0,
+    stop: int | None = None,
+) -> tf.Tensor:
+    """Ops `recipe[start:stop]` on `images [N, H, W, C]` with per-example uniforms `u [N, D]`
+    (`D = num_draws(recipe)`; op k reads its own columns). Returns float32 (uint8 if no op converted)."""
+    stop = len(recipe) if stop is None else stop
+    offset = sum(NUM_DRAWS[op["op"]] for op in recipe[:start])
+    x = images
+    for op in recipe[start:stop]:
+        k = NUM_DRAWS[op["op"]]
+        x = BATCH_OPS[op["op"]](x, u[:, offset : offset + k], **_params(op))
+        offset += k
+    return x
+
+
+def apply_recipe(image: tf.Tensor, recipe: Sequence[Mapping[str, Any]], seed: tf.Tensor) -> tf.Tensor:
+    """uint8 `[H, W, C]` → uint8 view, randomness from `draw(recipe, seed)`."""
+    return to_uint8(apply_ops(image[None], recipe, draw(recipe, seed)[None])[0])
+
+
+def validate_recipe(name: str, recipe: Sequence[Mapping[str, Any]], channels: int) -> None:
+    """Raise ValueError naming the recipe and op for unknown ops / keys, bad values, or colour ops
+    (saturation, hue, grayscale) on 1-channel views."""
+    if isinstance(recipe, (str, bytes)) or not isinstance(recipe, Sequence):
+        raise ValueError(f"recipe {name!r} must be a sequence of op dicts, got {type(recipe).__name__}.")
+    for k, op in enumerate(recipe):
+        where = f"recipe {name!r} op {k}"
+        if not hasattr(op, "keys") or "op" not in op:
+            raise ValueError(f"{where}: expected a dict with an 'op' key, got {op!r}.")
+        kind = op["op"]
+        if kind not in OP_KEYS:
+            raise ValueError(f"{where}: unknown op {kind!r}; allowed: {tuple(OP_KEYS)}.")
+        where = f"{where} ({kind})"
+        required, optional = OP_KEYS[kind]
+        params = _params(op)
+        missing = required - set(params)
+        unknown = set(params) - required - optional
+        if missing:
+            raise ValueError(f"{where}: missing {sorted(missing)}.")
+        if unknown:
+            raise ValueError(
+                f"{where}: unknown keys {sorted(unknown)}; allowed {sorted(required | optional)}."
+            )
+
+        def check(ok: bool, message: str, where: str = where) -> None:
+            if not ok:
+                raise ValueError(f"{where}: {message}")
+
+        if "p" in params:
+            check(0.0 <= params["p"] <= 1.0, f"p={params['p']} must be in [0, 1].")
+        if "size" in params:
+            size = params["size"]
+            sizes = (size,) if isinstance(size, int) else tuple(size)
+            check(
+                len(sizes) in (1, 2) and all(isinstance(s, int) and s > 0 for s in sizes),
+                f"size={size!r} must be a positive int or a pair of them.",
+            )
+        if kind == "random_resized_crop":
+            lo, hi = params.get("scale", (0.08, 1.0))
+            check(0.0 < lo <= hi <= 1.0, f"scale={(lo, hi)} must satisfy 0 < lo <= hi <= 1.")
+            lo, hi = params.get("ratio", (3 / 4, 4 / 3))
+            check(0.0 < lo <= hi, f"ratio={(lo, hi)} must satisfy 0 < lo <= hi.")
+        if kind == "color_jitter":
+            for key in ("brightness", "contrast", "saturation"):
+                check(params.get(key, 0.0) >= 0.0, f"{key} must be >= 0.")
+            check(0.0 <= params.get("hue", 0.0) <= 0.5, "hue must be in [0, 0.5].")
+            if channels != 3:
+                for key in ("saturation", "hue"):
+                    check(
+                        not params.get(key, 0.0),
+                        f"{key}={params.get(key)} needs 3 channels but config.data.channels == "
+                        f"{channels}; set it to 0 or use channels=3.",
+                    )
+        if kind == "grayscale":
+            check(channels == 3, f"needs 3 channels but config.data.channels == {channels}.")
+        if kind == "gaussian_blur":
+            lo, hi = params["sigma"]
+            check(0.0 < lo <= hi, f"sigma={(lo, hi)} must satisfy 0 < lo <= hi.")
+            ks = params.get("kernel_size", 0)
+            check(
+                isinstance(ks, int) and (ks == 0 or (ks > 0 and ks % 2 == 1)),
+                f"kernel_size={ks} must be 0 (auto) or a positive odd int.",
+            )
+        if kind == "solarize":
+            check(0.0 <= params["threshold"] <= 1.0, "threshold must be in [0, 1] pixel units.")
