@@ -72,10 +72,10 @@ def test_running_var_is_unbiased_torch_momentum():
     # from the init (mean 0, var 1): one step gives 0.1 * batch mean, 0.9 + 0.1 * unbiased var
     x = np.arange(4, dtype=np.float32).reshape(4, 1)  # mean 1.5, biased var 1.25, unbiased 5/3
     bn = BatchNorm()
-    v = bn.init(jax.random.key(0), x, train=False)
+    v = jax.jit(lambda x: bn.init(jax.random.key(0), x, train=False))(x)
     np.testing.assert_array_equal(v["batch_stats"]["mean"], [0.0])
     np.testing.assert_array_equal(v["batch_stats"]["var"], [1.0])
-    y, state = bn.apply(v, x, train=True, mutable=["batch_stats"])
+    y, state = jax.jit(lambda v, x: bn.apply(v, x, train=True, mutable=["batch_stats"]))(v, x)
     np.testing.assert_allclose(state["batch_stats"]["mean"], [0.15], rtol=1e-6)
     np.testing.assert_allclose(state["batch_stats"]["var"], [0.9 + 0.1 * 5 / 3], rtol=1e-6)
     np.testing.assert_allclose(y[:, 0], (x[:, 0] - 1.5) / np.sqrt(1.25 + EPS), rtol=1e-6)
@@ -83,7 +83,7 @@ def test_running_var_is_unbiased_torch_momentum():
 
 def test_init_does_not_update_running_stats():
     x = np.full((4, 2), 3.0, np.float32)
-    v = BatchNorm().init(jax.random.key(0), x, train=True)
+    v = jax.jit(lambda x: BatchNorm().init(jax.random.key(0), x, train=True))(x)
     np.testing.assert_array_equal(v["batch_stats"]["mean"], 0.0)
     np.testing.assert_array_equal(v["batch_stats"]["var"], 1.0)
 
@@ -91,7 +91,7 @@ def test_init_does_not_update_running_stats():
 def test_eval_uses_running_stats():
     x = np.random.default_rng(2).normal(size=(6, 4, 4)).astype(np.float32)
     v = _variables(4)
-    y = BatchNorm().apply(v, x, train=False, bn_groups=3)  # bn_groups ignored in eval
+    y = jax.jit(lambda v, x: BatchNorm().apply(v, x, train=False, bn_groups=4))(v, x)  # ignored
     s = v["batch_stats"]
     ref = (x - np.asarray(s["mean"])) / np.sqrt(np.asarray(s["var"]) + EPS)
     ref = ref * np.asarray(v["params"]["scale"]) + np.asarray(v["params"]["bias"])
@@ -101,27 +101,32 @@ def test_eval_uses_running_stats():
 def test_no_affine():
     x = np.random.default_rng(3).normal(size=(8, 5)).astype(np.float32)
     bn = BatchNorm(use_scale=False, use_bias=False)
-    v = bn.init(jax.random.key(0), x, train=False)
+    v = jax.eval_shape(lambda x: bn.init(jax.random.key(0), x, train=False), x)
     assert "params" not in v
     assert set(v["batch_stats"]) == {"mean", "var"}
-    y, _ = bn.apply(v, x, train=True, mutable=["batch_stats"])
+    v = {"batch_stats": {"mean": jnp.zeros(5), "var": jnp.ones(5)}}
+    y, _ = jax.jit(lambda v, x: bn.apply(v, x, train=True, mutable=["batch_stats"]))(v, x)
     np.testing.assert_allclose(y.mean(0), 0.0, atol=1e-6)
     np.testing.assert_allclose(y.var(0), 1.0, rtol=1e-4)
-    only_bias = BatchNorm(use_scale=False).init(jax.random.key(0), x, train=False)
+    only_bias = jax.eval_shape(
+        lambda x: BatchNorm(use_scale=False).init(jax.random.key(0), x, train=False), x
+    )
     assert set(only_bias["params"]) == {"bias"}
 
 
 def test_bfloat16_inputs_float32_statistics():
     x = jnp.asarray(np.random.default_rng(4).normal(5.0, 2.0, size=(16, 4, 4, 3)), jnp.bfloat16)
     v = _variables(3)
-    y, state = BatchNorm().apply(v, x, train=True, mutable=["batch_stats"])
+    y, state = jax.jit(lambda v, x: BatchNorm().apply(v, x, train=True, mutable=["batch_stats"]))(
+        v, x
+    )
     assert y.dtype == jnp.bfloat16
     assert all(a.dtype == jnp.float32 for a in jax.tree.leaves(state))
     ref_y, ref_mean, ref_var = _numpy_bn(np.asarray(x, np.float32), v, 1)
     np.testing.assert_allclose(state["batch_stats"]["mean"], ref_mean, rtol=1e-5)
     np.testing.assert_allclose(state["batch_stats"]["var"], ref_var, rtol=1e-5)
     np.testing.assert_allclose(np.asarray(y, np.float32), ref_y, rtol=2e-2, atol=2e-2)
-    y32 = BatchNorm(dtype=jnp.float32).apply(v, x, train=False)
+    y32 = jax.eval_shape(lambda v, x: BatchNorm(dtype=jnp.float32).apply(v, x, train=False), v, x)
     assert y32.dtype == jnp.float32
 
 
@@ -129,7 +134,11 @@ def test_invalid_groups():
     x = np.zeros((6, 2), np.float32)
     v = _variables(2)
     with pytest.raises(ValueError, match="bn_groups"):
-        BatchNorm().apply(v, x, train=True, bn_groups=4, mutable=["batch_stats"])
+        jax.eval_shape(
+            lambda v, x: BatchNorm().apply(v, x, train=True, bn_groups=4, mutable=["batch_stats"]),
+            v,
+            x,
+        )
 
 
 def _collectives(compiled_text):
