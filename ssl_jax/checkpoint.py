@@ -33,6 +33,7 @@ class Checkpointer:
         self.manager = ocp.CheckpointManager(
             self.directory,
             options=ocp.CheckpointManagerOptions(max_to_keep=keep, create=create),
+            item_handlers=ocp.StandardCheckpointHandler(),
         )
 
     def latest_step(self) -> int | None:
@@ -59,22 +60,34 @@ class Checkpointer:
         self.manager.close()
 
 
+def _path_shapes(tree, is_leaf=None) -> dict[str, tuple]:
+    """'params/backbone/conv1/kernel' → shape, for a state pytree or orbax's metadata tree alike."""
+
+    def name(key) -> str:
+        for attr in ("key", "name", "idx"):
+            if hasattr(key, attr):
+                return str(getattr(key, attr))
+        return str(key)
+
+    leaves = jax.tree_util.tree_flatten_with_path(tree, is_leaf=is_leaf)[0]
+    return {"/".join(name(k) for k in path): tuple(leaf.shape) for path, leaf in leaves}
+
+
 def check_compatible(metadata, abstract_state, where: str) -> None:
-    """Raise CheckpointError naming the first leaf whose shape differs between checkpoint and config."""
-    tree = getattr(metadata, "tree", metadata)
-    stored = jax.tree.leaves(tree, is_leaf=lambda x: hasattr(x, "shape"))
-    paths_and_leaves = jax.tree_util.tree_flatten_with_path(abstract_state)[0]
-    if len(stored) != len(paths_and_leaves):
-        raise CheckpointError(
-            f"the checkpoint in {where} holds {len(stored)} arrays but this config's state has "
-            f"{len(paths_and_leaves)}: it is a run of a different model or method. Use another --workdir."
-        )
-    for saved, (path, leaf) in zip(stored, paths_and_leaves):
-        if tuple(saved.shape) != tuple(leaf.shape):
+    """Raise CheckpointError naming the first array whose presence or shape differs."""
+    stored = _path_shapes(getattr(metadata, "tree", metadata), is_leaf=lambda x: hasattr(x, "shape"))
+    wanted = _path_shapes(abstract_state)
+    for path in sorted(set(stored) | set(wanted)):
+        if path not in stored or path not in wanted:
+            side = "this config" if path not in stored else "the checkpoint"
             raise CheckpointError(
-                f"the checkpoint in {where} is a run of a different model shape: "
-                f"{jax.tree_util.keystr(path)} has shape {tuple(saved.shape)} there but "
-                f"{tuple(leaf.shape)} in this config. Use another --workdir."
+                f"the checkpoint in {where} is a run of a different model or method: only "
+                f"{side} has {path}. Use another --workdir."
+            )
+        if stored[path] != wanted[path]:
+            raise CheckpointError(
+                f"the checkpoint in {where} is a run of a different model shape: {path} has shape "
+                f"{stored[path]} there but {wanted[path]} in this config. Use another --workdir."
             )
 
 

@@ -15,8 +15,8 @@ decay_factor       float, 'step' only                              (default 0.1)
 final_lr           float, cosine end value                         (default 0)
 trust_coefficient  float, LARS eta                                 (default 1e-3)
 exclude_1d         bool | None; 1-D params (BN, biases) get no weight decay and no LARS adaptation.
-                   None = the optimiser's reference default: True for LARS (SCE / MoCo v3), False for
-                   SGD (PyTorch)                                   (default None)
+                   None = the optimiser's reference default: True for LARS (SCE / MoCo v3),
+                   False for SGD (PyTorch)                         (default None)
 ```
 Both optimisers apply the learning rate AFTER the momentum trace, as torch does:
 `buf <- mu * buf + g; p <- p - lr_t * buf` (so a changing lr does not rescale the history).
@@ -101,8 +101,8 @@ def learning_rate_schedule(
 ) -> optax.Schedule:
     """Per-step learning rate (step = number of updates already applied, from 0).
 
-    Warm-up: `lr_t = peak * t / W` for `t < W = round(warmup_epochs * steps_per_epoch)` (as MoCo v3 /
-    SCE, which warm up per iteration from 0). After it:
+    Warm-up: `lr_t = peak * t / W` for `t < W = round(warmup_epochs * steps_per_epoch)` (as MoCo
+    v3 / SCE, which warm up per iteration from 0). After it:
     - cosine: `final + (peak - final) * (1 + cos(pi * (t - W) / (total_steps - W))) / 2`;
     - step: `peak * decay_factor ** #{e in decay_epochs : t >= round(e * steps_per_epoch)}`;
     - constant: `peak`.
@@ -116,12 +116,8 @@ def learning_rate_schedule(
     boundaries = np.asarray(
         sorted(int(round(e * steps_per_epoch)) for e in cfg["decay_epochs"]), np.int32
     )
+    # a run shorter than its warm-up (e.g. a `runlocal` smoke run) only warms up, as in torch
     decay_len = max(total_steps - warmup, 1)
-    if kind == "cosine" and total_steps <= warmup:
-        raise ValueError(
-            f"optim.warmup_epochs ({cfg['warmup_epochs']}) covers all {total_steps} steps; "
-            "the cosine schedule needs total_steps > warm-up steps"
-        )
 
     def schedule(step):
         t = jnp.asarray(step, jnp.float32)
@@ -150,7 +146,8 @@ def make_optimizer(
     """`(transformation, lr schedule)` for `config.optim`.
 
     SGD (torch.optim.SGD, coupled weight decay, dampening 0):
-      `g <- g + wd * p; buf <- mu * buf + g; p <- p - lr * buf` (nesterov: `p <- p - lr * (g + mu * buf)`).
+      `g <- g + wd * p; buf <- mu * buf + g; p <- p - lr * buf`
+      (nesterov: `p <- p - lr * (g + mu * buf)`).
     LARS (MoCo v3 / SCE `LARS`): for params with ndim > 1 (all params if not exclude_1d)
       `g <- g + wd * p; g <- g * eta * ||p|| / ||g||` (ratio 1 where a norm is 0), then as SGD.
     With `exclude_1d`, 1-D params (BN, biases) get neither weight decay nor the trust ratio.

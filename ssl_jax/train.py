@@ -341,6 +341,9 @@ def train_and_evaluate(
             state, metrics = step_fn(state, batch)
             window.append(metrics)
             done = step + 1
+            if step == start_step:  # img/s and ETA without the compilation time
+                jax.block_until_ready(metrics)
+                tick, tick_step = time.time(), done
             is_last = done == end_step
             log_now = done % config.log_every_steps == 0 or is_last or stop.signal
             save_now = done % config.checkpoint_every_steps == 0 or is_last or stop.signal

@@ -25,6 +25,9 @@ class JsonlWriter(metric_writers.MetricWriter):
         with open(self.path, "a") as f:
             f.write(json.dumps(record) + "\n")
 
+    def write_summaries(self, step, values, metadata=None):
+        pass
+
     def write_images(self, step, images):
         pass
 

@@ -46,7 +46,9 @@ def test_read_write_and_similarities():
     idx = jnp.asarray([3, 63, 0, 17], jnp.int32)
     np.testing.assert_allclose(np.asarray(memory.read_rows(table, idx, mesh)), t[np.asarray(idx)])
     rows = np.arange(16, dtype=np.float32).reshape(4, 4)
-    written = np.asarray(jax.jit(lambda a: memory.write_rows(a, idx, jnp.asarray(rows), mesh))(table))
+    written = np.asarray(
+        jax.jit(lambda a: memory.write_rows(a, idx, jnp.asarray(rows), mesh))(table)
+    )
     t2 = t.copy()
     t2[np.asarray(idx)] = rows
     np.testing.assert_array_equal(written, t2)
@@ -54,8 +56,12 @@ def test_read_write_and_similarities():
     q = np.random.default_rng(1).normal(size=(4, 4)).astype(np.float32)
     cols = np.random.default_rng(2).integers(0, 64, size=(4, 7)).astype(np.int32)
     sims = memory.row_similarities(table, jnp.asarray(q), jnp.asarray(cols), mesh)
-    np.testing.assert_allclose(np.asarray(sims), np.einsum("bd,bkd->bk", q, t[cols]), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(sims), np.einsum("bd,bkd->bk", q, t[cols]), rtol=1e-5, atol=1e-6
+    )
 
     # gradient w.r.t. the query equals the sum of the picked rows
-    grad = jax.grad(lambda q: memory.row_similarities(table, q, jnp.asarray(cols), mesh).sum())(jnp.asarray(q))
+    grad = jax.grad(lambda q: memory.row_similarities(table, q, jnp.asarray(cols), mesh).sum())(
+        jnp.asarray(q)
+    )
     np.testing.assert_allclose(np.asarray(grad), t[cols].sum(1), rtol=1e-5, atol=1e-6)

@@ -52,8 +52,10 @@ def test_queue_receives_keys_in_fifo_order():
     [
         (lambda c: setattr(c, "global_batch_size", 12), "global_batch_size=12"),
         (lambda c: c.method_config.update(queue_size=72), "queue_size=72"),
-        (lambda c: setattr(c, "method_config", type(c.method_config)({"temperature": "hot"})),
-         "temperature"),
+        (
+            lambda c: setattr(c, "method_config", type(c.method_config)({"temperature": "hot"})),
+            "temperature",
+        ),
         (lambda c: setattr(c, "method", "nope"), "allowed values"),
         (lambda c: setattr(c.model, "backbone", "resnet101"), "model.backbone"),
     ],
@@ -100,8 +102,9 @@ def test_resume_is_exact(tmp_path):
     train.train_and_evaluate(config, interrupted)
     straight, resumed = _losses_by_step(str(tmp_path / "straight")), _losses_by_step(interrupted)
     assert sorted(resumed) == list(range(1, RESUME_STEPS + 1))
-    np.testing.assert_allclose([resumed[s] for s in sorted(resumed)],
-                               [straight[s] for s in sorted(straight)], rtol=1e-6)
+    np.testing.assert_allclose(
+        [resumed[s] for s in sorted(resumed)], [straight[s] for s in sorted(straight)], rtol=1e-6
+    )
 
 
 @pytest.mark.slow

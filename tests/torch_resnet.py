@@ -1,14 +1,19 @@
 """A plain-PyTorch ResNet with torchvision's module names and padding (reference for the tests).
 
-Identical to `torchvision.models.resnet` (v1.5: stride on the Bottleneck's 3x3 conv) up to the global
-average pool, without `fc`; `stem='cifar'` uses a 3x3 stride-1 conv and no max-pool (`maxpool` is an
-`nn.Identity`, so the state_dict keys are the torchvision ones). Import only where torch is installed.
+Identical to `torchvision.models.resnet` (v1.5: stride on the Bottleneck's 3x3 conv) up to the
+global average pool, without `fc`; `stem='cifar'` uses a 3x3 stride-1 conv and no max-pool
+(`maxpool` is an `nn.Identity`, so the state_dict keys are the torchvision ones). Import only where
+torch is installed.
 """
 
 import torch
 from torch import nn
 
-STAGES = {18: ("basic", (2, 2, 2, 2)), 34: ("basic", (3, 4, 6, 3)), 50: ("bottleneck", (3, 4, 6, 3))}
+STAGES = {
+    18: ("basic", (2, 2, 2, 2)),
+    34: ("basic", (3, 4, 6, 3)),
+    50: ("bottleneck", (3, 4, 6, 3)),
+}
 
 
 class BasicBlock(nn.Module):
@@ -55,7 +60,9 @@ class Bottleneck(nn.Module):
 class TorchResNet(nn.Module):
     """torchvision ResNet-{18,34,50} trunk → `[N, D]` pooled features (input NCHW)."""
 
-    def __init__(self, depth: int = 50, stem: str = "imagenet", width: float = 1.0, in_chans: int = 3):
+    def __init__(
+        self, depth: int = 50, stem: str = "imagenet", width: float = 1.0, in_chans: int = 3
+    ):
         super().__init__()
         kind, blocks = STAGES[depth]
         block = BasicBlock if kind == "basic" else Bottleneck
@@ -70,7 +77,9 @@ class TorchResNet(nn.Module):
         self.relu = nn.ReLU(inplace=True)
         self.inplanes = base
         for i, n in enumerate(blocks):
-            setattr(self, f"layer{i + 1}", self._make_layer(block, base * 2**i, n, 1 if i == 0 else 2))
+            setattr(
+                self, f"layer{i + 1}", self._make_layer(block, base * 2**i, n, 1 if i == 0 else 2)
+            )
         self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
 
     def _make_layer(self, block, planes: int, n: int, stride: int) -> nn.Sequential:

@@ -1,33 +1,36 @@
 """Host-side augmentation ops in TensorFlow with torchvision semantics and stateless randomness.
 
 Per-image API: `op(image, seed, **params)` with `image` float32 `[H, W, C]` in [0, 1] (geometric ops
-also take uint8) and `seed` an int `[2]` stateless seed; `apply_recipe(image_uint8, recipe, seed)` runs
-a recipe (a sequence of op dicts, see docs/design.md) and returns uint8 (×255, clipped, rounded).
+also take uint8) and `seed` an int `[2]` stateless seed; `apply_recipe(image_uint8, recipe, seed)`
+runs a recipe (a sequence of op dicts, see docs/design.md) and returns uint8 (×255, clipped,
+rounded).
 
 Every op is implemented once, vectorised over a leading batch axis: `apply_ops(images [N, H, W, C],
 recipe, u [N, D])` where row `n` of `u` holds example `n`'s uniforms (`draw(recipe, seed)`, one
 `tf.random.stateless_uniform` call per example and view; op k reads its own slice). The per-image
-functions are the batch of one, so a view depends only on its image and its seed, never on the batch it
-is in. The input pipeline draws per example, runs the size-changing prefix of a recipe per example only
-when the source images vary in size (`split_point`), batches, and runs the rest on whole batches: that
-is what makes it fast (a few large ops per batch instead of ~100 tiny ops per image).
+functions are the batch of one, so a view depends only on its image and its seed, never on the batch
+it is in. The input pipeline draws per example, runs the size-changing prefix of a recipe per
+example only when the source images vary in size (`split_point`), batches, and runs the rest on
+whole batches: that is what makes it fast (a few large ops per batch instead of ~100 tiny ops per
+image).
 
 torchvision semantics kept:
 - `random_resized_crop`: `RandomResizedCrop.get_params` exactly (10 attempts, area uniform in
   scale·area, log-uniform ratio, `round` half to even, centre-crop fallback with the ratio clamped),
-  then bilinear resize of the crop (half-pixel centres, edges clamped to the crop). `antialias` defaults
-  to True, as torchvision >= 0.17 for tensors and PIL always: a triangle filter widened by the
-  downscaling factor, weights normalised inside the crop; it only changes downscaling.
+  then bilinear resize of the crop (half-pixel centres, edges clamped to the crop). `antialias`
+  defaults to True, as torchvision >= 0.17 for tensors and PIL always: a triangle filter widened by
+  the downscaling factor, weights normalised inside the crop; it only changes downscaling.
 - `resize` (int: shorter side, `int(size * long / short)` for the other; pair: exact `(h, w)`),
   `center_crop` (zero padding when the crop is larger, `round((H - h) / 2)` offsets).
 - `color_jitter`: brightness / contrast / saturation factors ~ U[max(0, 1 - x), 1 + x], hue shift
-  ~ U[-h, h], applied in a random order (a uniform random permutation, as `randperm(4)`), each clamped
-  to [0, 1]; contrast blends with the mean of the grayscale image; hue shifts H in HSV space with
-  torchvision's `_rgb2hsv` / `_hsv2rgb`; a component given as 0 is skipped. Applied with probability p.
+  ~ U[-h, h], applied in a random order (a uniform random permutation, as `randperm(4)`), each
+  clamped to [0, 1]; contrast blends with the mean of the grayscale image; hue shifts H in HSV space
+  with torchvision's `_rgb2hsv` / `_hsv2rgb`; a component given as 0 is skipped. Applied with
+  probability p.
 - `grayscale`: ITU-R 601-2 luma (0.299, 0.587, 0.114), written into every channel.
 - `gaussian_blur`: sigma ~ U[sigma], kernel `exp(-x² / 2σ²)` normalised over `kernel_size` taps,
-  separable, reflect padding (torchvision `GaussianBlur`); `kernel_size` 0 = the odd number nearest to
-  10% of the shorter side (23 at 224 px, 3 at 32 px), at least 3.
+  separable, reflect padding (torchvision `GaussianBlur`); `kernel_size` 0 = the odd number nearest
+  to 10% of the shorter side (23 at 224 px, 3 at 32 px), at least 3.
 - `solarize`: `x → 1 − x` where `x >= threshold` (threshold in [0, 1] pixel units).
 Uniforms come from TF's stateless generator, not torch's, so the draws (not their laws) differ.
 """
@@ -42,8 +45,8 @@ import tensorflow as tf
 
 LUMA = (0.299, 0.587, 0.114)
 RRC_ATTEMPTS = 10
-# Fixed-size sources up to this many pixels are cropped and resized in batches (resampling matrices);
-# larger or variable-size ones per image (slice + tf.image.resize), before batching.
+# Fixed-size sources up to this many pixels are cropped and resized in batches (resampling
+# matrices); larger or variable-size ones per image (slice + tf.image.resize), before batching.
 MAX_BATCHED_CROP_PIXELS = 160 * 160
 
 # op -> (required keys, optional keys)
@@ -69,9 +72,14 @@ NUM_DRAWS = {
     "solarize": 1,
 }
 SIZE_OPS = ("random_resized_crop", "resize", "center_crop")
+# With `config.data.device_ops` only these run on the host; `device_augment` runs the others.
+HOST_OPS = ("random_resized_crop", "resize", "center_crop", "horizontal_flip")
+# Ops that only move pixels or pad with 0: they commute exactly with the final uint8 quantisation,
+# so trailing ones run on uint8 (a quarter of the bytes).
+PIXEL_OPS = ("horizontal_flip", "center_crop")
 
 
-# ----------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Helpers
 
 
@@ -133,7 +141,8 @@ def _partitioned(
 ) -> tf.Tensor:
     """Example n gets `fns[group[n]](x[n], its row index)`; group == len(fns) leaves it unchanged.
 
-    Each fn sees only its own examples (so an op not drawn costs nothing and leaves pixels bit-exact).
+    Each fn sees only its own examples (so an op not drawn costs nothing and leaves pixels
+    bit-exact).
     """
     n = len(fns)
     rows = tf.range(tf.shape(x)[0])
@@ -143,7 +152,7 @@ def _partitioned(
     return tf.ensure_shape(tf.dynamic_stitch(part_rows, outs), x.shape)
 
 
-# ----------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Geometry
 
 
@@ -186,9 +195,9 @@ def resample_matrix(
 ) -> tf.Tensor:
     """`[N, out_size, in_size]` weights resizing pixels `[start, start + length)` to `out_size`.
 
-    Triangle kernel centred at `start + (o + 0.5)·length/out_size` (half-pixel centres), widened by the
-    downscaling factor when `antialias`, restricted to the crop and normalised: bilinear with clamped
-    edges when not widened, the PIL / torch / tf antialiased bilinear filter otherwise.
+    Triangle kernel centred at `start + (o + 0.5)·length/out_size` (half-pixel centres), widened by
+    the downscaling factor when `antialias`, restricted to the crop and normalised: bilinear with
+    clamped edges when not widened, the PIL / torch / tf antialiased bilinear filter otherwise.
     """
     start = tf.cast(start, tf.float32)[:, None, None]
     length = tf.cast(length, tf.float32)[:, None, None]
@@ -226,7 +235,9 @@ def _batched_crops(images: tf.Tensor) -> bool:
     return h is not None and w is not None and h * w <= MAX_BATCHED_CROP_PIXELS
 
 
-def _random_resized_crop(images, u, *, size, scale=(0.08, 1.0), ratio=(0.75, 4 / 3), antialias=True):
+def _random_resized_crop(
+    images, u, *, size, scale=(0.08, 1.0), ratio=(0.75, 4 / 3), antialias=True
+):
     out_h, out_w = _pair(size)
     height, width = _dims(images, (1, 2))
     top, left, h, w = rrc_params(u, height, width, scale, ratio)
@@ -262,7 +273,9 @@ def _resize(images, u, *, size, antialias=True):
         return _resize_one(images[0], hw, antialias)[None]
     scale = 1.0 / 255.0 if images.dtype == tf.uint8 else 1.0
     out = tf.image.resize(images, tf.stack(hw), method="bilinear", antialias=antialias) * scale
-    return tf.ensure_shape(out, (images.shape[0], *[d if isinstance(d, int) else None for d in hw], None))
+    return tf.ensure_shape(
+        out, (images.shape[0], *[d if isinstance(d, int) else None for d in hw], None)
+    )
 
 
 def _center_crop(images, u, *, size):
@@ -283,74 +296,60 @@ def _horizontal_flip(images, u, *, p):
     return _select(u[:, 0] < p, tf.reverse(images, axis=[2]), images)
 
 
-# ----------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Colour
 
 
-def adjust_brightness(x: tf.Tensor, factor: tf.Tensor) -> tf.Tensor:
-    """`[N, H, W, C]` float, factor `[N]`: `clamp(x · f)`."""
-    return tf.clip_by_value(x * _bcast(factor), 0.0, 1.0)
+def _per_image(x: tf.Tensor, factor: Any) -> tf.Tensor:
+    """A factor per image: `[N] → [N, 1, 1, 1]` for a batch `[N, H, W, C]`, a scalar for `[H, W,
+    C]`."""
+    factor = tf.cast(factor, tf.float32)
+    return tf.reshape(factor, [-1, 1, 1, 1] if x.shape.rank == 4 else [])
 
 
-def adjust_contrast(x: tf.Tensor, factor: tf.Tensor) -> tf.Tensor:
+# The adjustments take one image `[H, W, C]` with a scalar factor, or a batch `[N, H, W, C]` with
+# one factor per image `[N]`.
+
+
+def adjust_brightness(x: tf.Tensor, factor: Any) -> tf.Tensor:
+    """`clamp(f · x)` (torchvision `adjust_brightness`)."""
+    x = tf.convert_to_tensor(x, tf.float32)
+    return tf.clip_by_value(x * _per_image(x, factor), 0.0, 1.0)
+
+
+def adjust_contrast(x: tf.Tensor, factor: Any) -> tf.Tensor:
     """Blend with the mean of the grayscale image: `clamp(f · x + (1 − f) · mean)`."""
-    mean = tf.reduce_mean(gray(x), axis=[1, 2, 3], keepdims=True)
-    f = _bcast(factor)
+    x = tf.convert_to_tensor(x, tf.float32)
+    mean = gray(tf.reduce_mean(x, axis=[-3, -2], keepdims=True))  # mean of gray = gray of mean
+    f = _per_image(x, factor)
     return tf.clip_by_value(f * x + (1.0 - f) * mean, 0.0, 1.0)
 
 
-def adjust_saturation(x: tf.Tensor, factor: tf.Tensor) -> tf.Tensor:
+def adjust_saturation(x: tf.Tensor, factor: Any) -> tf.Tensor:
     """Blend with the grayscale image: `clamp(f · x + (1 − f) · gray)`."""
+    x = tf.convert_to_tensor(x, tf.float32)
     _needs_colour(x, "saturation")
-    f = _bcast(factor)
+    f = _per_image(x, factor)
     return tf.clip_by_value(f * x + (1.0 - f) * gray(x), 0.0, 1.0)
 
 
-def rgb_to_hsv(x: tf.Tensor) -> tf.Tensor:
-    """torchvision `_rgb2hsv` on `[..., 3]`."""
-    r, g, b = tf.unstack(x, axis=-1)
-    maxc = tf.maximum(tf.maximum(r, g), b)
-    minc = tf.minimum(tf.minimum(r, g), b)
-    eqc = tf.equal(maxc, minc)
-    cr = maxc - minc
-    ones = tf.ones_like(maxc)
-    s = cr / tf.where(eqc, ones, maxc)
-    cr_divisor = tf.where(eqc, ones, cr)
-    rc = (maxc - r) / cr_divisor
-    gc = (maxc - g) / cr_divisor
-    bc = (maxc - b) / cr_divisor
-    is_r = tf.equal(maxc, r)
-    is_g = tf.equal(maxc, g) & ~is_r
-    h = tf.where(is_r, bc - gc, tf.where(is_g, 2.0 + rc - bc, 4.0 + gc - rc))
-    h = tf.math.floormod(h / 6.0 + 1.0, 1.0)
-    return tf.stack([h, s, maxc], axis=-1)
+def adjust_hue(x: tf.Tensor, delta: Any) -> tf.Tensor:
+    """Shift the HSV hue by `delta` turns (torchvision `adjust_hue`).
 
-
-def hsv_to_rgb(x: tf.Tensor) -> tf.Tensor:
-    """torchvision `_hsv2rgb` on `[..., 3]`."""
-    h, s, v = tf.unstack(x, axis=-1)
-    i = tf.floor(h * 6.0)
-    f = h * 6.0 - i
-    i = tf.math.floormod(tf.cast(i, tf.int32), 6)
-    p = tf.clip_by_value(v * (1.0 - s), 0.0, 1.0)
-    q = tf.clip_by_value(v * (1.0 - s * f), 0.0, 1.0)
-    t = tf.clip_by_value(v * (1.0 - s * (1.0 - f)), 0.0, 1.0)
-    choices = ((v, q, p, p, t, v), (t, v, v, q, p, p), (p, p, t, v, v, q))
-    out = []
-    for channel in choices:
-        c = channel[5]
-        for k in range(4, -1, -1):
-            c = tf.where(tf.equal(i, k), channel[k], c)
-        out.append(c)
-    return tf.stack(out, axis=-1)
-
-
-def adjust_hue(x: tf.Tensor, delta: tf.Tensor) -> tf.Tensor:
-    """Shift the HSV hue by `delta [N]` (in turns), as torchvision `adjust_hue`."""
+    TF's fused `AdjustHue` kernel does the same RGB → HSV → RGB arithmetic as torchvision's
+    `_rgb2hsv` / `_hsv2rgb` in one pass; it takes one delta, hence one call per image of a batch."""
+    x = tf.convert_to_tensor(x, tf.float32)
     _needs_colour(x, "hue")
-    hsv = rgb_to_hsv(x)
-    h = tf.math.floormod(hsv[..., 0] + tf.reshape(delta, [-1, 1, 1]), 1.0)
-    return hsv_to_rgb(tf.concat([h[..., None], hsv[..., 1:]], axis=-1))
+    delta = tf.cast(delta, tf.float32)
+    if x.shape.rank == 3 or x.shape[0] == 1:
+        out = tf.image.adjust_hue(x, tf.reshape(delta, []))
+    else:
+        out = tf.map_fn(
+            lambda args: tf.image.adjust_hue(args[0], args[1]),
+            (x, delta),
+            fn_output_signature=tf.TensorSpec(x.shape[1:], tf.float32),
+        )
+    return tf.clip_by_value(out, 0.0, 1.0)
 
 
 def color_jitter_params(
@@ -358,7 +357,10 @@ def color_jitter_params(
 ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
     """From `u [N, 9]`: `(apply_uniform [N], factors [N, 4], order [N, 4])`, factors of (brightness,
     contrast, saturation, hue) as `ColorJitter.get_params`, order a uniform permutation of 0..3."""
-    factors = [_lerp(u[:, 1 + k], max(0.0, 1.0 - a), 1.0 + a) for k, a in enumerate((brightness, contrast, saturation))]
+    factors = [
+        _lerp(u[:, 1 + k], max(0.0, 1.0 - a), 1.0 + a)
+        for k, a in enumerate((brightness, contrast, saturation))
+    ]
     factors.append(_lerp(u[:, 4], -hue, hue))
     order = tf.cast(tf.argsort(u[:, 5:9], axis=1), tf.int32)
     return u[:, 0], tf.stack(factors, axis=1), order
@@ -370,25 +372,35 @@ def _color_jitter(images, u, *, p, brightness=0.0, contrast=0.0, saturation=0.0,
     amounts = (brightness, contrast, saturation, hue)
     fns = (adjust_brightness, adjust_contrast, adjust_saturation, adjust_hue)
     branches = [
-        lambda part, rows, fn=fn, k=k: fn(part, tf.gather(factors[:, k], rows))
-        for k, fn in enumerate(fns)
+        (lambda part, rows, fn=fn, k=k: fn(part, tf.gather(factors[:, k], rows)))
+        if amount
+        else (lambda part, rows: part)  # never selected; not built (1-channel images)
+        for k, (fn, amount) in enumerate(zip(fns, amounts))
     ]
     applied = apply_u < p
-    for position in range(4):
-        group = order[:, position]
-        active = tf.constant([bool(a) for a in amounts])
+    active = tf.constant([bool(a) for a in amounts])
+
+    def step(position, x):  # a loop, not 4 unrolled copies: a 4× smaller graph to trace
+        group = tf.gather(order, position, axis=1)
         skip = ~applied | ~tf.gather(active, group)
-        x = _partitioned(x, tf.where(skip, 4, group), branches)
+        return position + 1, _partitioned(x, tf.where(skip, 4, group), branches)
+
+    _, x = tf.while_loop(lambda position, x: position < 4, step, (0, x), maximum_iterations=4)
     return x
 
 
 def _grayscale(images, u, *, p):
     _needs_colour(images, "grayscale")
     x = to_float(images)
-    return _select(u[:, 0] < p, tf.tile(gray(x), [1, 1, 1, x.shape[-1]]), x)
+    channels = x.shape[-1]
+    return _partitioned(
+        x,
+        tf.where(u[:, 0] < p, 0, 1),
+        [lambda part, rows: tf.tile(gray(part), [1, 1, 1, channels])],
+    )
 
 
-# ----------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Filters
 
 
@@ -398,7 +410,8 @@ def blur_kernel_size(side: int) -> int:
 
 
 def gaussian_kernel1d(sigma: tf.Tensor, kernel_size: int) -> tf.Tensor:
-    """torchvision `_get_gaussian_kernel1d` for each sigma `[N]`: `[N, kernel_size]`, rows sum to 1."""
+    """torchvision `_get_gaussian_kernel1d` for each sigma `[N]`: `[N, kernel_size]`, rows sum to
+    1."""
     half = (kernel_size - 1) * 0.5
     x = tf.linspace(-half, half, kernel_size)[None, :]
     kernel = tf.exp(-0.5 * tf.square(x / tf.reshape(tf.cast(sigma, tf.float32), [-1, 1])))
@@ -408,8 +421,8 @@ def gaussian_kernel1d(sigma: tf.Tensor, kernel_size: int) -> tf.Tensor:
 def blur(x: tf.Tensor, kernels: tf.Tensor) -> tf.Tensor:
     """Separable blur of float `[N, H, W, C]` with per-example kernels `[N, k]`, reflect padding.
 
-    The batch is folded into the channel axis of one depthwise convolution (`[1, H, W, N·C]`), so the
-    CPU kernel vectorises over N·C channels instead of 3 and runs once per batch."""
+    The batch is folded into the channel axis of one depthwise convolution (`[1, H, W, N·C]`), so
+    the CPU kernel vectorises over N·C channels instead of 3 and runs once per batch."""
     n, height, width = _dims(x, (0, 1, 2))
     channels = x.shape[3]
     k = kernels.shape[1]
@@ -436,8 +449,12 @@ def _gaussian_blur(images, u, *, p, sigma, kernel_size=0):
         kernel_size = blur_kernel_size(min(height, width))
     sigmas = _lerp(u[:, 1], sigma[0], sigma[1])
 
-    def blur_part(part, rows):
-        return blur(part, gaussian_kernel1d(tf.gather(sigmas, rows), kernel_size))
+    def blur_part(part, rows):  # MirrorPad and the convolution reject an empty batch
+        return tf.cond(
+            tf.size(rows) > 0,
+            lambda: blur(part, gaussian_kernel1d(tf.gather(sigmas, rows), kernel_size)),
+            lambda: part,
+        )
 
     return _partitioned(x, tf.where(u[:, 0] < p, 0, 1), [blur_part])
 
@@ -459,7 +476,7 @@ BATCH_OPS: dict[str, Callable[..., tf.Tensor]] = {
 }
 
 
-# ----------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Per-image ops
 
 
@@ -495,7 +512,7 @@ def random_resized_crop_params(
     return tuple(v[0] for v in rrc_params(u, height, width, scale, ratio))  # type: ignore[return-value]
 
 
-# ----------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Recipes
 
 
@@ -532,7 +549,8 @@ def apply_ops(
     stop: int | None = None,
 ) -> tf.Tensor:
     """Ops `recipe[start:stop]` on `images [N, H, W, C]` with per-example uniforms `u [N, D]`
-    (`D = num_draws(recipe)`; op k reads its own columns). Returns float32 (uint8 if no op converted)."""
+    (`D = num_draws(recipe)`; op k reads its own columns). Returns float32 (uint8 if no op
+    converted)."""
     stop = len(recipe) if stop is None else stop
     offset = sum(NUM_DRAWS[op["op"]] for op in recipe[:start])
     x = images
@@ -543,16 +561,32 @@ def apply_ops(
     return x
 
 
-def apply_recipe(image: tf.Tensor, recipe: Sequence[Mapping[str, Any]], seed: tf.Tensor) -> tf.Tensor:
+def apply_ops_uint8(
+    images: tf.Tensor, recipe: Sequence[Mapping[str, Any]], u: tf.Tensor, start: int = 0
+) -> tf.Tensor:
+    """`apply_ops(images, recipe, u, start)` quantised to uint8; trailing flips / centre crops run
+    after the (exactly commuting) quantisation."""
+    stop = len(recipe)
+    while stop > start and recipe[stop - 1]["op"] in PIXEL_OPS:
+        stop -= 1
+    x = to_uint8(apply_ops(images, recipe, u, start, stop))
+    return apply_ops(x, recipe, u, stop)
+
+
+def apply_recipe(
+    image: tf.Tensor, recipe: Sequence[Mapping[str, Any]], seed: tf.Tensor
+) -> tf.Tensor:
     """uint8 `[H, W, C]` → uint8 view, randomness from `draw(recipe, seed)`."""
-    return to_uint8(apply_ops(image[None], recipe, draw(recipe, seed)[None])[0])
+    return apply_ops_uint8(image[None], recipe, draw(recipe, seed)[None])[0]
 
 
 def validate_recipe(name: str, recipe: Sequence[Mapping[str, Any]], channels: int) -> None:
     """Raise ValueError naming the recipe and op for unknown ops / keys, bad values, or colour ops
     (saturation, hue, grayscale) on 1-channel views."""
     if isinstance(recipe, (str, bytes)) or not isinstance(recipe, Sequence):
-        raise ValueError(f"recipe {name!r} must be a sequence of op dicts, got {type(recipe).__name__}.")
+        raise ValueError(
+            f"recipe {name!r} must be a sequence of op dicts, got {type(recipe).__name__}."
+        )
     for k, op in enumerate(recipe):
         where = f"recipe {name!r} op {k}"
         if not hasattr(op, "keys") or "op" not in op:

@@ -1,24 +1,29 @@
 """Image sources: Fashion-MNIST (IDX files), tfds sets and user image folders.
 
-Every split is exposed as a `Source`: its length, whether it has labels, `read(start, end)` (a tf.data
-stream of examples `[start, end)` in a fixed order, images possibly still encoded) with `decode`, and
+Every split is exposed as a `Source`: its length, whether it has labels, `read(start, end)` (a
+tf.data stream of examples `[start, end)` in a fixed order, images possibly still encoded) with
+`decode`, and
 `lookup(index)` when the split allows random access (in memory, or one file per image). The pipeline
 builds on `open_source`; `load_source` is the plain decoded stream of the design contract.
 
 Layouts:
 - `fashion_mnist`: the four IDX `.gz` files of Zalando's release in `data_dir`
-  (default `/usr/share/datasets/fashion-mnist`, Debian package `dataset-fashion-mnist`). Splits 'train'
-  (60000) and 'test' (10000). Headers, dimensions, lengths and labels are checked before use, so a
-  truncated or corrupt file raises `DataError` and is never half-read. Always held in host memory.
+  (default `/usr/share/datasets/fashion-mnist`, Debian package `dataset-fashion-mnist`). Splits
+  'train' (60000) and 'test' (10000). Headers, dimensions, lengths and labels are checked before
+  use, so a truncated or corrupt file raises `DataError` and is never half-read. Always held in host
+  memory.
 - `cifar10`, `cifar100`, `stl10`, `imagenet2012`: tfds builders under `data_dir` (tfds default when
-  empty), downloaded and prepared on first use (imagenet2012 from the archives in `manual_dir`). tfds
-  split names: stl10 'train' / 'test' / 'unlabelled' (label -1), imagenet2012 'train' / 'validation'
-  ('test' has no labels). With `cache` the split is materialised in host memory once per process
-  (decoded when the images have a fixed size, still encoded otherwise) and becomes random-access.
+  empty), downloaded and prepared on first use (imagenet2012 from the archives in `manual_dir`).
+  tfds split names: stl10 'train' / 'test' / 'unlabelled' (label -1), imagenet2012 'train' /
+  'validation' ('test' has no labels). With `cache` the split is materialised in host memory once
+  per process (decoded when the images have a fixed size, still encoded otherwise) and becomes
+  random-access.
 - `image_folder`: split `s` is the folder `data_dir/s` when it exists; otherwise split 'train' is
-  `data_dir` itself (other splits then raise). A folder holds either class sub-folders (label = index of
-  the sub-folder name in sorted order; files found recursively) or image files directly (label -1,
-  `has_labels` False). JPEG / PNG / BMP / GIF of any size; files in sorted path order; decoded by tf with
+  `data_dir` itself (other splits then raise). A folder holds either class sub-folders (label =
+  index of the sub-folder name in sorted order; files found recursively) or image files directly
+  (label -1,
+  `has_labels` False). JPEG / PNG / BMP / GIF of any size; files in sorted path order; decoded by tf
+  with
   `channels` channels (grayscale and RGBA files are converted). Images keep their size: the recipe's
   crop / resize fixes the view size.
 """
@@ -73,10 +78,11 @@ class DataError(ValueError):
 class Source:
     """One split of one dataset.
 
-    `read(start, end)` yields `{'image', 'label': int32, 'index': int32}` for positions `[start, end)`
-    in the split's fixed order, where `image` is whatever `decode` turns into uint8 `[H, W, C]` (a
-    string of encoded bytes, or the pixels already). `lookup(index)` (a tf function of an int64 scalar)
-    returns the same dict for one position, or is None when the split can only be streamed.
+    `read(start, end)` yields `{'image', 'label': int32, 'index': int32}` for positions `[start,
+    end)` in the split's fixed order, where `image` is whatever `decode` turns into uint8 `[H, W,
+    C]` (a string of encoded bytes, or the pixels already). `lookup(index)` (a tf function of an
+    int64 scalar) returns the same dict for one position, or is None when the split can only be
+    streamed.
     """
 
     name: str
@@ -109,7 +115,7 @@ def _split_name(name: str, split: str) -> str:
     return _SPLIT_ALIASES.get(name, {}).get(split, split)
 
 
-# ----------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Fashion-MNIST (IDX)
 
 
@@ -127,7 +133,9 @@ def _fashion_paths(data_config: Any, split: str) -> tuple[str, str]:
     paths = tuple(os.path.join(folder, f) for f in _FASHION_FILES[split])
     missing = [p for p in paths if not os.path.isfile(p)]
     if missing:
-        raise DataError(f"Fashion-MNIST files not found: {', '.join(missing)}. {FASHION_MNIST_INSTALL}.")
+        raise DataError(
+            f"Fashion-MNIST files not found: {', '.join(missing)}. {FASHION_MNIST_INSTALL}."
+        )
     return paths  # type: ignore[return-value]
 
 
@@ -135,7 +143,9 @@ def _read_exact(f: Any, n: int, path: str, what: str) -> bytes:
     try:
         data = f.read(n)
     except (EOFError, OSError, zlib.error) as e:  # gzip raises these on truncated / corrupt streams
-        raise DataError(f"{path}: corrupt or truncated gzip stream while reading {what} ({e}).") from e
+        raise DataError(
+            f"{path}: corrupt or truncated gzip stream while reading {what} ({e})."
+        ) from e
     if len(data) != n:
         raise DataError(f"{path}: truncated: {what} needs {n} bytes, the file holds {len(data)}.")
     return data
@@ -164,7 +174,8 @@ def _read_idx_header(f: Any, path: str) -> tuple[int, tuple[int, ...]]:
 def read_idx(path: str, expected_magic: int) -> np.ndarray:
     """Whole gzipped IDX file (unsigned bytes) as a uint8 array shaped by its header.
 
-    Raises `DataError` on a wrong magic number, a short or over-long payload or a corrupt gzip stream.
+    Raises `DataError` on a wrong magic number, a short or over-long payload or a corrupt gzip
+    stream.
     """
     try:
         with gzip.open(path, "rb") as f:
@@ -198,7 +209,8 @@ def _fashion_arrays(images_path: str, labels_path: str) -> tuple[np.ndarray, np.
         raise DataError(f"{images_path}: images of shape {images.shape[1:]}, expected (28, 28).")
     if labels.ndim != 1 or labels.shape[0] != images.shape[0]:
         raise DataError(
-            f"{labels_path}: {labels.shape[0]} labels for {images.shape[0]} images in {images_path}."
+            f"{labels_path}: {labels.shape[0]} labels for {images.shape[0]} images in "
+            f"{images_path}."
         )
     if labels.size and labels.max() > 9:
         raise DataError(f"{labels_path}: label {labels.max()} outside 0..9: corrupt file.")
@@ -246,7 +258,7 @@ def _fashion_source(data_config: Any, split: str) -> Source:
     return _array_source("fashion_mnist", split, images, labels, True)
 
 
-# ----------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # tfds
 
 
@@ -273,8 +285,8 @@ def _tfds_prepare(builder, data_config: Any) -> None:
         hint = ""
         if builder.name == "imagenet2012":
             hint = (
-                " Download ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar from image-net.org into "
-                "one folder and pass it with --config.data.manual_dir."
+                " Download ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar from image-net.org "
+                "into one folder and pass it with --config.data.manual_dir."
             )
         raise DataError(f"tfds could not prepare {builder.name}: {e}{hint}") from e
 
@@ -350,9 +362,13 @@ def _tfds_source(data_config: Any, split: str) -> Source:
         return tf.ensure_shape(image, image_shape if fixed_size else (None, None, channels))
 
     if _get(data_config, "cache", False):
-        images, labels = _materialise(_cache_key(data_config, split), read(0, n), decode, fixed_size)
+        images, labels = _materialise(
+            _cache_key(data_config, split), read(0, n), decode, fixed_size
+        )
         src = _array_source(name, split, images, labels, has_labels)
-        return dataclasses.replace(src, channels=channels, decode=tf.identity if fixed_size else decode)
+        return dataclasses.replace(
+            src, channels=channels, decode=tf.identity if fixed_size else decode
+        )
     return Source(name, split, n, has_labels, channels, read, decode, None)
 
 
@@ -388,7 +404,7 @@ def clear_cache() -> None:
     _list_folder.cache_clear()
 
 
-# ----------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Image folders
 
 
@@ -462,7 +478,9 @@ def _folder_source(data_config: Any, split: str) -> Source:
         def read(start: int, end: int) -> tf.data.Dataset:
             return tf.data.Dataset.range(start, end).map(lookup)
 
-        src = Source("image_folder", split, len(paths), has_labels, channels, read, tf.identity, lookup)
+        src = Source(
+            "image_folder", split, len(paths), has_labels, channels, read, tf.identity, lookup
+        )
 
     def decode(image):
         image = tf.io.decode_image(image, channels=channels, expand_animations=False)
@@ -471,7 +489,7 @@ def _folder_source(data_config: Any, split: str) -> Source:
     return dataclasses.replace(src, channels=channels, decode=decode)
 
 
-# ----------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Public API
 
 
@@ -510,8 +528,8 @@ def has_labels(data_config: Any, split: str) -> bool:
 
 
 def load_source(data_config: Any, split: str) -> tf.data.Dataset:
-    """`{'image': uint8 [H, W, C], 'label': int32, 'index': int32}` in a fixed order, index = position;
-    label -1 where the split has no labels."""
+    """`{'image': uint8 [H, W, C], 'label': int32, 'index': int32}` in a fixed order, index =
+    position; label -1 where the split has no labels."""
     src = open_source(data_config, split)
     return src.read(0, src.num_examples).map(
         lambda ex: {**ex, "image": src.decode(ex["image"])}, num_parallel_calls=tf.data.AUTOTUNE

@@ -8,13 +8,14 @@ Training order and randomness are pure functions of `(config.seed, step)`:
 So `train_iterator(start_step=s)` yields exactly what `start_step=0` yields after `s` batches.
 
 Two ways to walk the permutation:
-- random access (Fashion-MNIST, image folders, tfds sets with `config.data.cache`): the position → index
-  map is `tf.random.experimental.index_shuffle` (a true global shuffle); resuming costs nothing, and the
-  global batch does not depend on `process_count`.
+- random access (Fashion-MNIST, image folders, tfds sets with `config.data.cache`): the position →
+  index
+  map is `tf.random.experimental.index_shuffle` (a true global shuffle); resuming costs nothing, and
+  the global batch does not depend on `process_count`.
 - streaming (tfds sets without `cache`, e.g. ImageNet): process `p` reads the contiguous slice
   `[p·N/P, (p+1)·N/P)` of the split (images still encoded), shuffles it with a buffer of
-  `config.data.shuffle_buffer` seeded by `(seed, e)` and skips already-seen examples before decoding.
-  Resume is exact for the same `process_count`.
+  `config.data.shuffle_buffer` seeded by `(seed, e)` and skips already-seen examples before
+  decoding. Resume is exact for the same `process_count`.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ _INT64_MAX = np.iinfo(np.int64).max
 
 
 def _hide_accelerators() -> None:
-    """Keep TensorFlow off GPUs (JAX owns them); too late once TF has initialised them, then no-op."""
+    """Keep TensorFlow off GPUs (JAX owns them); too late once TF has initialised them, then
+    no-op."""
     try:
         tf.config.set_visible_devices([], "GPU")
     except (RuntimeError, ValueError):
@@ -54,9 +56,16 @@ def _base_seed(config: Any, tag: int) -> tf.Tensor:
     return tf.constant([int(config.seed), tag], tf.int64)
 
 
+def _subset(config: Any, n: int) -> int:
+    """Training examples used: the first `config.data.train_subset` when > 0, else all `n`."""
+    subset = int(config.data.get("train_subset", 0) or 0)
+    return min(n, subset) if subset > 0 else n
+
+
 def steps_per_epoch(config: Any) -> int:
-    """`num_examples(train_split) // global_batch_size` (epochs drop their remainder)."""
-    n = datasets.num_examples(config.data, config.data.train_split)
+    """`num_examples(train_split) // global_batch_size` (epochs drop their remainder), counting only
+    the first `config.data.train_subset` examples when it is > 0."""
+    n = _subset(config, datasets.num_examples(config.data, config.data.train_split))
     steps = n // int(config.global_batch_size)
     if steps < 1:
         raise ValueError(
@@ -67,7 +76,8 @@ def steps_per_epoch(config: Any) -> int:
 
 
 def adapt_channels(image: tf.Tensor, channels: int) -> tf.Tensor:
-    """uint8 `[H, W, C]` → `channels` channels: gray copied to 3, RGB to luma (rounded), else as is."""
+    """uint8 `[H, W, C]` → `channels` channels: gray copied to 3, RGB to luma (rounded), else as
+    is."""
     have = image.shape[-1]
     if have == channels:
         return image
@@ -92,8 +102,11 @@ def eval_view(image: tf.Tensor, size: int, crop_fraction: float, channels: int) 
 
 
 def _recipes(config: Any) -> list[tuple[str, Sequence[Any]]]:
+    """`(name, host recipe)` per view, validated; with `config.data.device_ops` only the geometric
+    ops (`augment.HOST_OPS`) stay on the host."""
     data = config.data
     channels = int(data.channels)
+    device_ops = bool(data.get("device_ops", False))
     out = []
     for name in data.views:
         if name not in data.recipes:
@@ -103,6 +116,8 @@ def _recipes(config: Any) -> list[tuple[str, Sequence[Any]]]:
             )
         recipe = tuple(data.recipes[name])
         augment.validate_recipe(name, recipe, channels)
+        if device_ops:
+            recipe = tuple(op for op in recipe if op["op"] in augment.HOST_OPS)
         out.append((name, recipe))
     return out
 
@@ -113,14 +128,14 @@ def _batch_rows(config: Any, process_index: int, process_count: int) -> int:
         raise ValueError(f"process_index={process_index} / process_count={process_count} invalid.")
     if global_batch % process_count:
         raise ValueError(
-            f"config.global_batch_size={global_batch} is not divisible by process_count={process_count}."
+            f"config.global_batch_size={global_batch} is not divisible by "
+            f"process_count={process_count}."
         )
     return global_batch // process_count
 
 
 def _to_numpy(ds: tf.data.Dataset) -> Iterator[dict[str, Any]]:
-    for batch in ds.as_numpy_iterator():
-        yield batch
+    yield from ds.as_numpy_iterator()
 
 
 def _pipeline_options() -> tf.data.Options:
@@ -146,10 +161,12 @@ def train_iterator(
     recipes = _recipes(config)
     channels = int(data.channels)
     src = datasets.open_source(data, data.train_split)
-    n = src.num_examples
+    n = _subset(config, src.num_examples)
     spe = n // global_batch
     if spe < 1:
-        raise ValueError(f"config.global_batch_size={global_batch} exceeds the {n} training examples.")
+        raise ValueError(
+            f"config.global_batch_size={global_batch} exceeds the {n} training examples."
+        )
     if start_step < 0:
         raise ValueError(f"start_step={start_step} must be >= 0.")
     shuffle_seed = _base_seed(config, _SHUFFLE_TAG)
@@ -178,7 +195,7 @@ def train_iterator(
     def finish(batch):
         """Per batch: the rest of each recipe, vectorised over the batch, then uint8."""
         out = tuple(
-            augment.to_uint8(augment.apply_ops(x, recipe, u, splits[v]))
+            augment.apply_ops_uint8(x, recipe, u, splits[v])
             for v, ((_, recipe), x, u) in enumerate(zip(recipes, batch["views"], batch["u"]))
         )
         return {"views": out, "index": batch["index"], "label": batch["label"]}
@@ -222,8 +239,8 @@ def train_iterator(
         if not spec.shape.is_fully_defined():
             raise ValueError(
                 f"recipe {name!r} gives views of varying size {spec.shape} on "
-                f"{data.name}/{data.train_split}: end it with a random_resized_crop, center_crop or "
-                "a resize to an (h, w) pair."
+                f"{data.name}/{data.train_split}: end it with a random_resized_crop, center_crop "
+                "or a resize to an (h, w) pair."
             )
     ds = ds.batch(b, drop_remainder=True)
     ds = ds.map(finish, num_parallel_calls=parallel, deterministic=True).prefetch(tf.data.AUTOTUNE)
@@ -240,7 +257,8 @@ def eval_iterator(
 ) -> Iterator[dict[str, Any]]:
     """One pass over `split`: `{'image': uint8 [b, s, s, C], 'label', 'index': int32 [b],
     'mask': bool [b]}`. Process `p` covers the contiguous slice `[p·N/P, (p+1)·N/P)`; every process
-    yields `ceil(ceil(N / P) / batch_size)` batches, padding (mask False, label and index -1) at the end."""
+    yields `ceil(ceil(N / P) / batch_size)` batches, padding (mask False, label and index -1) at the
+    end."""
     _hide_accelerators()
     if process_count < 1 or not 0 <= process_index < process_count:
         raise ValueError(f"process_index={process_index} / process_count={process_count} invalid.")
@@ -257,7 +275,12 @@ def eval_iterator(
     @_plain
     def prepare(ex):
         image = eval_view(src.decode(ex["image"]), size, crop_fraction, channels)
-        return {"image": image, "label": ex["label"], "index": ex["index"], "mask": tf.constant(True)}
+        return {
+            "image": image,
+            "label": ex["label"],
+            "index": ex["index"],
+            "mask": tf.constant(True),
+        }
 
     ds = src.read(start, end).map(prepare, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     padding = {

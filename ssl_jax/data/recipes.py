@@ -15,7 +15,14 @@ def mocov2(size: int, blur: bool = True) -> Recipe:
     `blur=False` is the usual CIFAR variant."""
     ops = [
         {"op": "random_resized_crop", "size": size, "scale": (0.2, 1.0)},
-        {"op": "color_jitter", "p": 0.8, "brightness": 0.4, "contrast": 0.4, "saturation": 0.4, "hue": 0.1},
+        {
+            "op": "color_jitter",
+            "p": 0.8,
+            "brightness": 0.4,
+            "contrast": 0.4,
+            "saturation": 0.4,
+            "hue": 0.1,
+        },
         {"op": "grayscale", "p": 0.2},
     ]
     if blur:
@@ -50,7 +57,14 @@ def _byol(size: int, blur_p: float, solarize_p: float) -> Recipe:
     return (
         {"op": "random_resized_crop", "size": size, "scale": (0.08, 1.0)},
         {"op": "horizontal_flip", "p": 0.5},
-        {"op": "color_jitter", "p": 0.8, "brightness": 0.4, "contrast": 0.4, "saturation": 0.2, "hue": 0.1},
+        {
+            "op": "color_jitter",
+            "p": 0.8,
+            "brightness": 0.4,
+            "contrast": 0.4,
+            "saturation": 0.2,
+            "hue": 0.1,
+        },
         {"op": "grayscale", "p": 0.2},
         {"op": "gaussian_blur", "p": blur_p, "sigma": (0.1, 2.0), "kernel_size": 0},
         {"op": "solarize", "p": solarize_p, "threshold": 0.5},
@@ -85,12 +99,135 @@ def fashion_mnist_default(size: int = 28) -> Recipe:
     )
 
 
+def instance_discrimination(size: int) -> Recipe:
+    """IR (Wu et al. 2018, lemniscate.pytorch `main.py`): RRC scale (0.2, 1), grayscale p 0.2,
+    colour jitter (0.4, 0.4, 0.4, 0.4) always applied, flip. (Its CIFAR script jitters first.)"""
+    return (
+        {"op": "random_resized_crop", "size": size, "scale": (0.2, 1.0)},
+        {"op": "grayscale", "p": 0.2},
+        {
+            "op": "color_jitter",
+            "p": 1.0,
+            "brightness": 0.4,
+            "contrast": 0.4,
+            "saturation": 0.4,
+            "hue": 0.4,
+        },
+        {"op": "horizontal_flip", "p": 0.5},
+    )
+
+
 def eval_only(size: int, crop_fraction: float = 1.0) -> Recipe:
-    """Deterministic eval view: resize the shorter side to `round(size / crop_fraction)`, centre crop."""
+    """Deterministic eval view: shorter side resized to `round(size / crop_fraction)`, then
+    centre crop."""
     return (
         {"op": "resize", "size": round(size / crop_fraction)},
         {"op": "center_crop", "size": size},
     )
+
+
+# --------------------------------------------------------------------------------------------------
+# SCE (Denize et al. 2023), Table 2, and the official code (CEA-LIST/SCE transform yamls).
+# `weak` above is Table 2's *weak* (crop + flip, ReSSL's). Host ops (crop, flip) come first, then
+# the colour ops in the official order (jitter, grayscale, blur, solarize); a flip commutes with
+# all of them.
+# --------------------------------------------------------------------------------------------------
+
+
+def _sce_view(
+    size: int,
+    scale: tuple[float, float],
+    flip: bool,
+    saturation: float,
+    blur_p: float,
+    solarize_p: float,
+    kernel_size: int,
+) -> Recipe:
+    ops = [{"op": "random_resized_crop", "size": size, "scale": scale}]
+    if flip:
+        ops.append({"op": "horizontal_flip", "p": 0.5})
+    ops += [
+        {
+            "op": "color_jitter",
+            "p": 0.8,
+            "brightness": 0.4,
+            "contrast": 0.4,
+            "saturation": saturation,
+            "hue": 0.1,
+        },
+        {"op": "grayscale", "p": 0.2},
+    ]
+    if blur_p:
+        ops.append(
+            {"op": "gaussian_blur", "p": blur_p, "sigma": (0.1, 2.0), "kernel_size": kernel_size}
+        )
+    if solarize_p:
+        ops.append({"op": "solarize", "p": solarize_p, "threshold": 0.5})
+    return tuple(ops)
+
+
+def strong(
+    size: int, scale: tuple[float, float] = (0.2, 1.0), kernel_size: int = 0, flip: bool = True
+) -> Recipe:
+    """SCE Tab. 2 *strong* (ReSSL's strong view, the MoCo v2 augmentation): RRC scale (0.2, 1),
+    flip, jitter (0.4, 0.4, 0.4, 0.1) p 0.8, grayscale p 0.2, blur σ∈[0.1, 2] p 0.5, no solarize.
+    `kernel_size` 0 = 10% of the side (23 at 224 px); the official GPU pipeline uses 23 at every
+    size."""
+    return _sce_view(size, scale, flip, 0.4, 0.5, 0.0, kernel_size)
+
+
+def strong_alpha(
+    size: int, scale: tuple[float, float] = (0.2, 1.0), kernel_size: int = 0, flip: bool = True
+) -> Recipe:
+    """SCE Tab. 2 *strong-α* (BYOL's first view): jitter (0.4, 0.4, 0.2, 0.1) p 0.8, grayscale
+    p 0.2, blur p 1.0, no solarize; RRC scale (0.2, 1) and flip as the SCE code."""
+    return _sce_view(size, scale, flip, 0.2, 1.0, 0.0, kernel_size)
+
+
+def strong_beta(
+    size: int, scale: tuple[float, float] = (0.2, 1.0), kernel_size: int = 0, flip: bool = True
+) -> Recipe:
+    """SCE Tab. 2 *strong-β* (BYOL's second view): as strong-α with blur p 0.1 and solarize p 0.2.
+    `flip=False` is the official 2-crop ImageNet transform (`two_crops_gpu_mocov3.yaml` has no flip
+    on this view; Tab. 2 and the multi-crop transform have one)."""
+    return _sce_view(size, scale, flip, 0.2, 0.1, 0.2, kernel_size)
+
+
+def strong_gamma(
+    size: int, scale: tuple[float, float] = (0.2, 1.0), kernel_size: int = 0, flip: bool = True
+) -> Recipe:
+    """SCE Tab. 2 *strong-γ* (mix of α and β): blur p 0.5 and solarize p 0.2; the local crops of
+    the multi-crop setting (`sce_local_crops` for their sizes and scales)."""
+    return _sce_view(size, scale, flip, 0.2, 0.5, 0.2, kernel_size)
+
+
+# SCE multi-crop local crops (paper Sec. 4.3, official `five_crops_cpu.yaml`): (size, RRC scale)
+# next to the two 224-px global crops of scale (0.2, 1).
+SCE_LOCAL_CROPS = (
+    (192, (0.172, 0.86)),
+    (160, (0.143, 0.715)),
+    (128, (0.114, 0.571)),
+    (96, (0.086, 0.429)),
+)
+
+
+def sce_local_crops(global_size: int = 224) -> tuple[tuple[int, tuple[float, float]], ...]:
+    """`SCE_LOCAL_CROPS` with the sizes scaled by `global_size / 224` (same scales): e.g. 24, 20, 16
+    and 12 px next to 28-px global crops."""
+    return tuple((max(1, round(s * global_size / 224)), scale) for s, scale in SCE_LOCAL_CROPS)
+
+
+def cifar_soft(size: int = 32) -> Recipe:
+    """SCE CIFAR-10 "soft" view, the target's: RRC scale (0.2, 1), flip
+    (`two_crops_soft_and_strong_pil_contrastive_cifar10.yaml`)."""
+    return weak(size, (0.2, 1.0))
+
+
+def cifar_strong(size: int = 32, kernel_size: int = 13) -> Recipe:
+    """SCE CIFAR-10 strong view (same yaml): RRC scale (0.2, 1), jitter (0.4, 0.4, 0.4, 0.1) p 0.8,
+    grayscale p 0.2, PIL Gaussian blur σ∈[0.1, 2] p 0.5, flip. PIL's `GaussianBlur(radius=σ)` has no
+    kernel size (its box-filter passes reach about ±3σ); 13 taps cover ±3σ at σ = 2."""
+    return _sce_view(size, (0.2, 1.0), True, 0.4, 0.5, 0.0, kernel_size)
 
 
 RECIPES = {
@@ -101,4 +238,11 @@ RECIPES = {
     "weak": weak,
     "fashion_mnist_default": fashion_mnist_default,
     "eval_only": eval_only,
+    "instance_discrimination": instance_discrimination,
+    "strong": strong,
+    "strong_alpha": strong_alpha,
+    "strong_beta": strong_beta,
+    "strong_gamma": strong_gamma,
+    "cifar_soft": cifar_soft,
+    "cifar_strong": cifar_strong,
 }

@@ -1,8 +1,12 @@
 """Every method, picked by `config.method`. A new method: its module, its configs, one line here."""
 
-from ssl_jax.methods import ir, mocov2
+from ssl_jax.methods import ir, jcl, mocov2
+from ssl_jax.methods import ressl, sce
 
 METHODS = {
     "mocov2": mocov2,
     "ir": ir,
+    "jcl": jcl,
+    "sce": sce,
+    "ressl": ressl,
 }

@@ -11,9 +11,10 @@ projector           head config (below), required
 predictor           None / absent = no predictor; a head config = a predictor unless its
                     `enabled` is False (so defaults may carry a disabled predictor's shape)
 ```
-Head config: `hidden_dims` (tuple of ints), `out_dim` (int), `hidden_bias` (True), `last_bias` (True),
-`last_bn` (False), `use_bn` (True), and for the predictor only `enabled` (bool, default True). `head_config(...)`
-builds one. Unknown keys and values raise a ValueError naming the key and the allowed values.
+Head config: `hidden_dims` (tuple of ints), `out_dim` (int), `hidden_bias` (True), `last_bias`
+(True), `last_bn` (False), `use_bn` (True), and for the predictor only `enabled` (bool, default
+True); `head_config(...)` builds one. Unknown keys and values raise a ValueError naming the key and
+the allowed values.
 
 Parameter tree of `SSLModel`: `{'backbone': ResNet names (see resnet.py), 'projector': {...},
 'predictor': {...}}`; batch statistics in the 'batch_stats' collection with the same paths.
@@ -91,7 +92,7 @@ def head_config(
     use_bn: bool = True,
     enabled: bool | None = None,
 ) -> ml_collections.ConfigDict:
-    """A head ConfigDict for `config.model.projector` / `.predictor` (pass `enabled` for the latter)."""
+    """A head ConfigDict for `config.model.projector` / `.predictor` (`enabled`: predictor only)."""
     cfg = ml_collections.ConfigDict(
         {
             "hidden_dims": tuple(int(d) for d in hidden_dims),
@@ -127,7 +128,9 @@ def _dtype(name: Any, where: str) -> Any:
     return DTYPES[name]
 
 
-def build_head(head_cfg: Any, *, dtype: Any = jnp.float32, where: str = "model.projector") -> MLPHead:
+def build_head(
+    head_cfg: Any, *, dtype: Any = jnp.float32, where: str = "model.projector"
+) -> MLPHead:
     """MLPHead from a head config (see module docstring); `where` names it in error messages."""
     cfg = _as_dict(head_cfg, where)
     cfg.pop("enabled", None)
@@ -175,7 +178,7 @@ def backbone_only(model_config: Any) -> ResNet:
 
 
 def build_model(model_config: Any) -> SSLModel:
-    """SSLModel from `config.model` (schema in the module docstring); ValueError on bad keys/values."""
+    """SSLModel from `config.model` (schema in the module docstring); ValueError on bad config."""
     cfg = _as_dict(model_config, "model")
     _check_keys(cfg, _MODEL_KEYS, "model")
     backbone = backbone_only(cfg)

@@ -8,11 +8,12 @@ Differences from `flax.linen.BatchNorm`, all chosen to match `torch.nn.BatchNorm
 - statistics are always computed in float32, whatever the compute dtype;
 - `bn_groups` splits the batch into contiguous groups with their own statistics.
 
-Under `jax.jit` with the batch sharded over a mesh axis, `bn_groups=1` gives statistics over the global
-batch (SyncBN: XLA inserts the all-reduce). With `bn_groups=G`, a multiple of the number of devices the
-batch is sharded over, each device holds whole groups, so normalisation needs no communication
-(per-device BN, as in single-GPU-per-process PyTorch training); `G` > 1 on one device is SplitBN.
-The running statistics are the mean over groups of the group statistics (a [C]-sized reduction).
+Under `jax.jit` with the batch sharded over a mesh axis, `bn_groups=1` gives statistics over the
+global batch (SyncBN: XLA inserts the all-reduce). With `bn_groups=G`, a multiple of the number of
+devices the batch is sharded over, each device holds whole groups, so normalisation needs no
+communication (per-device BN, as in one-GPU-per-process PyTorch training); `G` > 1 on one device is
+SplitBN. The running statistics are the mean over groups of the group statistics (one [C]-sized
+all-reduce, the only collective).
 """
 
 from typing import Any
@@ -34,7 +35,7 @@ class BatchNorm(nn.Module):
       dtype: output dtype; None keeps the input dtype. Statistics are float32 regardless.
       param_dtype: dtype of the affine parameters.
 
-    Variables: params `scale`, `bias` `[C]`; batch_stats `mean` (init 0), `var` (init 1) `[C]` float32.
+    Variables: params `scale`, `bias` `[C]`; batch_stats `mean` (init 0), `var` (init 1), float32.
     """
 
     momentum: float = 0.1
@@ -67,7 +68,7 @@ class BatchNorm(nn.Module):
             else None
         )
 
-        # float32 statistics for float32/bfloat16 activations (float64 only where x64 tests ask for it)
+        # float32 statistics for float32/bfloat16 activations (float64 only if x64 tests ask for it)
         stat_dtype = jnp.promote_types(jnp.float32, x.dtype)
         xf = x.astype(stat_dtype)
         if train:
@@ -89,7 +90,9 @@ class BatchNorm(nn.Module):
                 m = self.momentum
                 group_mean = mean.reshape(bn_groups, features).mean(axis=0)
                 unbiased = var.reshape(bn_groups, features) * (count / max(count - 1, 1))
-                ra_mean.value = ((1.0 - m) * ra_mean.value + m * group_mean).astype(ra_mean.value.dtype)
+                ra_mean.value = ((1.0 - m) * ra_mean.value + m * group_mean).astype(
+                    ra_mean.value.dtype
+                )
                 ra_var.value = ((1.0 - m) * ra_var.value + m * unbiased.mean(axis=0)).astype(
                     ra_var.value.dtype
                 )

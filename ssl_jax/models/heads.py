@@ -6,7 +6,7 @@
   last_bias=False, last_bn=True`;
 - SCE CIFAR projector: `hidden_dims=(512,), out_dim=128` (biases, BN on the hidden layer).
 
-Linear layers are initialised as torch's `nn.Linear` (weight and bias U(-1/sqrt(fan_in), 1/sqrt(fan_in))).
+Linear layers are initialised as torch's `nn.Linear`: weight and bias U(±1/sqrt(fan_in)).
 Module names: `fc{i}`, `bn{i}` for hidden layer i, `fc_out` and `bn_out` for the last layer.
 """
 
@@ -32,12 +32,12 @@ def _linear_bias_init(fan_in: int):
 
 
 class MLPHead(nn.Module):
-    """Projector / predictor MLP. `__call__(x [N, D_in], train, bn_groups=1) -> [N, out_dim]` float32.
+    """Projector / predictor MLP: `__call__(x [N, D_in], train, bn_groups=1) -> [N, out_dim]` f32.
 
     Attributes:
       hidden_dims: widths of the hidden layers (empty: a single Linear).
       out_dim: output width.
-      hidden_bias: bias on the hidden Linear layers (redundant before BN; MoCo v3/SCE-ImageNet: False).
+      hidden_bias: bias on the hidden Linear layers (redundant before BN; MoCo v3 / SCE: False).
       last_bias: bias on the last Linear layer.
       last_bn: BatchNorm without affine parameters after the last Linear (MoCo v3 / SCE-ImageNet).
       use_bn: BN after each hidden Linear (MoCo v2's head has none).

@@ -6,12 +6,12 @@ Matches `torchvision.models.resnet` up to the global average pool (no `fc`):
   pads asymmetrically at stride 2 and shifts every feature map by one pixel against torch;
 - Bottleneck puts the stride on the 3x3 conv (v1.5); convs have no bias;
 - BN eps 1e-5, momentum 0.1, running variance updated unbiased (see `batchnorm.BatchNorm`);
-- init: convs kaiming-normal (fan_out, relu), BN gamma 1 / beta 0; optional zero gamma on the last BN
-  of each block (`zero_init_residual`, off by default as torchvision).
+- init: convs kaiming-normal (fan_out, relu), BN gamma 1 / beta 0; optional zero gamma on the last
+  BN of each block (`zero_init_residual`, off by default as torchvision).
 
 Module names mirror torchvision so a state_dict can be produced mechanically (`torch_names.py`):
-`conv1`, `bn1`, `layer{1..4}_{j}` (torch `layer1.0`), inside a block `conv1, bn1, conv2, bn2[, conv3,
-bn3]`, `downsample_conv`, `downsample_bn` (torch `downsample.0`, `downsample.1`).
+`conv1`, `bn1`, `layer{1..4}_{j}` (torch `layer1.0`), inside a block `conv1, bn1, conv2, bn2[,
+conv3, bn3]`, `downsample_conv`, `downsample_bn` (torch `downsample.0`, `downsample.1`).
 
 `stem='cifar'` replaces the stem by a 3x3 stride-1 pad-1 conv without max-pool (the usual CIFAR /
 STL variant); `width` multiplies every stage width (base channels `round(64 * width)`).
@@ -33,7 +33,8 @@ STAGES = {
 EXPANSION = {"basic": 1, "bottleneck": 4}
 STEMS = ("imagenet", "cifar")
 
-# torch.nn.init.kaiming_normal_(mode="fan_out", nonlinearity="relu"): N(0, 2 / fan_out) (jax "normal" is untruncated).
+# torch.nn.init.kaiming_normal_(mode="fan_out", nonlinearity="relu"): N(0, 2 / fan_out);
+# jax's "normal" is untruncated ("truncated_normal" is the truncated one).
 conv_init = nn.initializers.variance_scaling(2.0, "fan_out", "normal")
 
 

@@ -4,9 +4,9 @@ Flax path → torch key:
 - modules: `layer{i}_{j}` → `layer{i}.{j}`, `downsample_conv` → `downsample.0`,
   `downsample_bn` → `downsample.1`, every other name unchanged (`conv1`, `bn1`, `conv2`, ...);
 - leaves: conv `kernel` HWIO → `weight` OIHW; dense `kernel` [in, out] → `weight` [out, in];
-  BN `scale` → `weight`, `bias` → `bias`; batch_stats `mean` → `running_mean`, `var` → `running_var`,
-  plus `num_batches_tracked` (int64 scalar) for every BN.
-The result loads with `torchvision.models.resnet50(...).load_state_dict(sd, strict=False)` (only `fc.*`
+  BN `scale` → `weight`, `bias` → `bias`; batch_stats `mean` → `running_mean`, `var` →
+  `running_var`, plus `num_batches_tracked` (int64 scalar) for every BN.
+The result loads with `torchvision.models.resnet50().load_state_dict(sd, strict=False)` (only `fc.*`
 missing) or strictly into a torchvision ResNet whose `fc` is `nn.Identity()`.
 """
 
@@ -41,8 +41,8 @@ def flax_to_torchvision_state_dict(
     """ResNet params + batch_stats → `{torchvision key: np.ndarray}` (float32; counters int64).
 
     `params`/`batch_stats` may be the backbone's trees or an SSLModel's (their `backbone` subtree is
-    used). `num_batches_tracked` fills every BN's counter (e.g. the training step); torch only reads it
-    when BN momentum is None.
+    used). `num_batches_tracked` fills every BN's counter (e.g. the training step); torch only reads
+    it when BN momentum is None.
     """
     out: dict[str, np.ndarray] = {}
     bn_modules: list[str] = []
@@ -80,8 +80,8 @@ def torchvision_state_dict_to_flax(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Inverse of `flax_to_torchvision_state_dict` for the backbone: `(params, batch_stats)`.
 
-    `fc.*` and `num_batches_tracked` entries are dropped. Values may be numpy arrays or torch tensors
-    (anything `np.asarray` accepts).
+    `fc.*` and `num_batches_tracked` entries are dropped. Values may be numpy arrays or CPU torch
+    tensors (anything `np.asarray` accepts).
     """
     params: dict[tuple[str, ...], np.ndarray] = {}
     stats: dict[tuple[str, ...], np.ndarray] = {}

@@ -1,8 +1,8 @@
 """Helpers for the model tests: abstract init (no RNG compile) and random variables filled in numpy.
 
-`jax.jit(model.init)` of a ResNet spends ~10 s compiling the threefry draws on CPU; the tests build the
-variable tree with `jax.eval_shape` and fill it with numpy draws instead (init itself is tested on a
-single block).
+`jax.jit(model.init)` of a ResNet spends ~10 s compiling the threefry draws on CPU; the tests build
+the variable tree with `jax.eval_shape` and fill it with numpy draws instead (init itself is tested
+on single blocks).
 """
 
 import jax

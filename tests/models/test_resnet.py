@@ -1,7 +1,6 @@
 """ResNet structure: output shapes, widths, channel counts, names, dtypes, init."""
 
-import functools
-
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -9,9 +8,8 @@ import pytest
 from model_testutil import abstract_variables, max_rel_err, random_variables
 
 from ssl_jax.models import resnet
+from ssl_jax.models.batchnorm import BatchNorm
 from ssl_jax.models.resnet import ResNet, feature_dim
-
-FAST_COMPILE = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
 
 
 def _init_shapes(model, x_shape, capture=()):
@@ -113,50 +111,69 @@ def test_bfloat16_dtypes():
 
 
 def test_bfloat16_close_to_float32():
-    x = jnp.asarray(np.random.default_rng(0).normal(size=(4, 8, 8, 3)), jnp.float32)
-    f32 = ResNet(depth=18, stem="cifar", width=0.125)
-    bf16 = ResNet(depth=18, stem="cifar", width=0.125, dtype=jnp.bfloat16)
+    # one bottleneck block (the compute path of every block); the whole-net dtype flow is above
+    x = jnp.asarray(np.random.default_rng(0).normal(size=(4, 8, 8, 32)), jnp.float32)
+    f32 = resnet._Block(kind="bottleneck", planes=16, strides=2, downsample=True)
+    bf16 = resnet._Block(
+        kind="bottleneck", planes=16, strides=2, downsample=True, dtype=jnp.bfloat16
+    )
     variables = random_variables(f32, x.shape)
 
-    @functools.partial(jax.jit, compiler_options=FAST_COMPILE)
+    @jax.jit
     def run(v, x):
-        # eval mode: train-mode BN over 4 values per channel (layer4 is 1x1) is ill-conditioned
-        return f32.apply(v, x, train=False), bf16.apply(v, x, train=False)
+        a = f32.apply(v, x, train=True, mutable=["batch_stats"])
+        b = bf16.apply(v, x, train=True, mutable=["batch_stats"])
+        return a, b
 
-    a, b = run(variables, x)
-    assert b.dtype == jnp.float32
-    assert max_rel_err(b, a) < 5e-2
-
-
-def test_block_init():
-    x = jnp.zeros((2, 8, 8, 64))
-    basic = resnet._Block(kind="basic", planes=32, strides=2, downsample=True)
-    bottleneck = resnet._Block(
-        kind="bottleneck", planes=32, strides=2, downsample=True, zero_init_last_bn=True
+    (a, a_stats), (b, b_stats) = run(variables, x)
+    assert b.dtype == jnp.bfloat16
+    assert max_rel_err(b, a) < 2e-2
+    assert all(s.dtype == jnp.float32 for s in jax.tree.leaves(b_stats))
+    jax.tree.map(
+        lambda u, v: np.testing.assert_allclose(u, v, rtol=2e-2, atol=1e-3), b_stats, a_stats
     )
 
-    # 'rbg' keys: threefry draws take seconds to compile on CPU; the distributions are the same.
-    @jax.jit
-    def init(key):
-        k1, k2 = jax.random.split(key)
-        return basic.init(k1, x, train=False), bottleneck.init(k2, x, train=False)
 
-    for variables, last, zero in zip(
-        init(jax.random.key(0, impl="rbg")), ("bn2", "bn3"), (False, True)
-    ):
-        params = variables["params"]
-        np.testing.assert_array_equal(params[last]["scale"], 0.0 if zero else 1.0)
-        np.testing.assert_array_equal(params["bn1"]["scale"], 1.0)
-        np.testing.assert_array_equal(params["downsample_bn"]["scale"], 1.0)
-        np.testing.assert_array_equal(params[last]["bias"], 0.0)
-        stats = variables["batch_stats"]["bn1"]
-        np.testing.assert_array_equal(stats["mean"], 0.0)
-        np.testing.assert_array_equal(stats["var"], 1.0)
-        # kaiming_normal_(mode='fan_out', nonlinearity='relu'): std = sqrt(2 / (k * k * out))
-        kernel = np.asarray(params["conv2"]["kernel"])
-        std = np.sqrt(2.0 / (9 * kernel.shape[-1]))
-        assert abs(kernel.std() / std - 1.0) < 0.1
-        assert np.abs(kernel).max() > 2.5 * std  # untruncated normal
+def _init_wiring(model, x_shape):
+    """{module path: (module type, kernel/scale initialiser)} seen while tracing `model.init`."""
+    seen = {}
+
+    def interceptor(next_fun, args, kwargs, context):
+        mdl = context.module
+        if context.method_name == "__call__" and isinstance(mdl, nn.Conv | BatchNorm):
+            init = mdl.kernel_init if isinstance(mdl, nn.Conv) else mdl.scale_init
+            seen["/".join(mdl.path)] = (type(mdl).__name__, init)
+        return next_fun(*args, **kwargs)
+
+    with nn.intercept_methods(interceptor):
+        abstract_variables(model, x_shape)
+    return seen
+
+
+@pytest.mark.parametrize("depth, zero", [(18, False), (50, True)])
+def test_init_wiring(depth, zero):
+    # traced, not run: compiling a ResNet init (threefry draws) costs ~10 s on CPU
+    seen = _init_wiring(ResNet(depth=depth, width=0.25, zero_init_residual=zero), (1, 32, 32, 3))
+    last = "bn2" if depth == 18 else "bn3"
+    n_bn = 0
+    for path, (kind, init) in seen.items():
+        if kind == "Conv":
+            assert init is resnet.conv_init, path
+        else:
+            n_bn += 1
+            is_last = path.endswith("/" + last)
+            expected = nn.initializers.zeros if (zero and is_last) else nn.initializers.ones
+            assert init is expected, path
+    assert n_bn == (20 if depth == 18 else 53)
+
+
+def test_conv_init_is_kaiming_normal_fan_out():
+    # torch kaiming_normal_(mode='fan_out', nonlinearity='relu'): N(0, 2 / (k*k*out)), untruncated
+    kernel = np.asarray(resnet.conv_init(jax.random.key(0), (3, 3, 64, 128), jnp.float32))
+    std = np.sqrt(2.0 / (9 * 128))
+    assert abs(kernel.std() / std - 1.0) < 0.02
+    assert abs(kernel.mean()) < 0.02 * std
+    assert np.abs(kernel).max() > 3.5 * std  # not truncated at 2 sigma
 
 
 def test_invalid_attributes():

@@ -1,0 +1,64 @@
+"""JCL ablation setting: ResNet-18 on ImageNet-100 (Cai et al., NeurIPS 2020, Sec. 4.4 and supplementary D/E).
+
+From the paper: the 100-class ImageNet subset of CMC (Tian et al.; class list in supplementary D),
+ResNet-18, 100 epochs, batch N = 128, lr 0.1 with cosine decay; M' = 9, λ 4.0, τ 0.2 (supplementary E,
+the setting of the ablations and of the Fig. 3 visualisation). Not stated in the text (its Table 3 did not
+survive extraction): the rest "strictly follow[s] MoCo v2" (Sec. 4.1), so m 0.999, queue 65536, SGD
+momentum 0.9, wd 1e-4, MLP head 512-512-128 (hidden = feature width as MoCo v2's `--mlp`), MoCo v2
+augmentation at 224 px, shuffle-BN with one BN group per device, and the code's per-epoch λ ramp.
+
+Data: an image folder with one sub-folder per class, `train/` and `val/` (as CMC's ImageNet-100):
+`--config.data.data_dir=/path/to/imagenet100`.
+`:runlocal` keeps the ResNet-18 but trains a few steps on 256 Fashion-MNIST images.
+"""
+
+import ml_collections
+
+from ssl_jax import configs
+from ssl_jax.data import recipes
+from ssl_jax.methods import jcl
+
+
+def get_config(arg=None):
+    keys, arg = jcl.split_config_arg(arg)  # `:keys=N` sets M' (and so the views)
+    c = configs.base_config()
+    c.method = "jcl"
+    c.method_config = ml_collections.ConfigDict(
+        dict(temperature=0.2, queue_size=65536, num_keys=9, lam=4.0, lam_schedule="linear_epoch",
+             shuffle_bn=True, key_bn_groups=0)
+    )
+    if keys:
+        c.method_config.num_keys = keys
+    c.data.name = "image_folder"
+    c.data.data_dir = ""  # the ImageNet-100 folder (train/, val/)
+    c.data.train_split = "train"
+    c.data.eval_train_split = "train"
+    c.data.eval_test_split = "val"
+    c.data.image_size = 224
+    c.data.shuffle_buffer = 50_000
+    c.model.backbone = "resnet18"
+    c.model.stem = "imagenet"
+    c.model.projector = ml_collections.ConfigDict(
+        dict(hidden_dims=(512,), out_dim=128, hidden_bias=True, last_bias=True, last_bn=False,
+             use_bn=False)
+    )
+    c.global_batch_size = 128
+    c.num_epochs = 100.0
+    c.optim.name = "sgd"
+    c.optim.base_lr = 0.1
+    c.optim.weight_decay = 1e-4
+    c.optim.schedule = "cosine"
+    c.ema.base = 0.999
+    c.ema.schedule = "constant"
+    c.knn.every_steps = 10_000
+    c.knn.num_train = 50_000
+    if configs.is_runlocal(arg):
+        configs.use_local_data(c)
+        c.method_config.queue_size = 256
+    c.data.views = ("mocov2",) * (c.method_config.num_keys + 1)
+    c.data.recipes = ml_collections.ConfigDict({"mocov2": recipes.mocov2(c.data.image_size)})
+    configs.finalize(c, arg)
+    if configs.is_runlocal(arg):
+        c.model.width = 1.0  # keep the real ResNet-18
+        c.model.projector.hidden_dims = (64,)
+    return c

@@ -1,0 +1,104 @@
+"""SCE on CIFAR-10: the official config, CEA-LIST/SCE `run/pretrain/sce/resnet18/resnet18_cifar10.yaml`.
+
+Every number is the official code's (the paper's small-data details are in its supplementary, which
+is not available here):
+- ResNet-18 with the CIFAR stem (3×3 conv, stride 1, no max-pool; `small_input_no_fc`), 32 px;
+  projector `projector_resnet18_mlp2_bn1`: 512 → 512 (no bias, BN, ReLU) → 128 (bias); no predictor.
+- Asymmetric loss (`sym: False`): view 0 = the "soft" view (crop + flip, `recipes.cifar_soft`) goes
+  to the target, view 1 = the strong view (`recipes.cifar_strong`: crop, jitter 0.4/0.4/0.4/0.1
+  p 0.8, grayscale 0.2, PIL blur σ∈[0.1, 2] p 0.5, flip) to the online network
+  (`two_crops_soft_and_strong_pil_contrastive_cifar10.yaml`).
+- τ 0.1, τ_m 0.05, λ (coeff) 0.5, queue 4096, momentum 0.99 constant (`scheduler_momentum:
+  constant`), EMA after the optimiser step (method default).
+- Shuffle-BN on the momentum trunk and projector simulated with SplitBN, 8 groups
+  (`simulate_n_devices: 8` on 1 GPU): `key_bn_groups=8` (on 8 devices: one group per device).
+- SGD lr 0.06 × batch/256 (`scaler: linear`), momentum 0.9, nesterov False, wd 5e-4 on every
+  parameter (`exclude_wd_norm/bias: False`), 5 warm-up epochs then cosine per step, batch 256,
+  200 epochs. The official run uses AMP; here float32 (set `model.dtype='bfloat16'` for speed).
+- Normalisation: the SCE code's CIFAR-10 mean/std (`configs.CIFAR10_MEAN/STD`).
+The paper's variant of the loss (indicator `1_{i≠k}` on the target's self slot) is
+`method_config.mask_self=True`; Eq. 9 with free weights is `loss_form='eq9'` (+ `mu`, `eta`).
+`ressl_cifar10.py` builds the ReSSL baseline from this file (`build(arg, 'ressl')`).
+`:runlocal` trains a few steps on Fashion-MNIST (3 channels) with a 256-entry queue.
+"""
+
+import ml_collections
+
+from ssl_jax import configs
+from ssl_jax.data import recipes
+
+
+def method_config(method: str, *, queue_size: int, temperature_m: float, **extra):
+    """`config.method_config` for 'sce' or 'ressl' (ReSSL: τ_m 0.04, the ReSSL paper's value)."""
+    if method == "sce":
+        fields = dict(temperature=0.1, temperature_m=temperature_m, coeff=0.5)
+    elif method == "ressl":
+        fields = dict(temperature=0.1, temperature_m=0.04)
+    else:
+        raise configs.ConfigError(f"method {method!r}: allowed 'sce', 'ressl'")
+    fields.update(queue_size=queue_size, **extra)
+    return ml_collections.ConfigDict(fields)
+
+
+def build(arg=None, method="sce", edit=None):
+    """The CIFAR-10 config for `method`; `edit(config)` (other small-data sets) runs before
+    `:runlocal`, and the recipes follow `config.data.image_size`."""
+    c = configs.base_config()
+    c.method = method
+    c.method_config = method_config(
+        method,
+        queue_size=4096,
+        temperature_m=0.05,
+        symmetric=False,
+        shuffle_bn=True,
+        key_bn_groups=8,
+    )
+    c.data.name = "cifar10"
+    c.data.eval_test_split = "test"
+    c.data.image_size = 32
+    c.data.eval_crop_fraction = 1.0
+    c.data.mean, c.data.std = configs.CIFAR10_MEAN, configs.CIFAR10_STD
+    c.data.cache = True
+    c.model.backbone = "resnet18"
+    c.model.stem = "cifar"
+    c.model.projector = ml_collections.ConfigDict(
+        dict(
+            hidden_dims=(512,),
+            out_dim=128,
+            hidden_bias=False,
+            last_bias=True,
+            last_bn=False,
+            use_bn=True,
+        )
+    )
+    c.model.predictor.enabled = False
+    c.global_batch_size = 256
+    c.num_epochs = 200.0
+    c.optim.name = "sgd"
+    c.optim.base_lr = 0.06
+    c.optim.lr_scaling = "linear"
+    c.optim.momentum = 0.9
+    c.optim.nesterov = False
+    c.optim.weight_decay = 5e-4
+    c.optim.exclude_1d = False
+    c.optim.schedule = "cosine"
+    c.optim.warmup_epochs = 5.0
+    c.ema.base = 0.99
+    c.ema.schedule = "constant"
+    c.knn.every_steps = 2000
+    if edit is not None:
+        edit(c)
+    if configs.is_runlocal(arg):
+        configs.use_local_data(c)
+        c.method_config.queue_size = 256  # divides the 32 keys of a runlocal step
+        c.optim.warmup_epochs = 0.25  # 2 of the 6 runlocal steps
+    size = c.data.image_size
+    c.data.views = ("soft", "strong")
+    c.data.recipes = ml_collections.ConfigDict(
+        {"soft": recipes.cifar_soft(size), "strong": recipes.cifar_strong(size)}
+    )
+    return configs.finalize(c, arg)
+
+
+def get_config(arg=None):
+    return build(arg, "sce")

@@ -1,0 +1,87 @@
+"""SCE on Fashion-MNIST: the small default SCE job that runs on 2 CPU cores in minutes.
+
+Not from the paper: SCE's CIFAR-10 method settings (official code: asymmetric loss with the weak view
+→ target, τ 0.1, τ_m 0.05, λ 0.5, shuffle-BN as SplitBN with 8 groups, SCE's CIFAR projector layout
+(no hidden bias, BN, ReLU, last bias), SGD wd 5e-4) on 28-px grayscale images (`channels=1`), with the
+MoCo v2 Fashion-MNIST job's size (`mocov2_fashion_mnist.py`: ResNet-18 CIFAR stem at width 1/4,
+projector 256 → 128, batch 256, 3 epochs, lr 0.06 without warm-up, m 0.99, queue 4096). Views:
+view 0 = `recipes.weak(28)` (crop + flip, the target's), view 1 = `recipes.fashion_mnist_default(28)`
+(crop, flip, brightness/contrast jitter p 0.8: the strong view without the colour ops grayscale images
+cannot have). After pretraining, the linear-probe table (pretrained vs random init vs raw pixels).
+`ressl_fashion_mnist.py` builds the ReSSL baseline from this file.
+"""
+
+import importlib.util
+import os
+
+import ml_collections
+
+from ssl_jax import configs
+from ssl_jax.data import recipes
+
+
+def _sibling(name):
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"_ssl_jax_config_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def build(arg=None, method="sce"):
+    c = configs.base_config()
+    c.method = method
+    c.method_config = _sibling("scce_cifar10").method_config(
+        method,
+        queue_size=4096,
+        temperature_m=0.05,
+        symmetric=False,
+        shuffle_bn=True,
+        key_bn_groups=8,
+    )
+    configs.use_local_data(c, channels=1)
+    c.data.train_subset = 0
+    c.data.shuffle_buffer = 60_000
+    c.data.views = ("weak", "strong")
+    c.data.recipes = ml_collections.ConfigDict(
+        {"weak": recipes.weak(28), "strong": recipes.fashion_mnist_default(28)}
+    )
+    c.model.backbone = "resnet18"
+    c.model.stem = "cifar"
+    c.model.width = 0.25
+    c.model.projector = ml_collections.ConfigDict(
+        dict(
+            hidden_dims=(256,),
+            out_dim=128,
+            hidden_bias=False,
+            last_bias=True,
+            last_bn=False,
+            use_bn=True,
+        )
+    )
+    c.model.predictor.enabled = False
+    c.global_batch_size = 256
+    c.num_epochs = 3.0
+    c.optim.name = "sgd"
+    c.optim.base_lr = 0.06
+    c.optim.lr_scaling = "linear"
+    c.optim.weight_decay = 5e-4
+    c.optim.exclude_1d = False
+    c.optim.schedule = "cosine"
+    c.optim.warmup_epochs = 0.0
+    c.ema.base = 0.99
+    c.ema.schedule = "constant"
+    c.log_every_steps = 20
+    c.checkpoint_every_steps = 200
+    c.knn.every_steps = 0  # the final probe table replaces the monitor on the default job
+    c.knn.num_train = 10_000
+    c.knn.batch_size = 500
+    c.final_probe_table = True
+    c.probe.num_train = -1
+    if configs.is_runlocal(arg):
+        c.method_config.queue_size = 256  # divides the 32 keys of a runlocal step
+    return configs.finalize(c, arg)
+
+
+def get_config(arg=None):
+    return build(arg, "sce")

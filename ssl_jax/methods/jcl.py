@@ -1,0 +1,182 @@
+"""JCL, Joint Contrastive Learning (Cai et al., NeurIPS 2020): MoCo v2 with M' positive keys per query.
+
+Official `MoCoUnlimitedKeysDefault` + `main_moco.py`, paper Eq. 8 and Algorithm 1. Per step:
+
+* `config.data.views` has M' + 1 entries from one recipe: view 0 is the query, views 1..M' the keys;
+* the EMA key encoder is updated first (m 0.999, `EMA_BEFORE_KEYS`), then all M'·B key crops go through
+  it in ONE forward, concatenated crop-major (row `j·B + i` = key crop j of sample i, as the official
+  `torch.cat(im_k)`), with shuffle-BN over all of them (`common.target_forward`);
+* each key is L2-normalised, μ = mean of the M' normalised keys (NOT re-normalised, norm < 1) and
+  `losses.jcl(q, keys, queue, τ, λ_t)` adds `λ_t/(2τ²)·qᵀΣq` inside the log-sum-exp;
+* μ is what the queue receives.
+
+λ schedule (`lam_schedule`): 'linear_epoch' (official code, the default) `λ_t = λ·(e + 1)/E` with the
+0-based epoch `e = step // steps_per_epoch` and `E = ceil(total_steps / steps_per_epoch)` epochs, constant
+within an epoch; 'constant' `λ_t = λ`. The step counter that feeds it is the method's own scalar buffer
+`step` (the step function does not pass the step to `loss_fn`), checkpointed with the queue so resume is
+exact.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import PartitionSpec as P
+
+from ssl_jax import losses, memory
+from ssl_jax.configs import ConfigError, hparams_from_config
+from ssl_jax.methods import common, mocov2
+
+EMA_BEFORE_KEYS = True  # as MoCo: momentum update, then the keys
+
+LAM_SCHEDULES = ("linear_epoch", "constant")
+
+
+@dataclasses.dataclass(frozen=True)
+class Hparams:
+    temperature: float = 0.2
+    queue_size: int = 65536
+    num_keys: int = 4  # M' (official k_crops = 5 → 4 keys; paper Sec. 4.1 uses 5)
+    lam: float = 2.0  # λ (official script 2.0; paper Sec. 4.1 4.0)
+    lam_schedule: str = "linear_epoch"  # 'linear_epoch' (code: λ·(epoch+1)/epochs) | 'constant'
+    shuffle_bn: bool = True
+    key_bn_groups: int = 0  # BN groups of the key forward; 0 = one per device (DDP shuffle-BN)
+
+
+def hparams(config) -> Hparams:
+    return hparams_from_config(Hparams, config)
+
+
+def num_epochs(ctx: common.StepContext) -> int:
+    """E of the λ ramp: the epochs the schedule spans (a last partial epoch counts)."""
+    return max(1, math.ceil(ctx.total_steps / ctx.steps_per_epoch))
+
+
+def lam_at(ctx: common.StepContext, step) -> jax.Array:
+    """λ_t at a (traced or concrete) step: `λ·(step // steps_per_epoch + 1)/E`, or λ when constant."""
+    hp: Hparams = ctx.hp
+    if hp.lam_schedule == "constant":
+        return jnp.asarray(hp.lam, jnp.float32)
+    epochs = num_epochs(ctx)
+    epoch = jnp.minimum(jnp.asarray(step, jnp.int32) // ctx.steps_per_epoch, epochs - 1)
+    return hp.lam * (epoch + 1).astype(jnp.float32) / epochs
+
+
+def split_config_arg(arg: str | None) -> tuple[int | None, str]:
+    """`get_config(arg)` of the jcl_* configs: pulls `keys=M'` out of e.g. 'runlocal,keys=8' (the key
+    views must be listed in `config.data.views`, so M' is picked before the views are built) and returns
+    (M' or None, the rest for `configs.finalize`)."""
+    keys, rest = None, []
+    for a in (arg or "").split(","):
+        if a.startswith("keys="):
+            try:
+                keys = int(a[len("keys="):])
+            except ValueError:
+                raise ConfigError(f"config argument {a!r}: allowed keys=1, keys=2, ...") from None
+            if keys < 1:
+                raise ConfigError(f"config argument {a!r}: allowed keys=1, keys=2, ...")
+        elif a:
+            rest.append(a)
+    return keys, ",".join(rest)
+
+
+def check_config(ctx: common.StepContext) -> None:
+    hp: Hparams = ctx.hp
+    if hp.num_keys < 1:
+        raise ConfigError(f"config.method_config.num_keys={hp.num_keys}: allowed 1, 2, ... (M')")
+    if len(ctx.config.data.views) != hp.num_keys + 1:
+        raise ConfigError(
+            f"config.data.views={tuple(ctx.config.data.views)} has {len(ctx.config.data.views)} views; "
+            f"JCL with num_keys={hp.num_keys} needs num_keys + 1 = {hp.num_keys + 1} (the query and "
+            f"M' keys). The jcl_* configs build them from M': pass it as `--config=FILE:keys=M'`"
+        )
+    key_views = set(ctx.config.data.views[1:])
+    if len(key_views) > 1:
+        raise ConfigError(
+            f"config.data.views={tuple(ctx.config.data.views)}: the {hp.num_keys} key views must name "
+            f"one recipe (they go through the key encoder as one batch); got {sorted(key_views)}"
+        )
+    if hp.lam_schedule not in LAM_SCHEDULES:
+        raise ConfigError(
+            f"config.method_config.lam_schedule={hp.lam_schedule!r} is not allowed; allowed values: "
+            f"{list(LAM_SCHEDULES)}"
+        )
+    if hp.lam < 0:
+        raise ConfigError(f"config.method_config.lam={hp.lam}: allowed λ ≥ 0")
+    # one μ per image is enqueued: the queue holds a whole number of global batches (as MoCo)
+    common.require_divisible(
+        "config.method_config.queue_size", hp.queue_size, ctx.config.global_batch_size,
+        "the global batch of mean keys (config.global_batch_size)",
+    )
+    common.require_divisible(
+        "config.method_config.queue_size", hp.queue_size, ctx.num_devices, "the device count"
+    )
+    if hp.shuffle_bn:
+        common.require_divisible(
+            "the key batch num_keys * global_batch_size",
+            hp.num_keys * ctx.config.global_batch_size,
+            common.bn_groups(hp.key_bn_groups, ctx),
+            "the key BN groups (config.method_config.key_bn_groups; 0 = one per device)",
+        )
+
+
+def buffer_specs(hp: Hparams) -> dict:
+    return {**mocov2.buffer_specs(hp), "step": P()}
+
+
+def init_buffers(rng, hp: Hparams, ctx: common.StepContext) -> dict:
+    # queue: normalize(randn) as the official code (only real entries are un-normalised means)
+    return {**mocov2.init_buffers(rng, hp, ctx), "step": jnp.zeros((), jnp.int32)}
+
+
+def key_embeddings(ctx: common.StepContext, target: dict, key_views, rng):
+    """The M' key crops through the EMA encoder in one forward (shuffle-BN over all M'·B of them).
+
+    Returns (keys `[M', B, D]` L2-normalised, crop-major; new target batch_stats).
+    """
+    hp: Hparams = ctx.hp
+    num_keys, batch = len(key_views), key_views[0].shape[0]
+    x = jnp.concatenate(key_views, axis=0)  # row j*B + i = key crop j of sample i
+    out_k, new_target_stats = common.target_forward(
+        ctx, target, x, rng, shuffle=hp.shuffle_bn,
+        groups=common.bn_groups(hp.key_bn_groups, ctx) if hp.shuffle_bn else 1,
+    )
+    k = out_k["projection"].reshape(num_keys, batch, -1)
+    return memory.l2_normalize(k), new_target_stats
+
+
+def loss_fn(ctx, params, batch_stats, target, buffers, views, batch, rng):
+    hp: Hparams = ctx.hp
+    out_q, new_stats = common.forward(ctx, params, batch_stats, views[0])
+    q = memory.l2_normalize(out_q["projection"])
+    keys, new_target_stats = key_embeddings(ctx, target, views[1:], rng)
+    mean_key = jnp.mean(keys.astype(jnp.float32), axis=0)  # μ, not re-normalised
+    queue = buffers["queue"]
+    lam = lam_at(ctx, buffers["step"])
+    loss = losses.jcl(q, keys, queue, hp.temperature, lam)
+    qf = jax.lax.stop_gradient(q).astype(jnp.float32)
+    centred = jnp.einsum("mbd,bd->mb", keys - mean_key[None], qf)
+    metrics = {
+        "pos_sim": jnp.mean(jnp.einsum("mbd,bd->mb", keys, qf)),  # mean q·k_m, comparable to MoCo's
+        "neg_sim": jnp.mean(q @ jax.lax.stop_gradient(queue).T),
+        "lambda": lam,
+        "mean_key_norm": jnp.mean(jnp.linalg.norm(mean_key, axis=-1)),
+        "q_sigma_q": jnp.mean(jnp.square(centred)),  # qᵀΣq, the spread of the keys along q
+    }
+    return loss, {
+        "metrics": metrics,
+        "batch_stats": new_stats,
+        "target_batch_stats": new_target_stats,
+        "updates": {"keys": jax.lax.stop_gradient(mean_key)},
+    }
+
+
+def update_buffers(ctx, buffers: dict, updates: dict, batch) -> dict:
+    # memory.enqueue writes the rows as given: μ keeps its norm < 1, as the official queue.
+    return {
+        **mocov2.update_buffers(ctx, buffers, updates, batch),
+        "step": buffers["step"] + 1,
+    }

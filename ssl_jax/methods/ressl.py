@@ -1,0 +1,41 @@
+"""ReSSL (Zheng et al., NeurIPS 2021), SCE's relational baseline, on SCE's machinery.
+
+Same networks, views, queue, shuffle-BN, multi-crop and EMA timing as `methods/sce.py` (see its
+docstring); only the pair loss differs: `losses.ressl`, the cross-entropy between the target's
+relations to the queue `softmax(k·Qᵀ/τ_m)` and the online ones `softmax(q·Qᵀ/τ)`, with no positive
+column (eztorch `compute_ressl_loss`, solo-learn `ressl_loss_func`, the authors' code). Defaults:
+τ = 0.1, τ_m = 0.04 (ReSSL paper / solo-learn), asymmetric (weak view → target).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ssl_jax import losses
+from ssl_jax.configs import hparams_from_config
+from ssl_jax.methods.sce import (  # noqa: F401  (the method interface, shared with SCE)
+    EMA_BEFORE_KEYS,
+    buffer_specs,
+    check_config,
+    init_buffers,
+    loss_fn,
+    update_buffers,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Hparams:
+    temperature: float = 0.1
+    temperature_m: float = 0.04
+    queue_size: int = 65536
+    symmetric: bool = False
+    num_global_crops: int = 2
+    shuffle_bn: bool = True
+    key_bn_groups: int = 0  # BN groups of the target forward; 0 = one per device (DDP shuffle-BN)
+
+    def pair_loss(self, query, key, queue):
+        return losses.ressl(query, key, queue, self.temperature, self.temperature_m)
+
+
+def hparams(config) -> Hparams:
+    return hparams_from_config(Hparams, config)

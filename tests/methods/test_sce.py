@@ -1,0 +1,318 @@
+"""SCE and ReSSL: the train step against the losses, view modes, queue, EMA timing, devices, configs."""
+
+import glob
+import importlib.util
+import os
+
+import jax
+import ml_collections
+import numpy as np
+import pytest
+
+from ssl_jax import configs, losses, memory, sharding, train
+from ssl_jax.data import datasets, device_augment
+from ssl_jax.methods import METHODS, sce
+from tests.helpers import TINY_RECIPE, tiny_config
+
+B = 16
+LOCAL_RECIPE = (
+    {"op": "random_resized_crop", "size": 8, "scale": (0.1, 0.5)},
+    {"op": "horizontal_flip", "p": 0.5},
+)
+CONFIG_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "configs")
+
+
+def sce_config(method="sce", num_local=0, predictor=False, **method_config):
+    """tiny_config with 2 global 16-px views (+ `num_local` 8-px local views)."""
+    c = tiny_config("mocov2")
+    c.method = method
+    fields = dict(temperature=0.1, temperature_m=0.05, queue_size=64, shuffle_bn=False)
+    if method == "sce":
+        fields["coeff"] = 0.5
+    fields.update(method_config)
+    c.method_config = ml_collections.ConfigDict(fields)
+    c.data.recipes = ml_collections.ConfigDict({"tiny": TINY_RECIPE, "local": LOCAL_RECIPE})
+    c.data.views = ("tiny", "tiny") + ("local",) * num_local
+    c.optim.name = "sgd"
+    if predictor:
+        c.model.predictor = ml_collections.ConfigDict(
+            dict(
+                enabled=True,
+                hidden_dims=(32,),
+                out_dim=16,
+                hidden_bias=False,
+                last_bias=False,
+                last_bn=False,
+                use_bn=True,
+            )
+        )
+    return c
+
+
+def _batch(config, step):
+    rng = np.random.default_rng(step)
+    sizes = [16 if name == "tiny" else 8 for name in config.data.views]
+    views = tuple(
+        rng.integers(0, 256, size=(B, s, s, config.data.channels), dtype=np.uint8) for s in sizes
+    )
+    index = (np.arange(B) + step * B) % config.data.train_subset
+    return {"views": views, "index": index.astype(np.int32), "label": (index % 10).astype(np.int32)}
+
+
+def _run(config, devices=None, steps=1):
+    """(experiment, host copy of the initial state, final state, per-step host metrics)."""
+    mesh = sharding.make_mesh(jax.devices() if devices is None else devices)
+    exp = train.build_experiment(config, mesh=mesh)
+    state = train.init_or_restore(exp, None)
+    init = jax.device_get(state)  # the step donates the state
+    step = train.jit_train_step(exp, state)
+    metrics = []
+    for i in range(steps):
+        state, m = step(state, sharding.host_to_global(_batch(config, i), mesh))
+        metrics.append(jax.device_get(m))
+    return exp, init, state, metrics
+
+
+def _direct(exp, init, batch):
+    """The step-0 loss and keys recomputed from the model and `losses` (shuffle-BN off)."""
+    config, hp = exp.config, exp.ctx.hp
+    views = [device_augment.normalize(v, config.data.mean, config.data.std) for v in batch["views"]]
+
+    def forward(params, stats, x, use_predictor):
+        out, _ = exp.ctx.model.apply(
+            {"params": params, "batch_stats": stats},
+            x,
+            train=True,
+            use_predictor=use_predictor,
+            mutable=["batch_stats"],
+        )
+        return out
+
+    keys = {
+        i: memory.l2_normalize(
+            forward(init.target_params, init.target_batch_stats, views[i], False)["projection"]
+        )
+        for i in sce.key_views(hp)
+    }
+    queries = {}
+    for j in sce.online_views(hp, len(views)):
+        out = forward(init.params, init.batch_stats, views[j], True)
+        queries[j] = memory.l2_normalize(out.get("prediction", out["projection"]))
+    queue = init.buffers["queue"]
+    if config.method == "sce":
+        pair = lambda q, k: losses.sce(  # noqa: E731
+            q, k, queue, hp.temperature, hp.temperature_m, hp.coeff
+        )
+    else:
+        pair = lambda q, k: losses.ressl(q, k, queue, hp.temperature, hp.temperature_m)  # noqa: E731
+    pairs = sce.pairs(hp, len(views))
+    loss = np.mean([float(pair(queries[j], keys[i])) for j, i in pairs])
+    return loss, np.concatenate([np.asarray(keys[i]) for i in sce.key_views(hp)])
+
+
+# --------------------------------------------------------------------------------------------------
+# Cheap checks (no model compile)
+# --------------------------------------------------------------------------------------------------
+
+
+def test_registered_and_ema_after_optimiser():
+    assert METHODS["sce"] is sce and METHODS["ressl"].loss_fn is sce.loss_fn
+    assert sce.EMA_BEFORE_KEYS is False and METHODS["ressl"].EMA_BEFORE_KEYS is False
+
+
+def test_view_pairs():
+    asym = sce.Hparams(symmetric=False)
+    assert sce.key_views(asym) == (0,)
+    assert sce.pairs(asym, 2) == ((1, 0),)
+    assert sce.pairs(asym, 4) == ((1, 0), (2, 0), (3, 0))  # official: every online crop vs k_0
+    sym = sce.Hparams(symmetric=True, num_global_crops=2)
+    assert sce.pairs(sym, 2) == ((1, 0), (0, 1))
+    multicrop = sce.pairs(sym, 6)
+    assert len(multicrop) == 2 * 5 and all(j != i and i < 2 for j, i in multicrop)
+    assert sce.keys_per_step(sym, 256) == 512
+
+
+def test_eq9_form_equals_official_with_tied_weights():
+    rng = np.random.default_rng(0)
+    q, k, queue = (memory.l2_normalize(rng.normal(size=s)) for s in ((8, 16), (8, 16), (32, 16)))
+    for mask_self in (False, True):
+        official = sce.Hparams(coeff=0.3, mask_self=mask_self).pair_loss(q, k, queue)
+        eq9 = sce.Hparams(coeff=0.3, mu=0.7, eta=0.7, loss_form="eq9", mask_self=mask_self)
+        np.testing.assert_allclose(eq9.pair_loss(q, k, queue), official, rtol=1e-5)
+    np.testing.assert_allclose(
+        sce.Hparams(mask_self=True).pair_loss(q, k, queue),
+        losses.sce(q, k, queue, 0.1, 0.07, 0.5, mask_self=True),
+        rtol=1e-6,
+    )
+
+
+@pytest.mark.parametrize(
+    ("method", "override", "message"),
+    [
+        ("sce", dict(symmetric=True, queue_size=48), "queue_size=48 .*number of target views"),
+        ("sce", dict(loss_form="eq10"), "loss_form='eq10'"),
+        ("sce", dict(shuffle_bn=True, key_bn_groups=3), "key_bn_groups"),
+        ("ressl", dict(coeff=0.5), "coeff"),
+        ("sce", dict(symmetric=True, num_global_crops=3), "num_global_crops=3"),
+    ],
+)
+def test_bad_configs_fail_before_compiling(method, override, message):
+    config = sce_config(method)
+    config.method_config.update(override)
+    with pytest.raises(configs.ConfigError, match=message):
+        train.build_experiment(config)
+
+
+def test_predictor_width_must_match_projection():
+    config = sce_config(predictor=True)
+    config.model.predictor.out_dim = 8
+    with pytest.raises(configs.ConfigError, match="predictor.out_dim=8"):
+        train.build_experiment(config)
+
+
+def _config_files():
+    return sorted(
+        glob.glob(os.path.join(CONFIG_DIR, "scce_*.py"))
+        + glob.glob(os.path.join(CONFIG_DIR, "ressl_*.py"))
+    )
+
+
+def _load(path):
+    spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_config_files_listed():
+    names = {os.path.basename(p)[:-3] for p in _config_files()}
+    for dataset in (
+        "imagenet",
+        "imagenet100",
+        "cifar10",
+        "cifar100",
+        "stl10",
+        "tiny_imagenet",
+        "fashion_mnist",
+    ):
+        assert {f"scce_{dataset}", f"ressl_{dataset}"} <= names, dataset
+    assert "scce_imagenet_multicrop" in names
+
+
+@pytest.mark.parametrize("path", _config_files(), ids=lambda p: os.path.basename(p)[:-3])
+def test_config_builds(path):
+    """`:runlocal` builds (on the 8 test devices); the full config builds where its data need no
+    folder, and names its method."""
+    module = _load(path)
+    local = module.get_config("runlocal")
+    exp = train.build_experiment(local)
+    assert local.method == ("ressl" if os.path.basename(path).startswith("ressl") else "sce")
+    assert local.data.name == "fashion_mnist"
+    assert exp.ctx.hp.queue_size % sce.keys_per_step(exp.ctx.hp, local.global_batch_size) == 0
+    full = module.get_config()
+    if full.data.name == "image_folder":
+        with pytest.raises(datasets.DataError, match="data_dir"):
+            train.build_experiment(full)
+    else:
+        train.build_experiment(full)
+
+
+def test_imagenet_configs_match_the_paper():
+    c = _load(os.path.join(CONFIG_DIR, "scce_imagenet.py")).get_config()
+    hp = sce.hparams(c)
+    assert (hp.symmetric, hp.temperature, hp.temperature_m, hp.coeff, hp.queue_size) == (
+        True,
+        0.1,
+        0.07,
+        0.5,
+        65536,
+    )
+    assert c.global_batch_size == 4096 and c.optim.name == "lars" and c.optim.exclude_1d
+    peak = c.optim.base_lr * c.global_batch_size / 256
+    assert np.isclose(peak, 4.8) and c.optim.warmup_epochs == 10 and c.optim.weight_decay == 1e-6
+    assert (c.ema.base, c.ema.schedule) == (0.99, "cosine") and c.model.predictor.enabled
+    m = _load(os.path.join(CONFIG_DIR, "scce_imagenet_multicrop.py")).get_config()
+    sizes = [m.data.recipes[v][0]["size"] for v in m.data.views]
+    scales = [tuple(m.data.recipes[v][0]["scale"]) for v in m.data.views]
+    assert sizes == [224, 224, 192, 160, 128, 96]
+    assert scales[2:] == [(0.172, 0.86), (0.143, 0.715), (0.114, 0.571), (0.086, 0.429)]
+
+
+# --------------------------------------------------------------------------------------------------
+# Train steps (each test compiles one tiny ResNet step)
+# --------------------------------------------------------------------------------------------------
+
+
+def test_asymmetric_step_is_the_sce_loss_and_ema_follows_the_optimiser():
+    config = sce_config()
+    config.ema.base = (
+        0.0  # target <- online: equal to the UPDATED params iff EMA runs after the step
+    )
+    exp, init, state, metrics = _run(config)
+    loss, keys = _direct(exp, init, _batch(config, 0))
+    np.testing.assert_allclose(metrics[0]["train/loss"], loss, rtol=1e-4)
+    for t, p, p0 in zip(
+        *(jax.tree.leaves(x) for x in (state.target_params, state.params, init.params))
+    ):
+        np.testing.assert_array_equal(np.asarray(t), np.asarray(p))
+    assert any(
+        not np.array_equal(np.asarray(p), p0)
+        for p, p0 in zip(jax.tree.leaves(state.params), jax.tree.leaves(init.params))
+    )
+    assert int(state.buffers["queue_ptr"]) == B  # asymmetric: only the weak view's keys
+    np.testing.assert_allclose(np.asarray(state.buffers["queue"])[:B], keys, atol=1e-5)
+    np.testing.assert_array_equal(np.asarray(state.buffers["queue"])[B:], init.buffers["queue"][B:])
+
+
+def test_symmetric_multicrop_with_predictor():
+    """2 global 16-px crops + 2 local 8-px crops: 2 × 3 pairs, keys of the global crops only, the
+    predictor on the online branch, the queue advanced by 2·B once."""
+    config = sce_config(num_local=2, predictor=True, symmetric=True, num_global_crops=2)
+    exp, init, state, metrics = _run(config)
+    assert "predictor" in init.params
+    loss, keys = _direct(exp, init, _batch(config, 0))
+    np.testing.assert_allclose(metrics[0]["train/loss"], loss, rtol=1e-4)
+    assert int(state.buffers["queue_ptr"]) == 2 * B
+    np.testing.assert_allclose(np.asarray(state.buffers["queue"])[: 2 * B], keys, atol=1e-5)
+
+
+def test_ressl_steps():
+    config = sce_config("ressl")
+    exp, init, state, metrics = _run(config, steps=2)
+    loss, _ = _direct(exp, init, _batch(config, 0))
+    np.testing.assert_allclose(metrics[0]["train/loss"], loss, rtol=1e-4)
+    assert np.isfinite(metrics[1]["train/loss"])
+    assert int(state.buffers["queue_ptr"]) == 2 * B
+
+
+def test_one_vs_eight_devices_symmetric_shuffle_bn():
+    assert jax.device_count() == 8
+    config = sce_config(symmetric=True, shuffle_bn=True, key_bn_groups=4)
+    config.optim.base_lr = 0.01  # gentle steps: large ones amplify reduction-order noise
+    config.ema.base = 0.9
+    results = [_run(config, devices, steps=3) for devices in (jax.devices()[:1], jax.devices())]
+    (_, _, state1, m1), (_, _, state8, m8) = results
+    np.testing.assert_allclose(
+        [m["train/loss"] for m in m1], [m["train/loss"] for m in m8], rtol=2e-4, atol=1e-5
+    )
+    for tree in ("params", "target_params", "batch_stats", "target_batch_stats"):
+        for a, b in zip(
+            jax.tree.leaves(getattr(state1, tree)), jax.tree.leaves(getattr(state8, tree))
+        ):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-3, atol=2e-5)
+    np.testing.assert_allclose(
+        np.asarray(state1.buffers["queue"]), np.asarray(state8.buffers["queue"]), atol=2e-5
+    )
+    assert int(state8.buffers["queue_ptr"]) == (3 * 2 * B) % 64
+    rows = {s.data.shape[0] for s in state8.buffers["queue"].addressable_shards}
+    assert rows == {64 // 8}
+
+
+@pytest.mark.slow
+def test_fashion_mnist_config_runs_end_to_end(tmp_path):
+    config = _load(os.path.join(CONFIG_DIR, "scce_fashion_mnist.py")).get_config("runlocal")
+    config.total_steps = 2
+    config.knn.every_steps = 0
+    state = train.train_and_evaluate(config, str(tmp_path))
+    assert int(state.step) == 2
+    assert int(state.buffers["queue_ptr"]) == 2 * config.global_batch_size
