@@ -1,7 +1,7 @@
 """Host augmentation throughput of the MoCo v2 recipe: views/s and views per CPU-second (per core).
 
 Usage: python benchmarks/input_pipeline.py [--parallel N] [--views V] [--sizes 32,224]
-                                           [--source synthetic|fashion_mnist] [--per-image]
+           [--source synthetic|fashion_mnist] [--split auto|crop|all] [--seconds S]
 
 Images are held in memory, so decoding is not timed. `synthetic` (default): smooth random colour
 images (8 × 8 uniform noise upsampled bicubically), 32 × 32 for the 32-px recipe and 256 × 320 (a
@@ -9,14 +9,14 @@ typical ImageNet image) for the 224-px one; `fashion_mnist`: Fashion-MNIST items
 channels and upsampled to the same source sizes.
 
 The timed path is the one `pipeline.train_iterator` runs: per example, one stateless draw per view
-and the per-image prefix of the recipe (`augment.split_point`: the random resized crop when the
-source is large or variable-size, nothing for small fixed-size sources); `batch`; then the rest of
-the recipe on the whole batch (`augment.apply_ops`) and uint8. `--per-image` instead runs
-`augment.apply_recipe` on every image inside the per-example map (the batch-of-one path, i.e. the
-pre-batching design).
+and the per-image part of the recipe (`augment.apply_prefix`), a parallel deterministic map; then
+`batch`; then the rest of the recipe on the whole batch (`augment.apply_ops_uint8`). `--split auto`
+splits where the pipeline does (`augment.split_point`: everything batched for small fixed-size
+sources, everything per image otherwise); `crop` runs the crop per image and the rest batched, `all`
+everything per image.
 
 views/s is wall-clock; views/cpu-s is views per second of process CPU time (all threads), i.e.
-views/s per fully used core. It is the figure to compare on a shared machine, where wall-clock rates
+views/s per fully used core: the figure to compare on a shared machine, where wall-clock rates
 depend on what else runs.
 """
 
@@ -53,37 +53,37 @@ def fashion_images(n: int, hw: tuple[int, int]) -> np.ndarray:
     return np.clip(np.round(tf.image.resize(images, hw).numpy()), 0, 255).astype(np.uint8)
 
 
-def build(images: np.ndarray, recipe, parallel: int, num_views: int, batch: int, per_image: bool):
+def build(images: np.ndarray, recipe, parallel: int, num_views: int, batch: int, split: str):
+    """The pipeline's two stages over in-memory images; `split`: 'auto' (the pipeline's choice,
+    `augment.split_point`), 'crop' (per image up to the crop, the rest per batch), 'all' (per
+    image)."""
     images_t = tf.constant(images)
     n = images.shape[0]
-    split = augment.split_point(recipe, images.shape[1:])
+    k = {
+        "auto": augment.split_point(recipe, images.shape[1:]),
+        "crop": 1 + max(i for i, op in enumerate(recipe) if op["op"] in augment.SIZE_OPS),
+        "all": len(recipe),
+    }[split]
 
     @_plain
     def per_example(i):
         image = tf.gather(images_t, i % n)
-        if per_image:
-            return tuple(
-                augment.apply_recipe(image, recipe, tf.stack([i, tf.constant(v, tf.int64)]))
-                for v in range(num_views)
-            )
         out = []
         for v in range(num_views):
             u = augment.draw(recipe, tf.stack([i, tf.constant(v, tf.int64)]))
-            x = augment.apply_ops(image[None], recipe, u[None], 0, split)[0] if split else image
-            out.append((x, u))
+            out.append((augment.apply_prefix(image, recipe, u, k), u))
         return tuple(out)
 
     @_plain
     def per_batch(*views):
-        return tuple(augment.apply_ops_uint8(x, recipe, u, split) for x, u in views)
+        return tuple(augment.apply_ops_uint8(x, recipe, u, k) for x, u in views)
 
     ds = tf.data.Dataset.range(2**62).map(
         per_example, num_parallel_calls=parallel, deterministic=True
     )
     ds = ds.batch(batch, drop_remainder=True)
-    if not per_image:
-        ds = ds.map(per_batch, num_parallel_calls=parallel, deterministic=True)
-    return ds.prefetch(2)
+    ds = ds.map(per_batch, num_parallel_calls=parallel, deterministic=True)
+    return ds.prefetch(2), k
 
 
 def throughput(
@@ -93,18 +93,19 @@ def throughput(
     num_views: int,
     batch: int = 64,
     seconds: float = 10.0,
-    per_image: bool = False,
-) -> tuple[float, float]:
-    """(views per wall second, views per CPU second) over about `seconds`, after two warm-up
-    batches."""
-    it = iter(build(images, recipe, parallel, num_views, batch, per_image))
+    split: str = "auto",
+) -> tuple[float, float, int]:
+    """(views per wall second, views per CPU second, ops run per image) over about `seconds`,
+    after two warm-up batches."""
+    ds, k = build(images, recipe, parallel, num_views, batch, split)
+    it = iter(ds)
     next(it), next(it)  # tracing, thread pools
     wall, cpu = time.perf_counter(), time.process_time()
     count = 0
     while time.perf_counter() - wall < seconds:
         next(it)
         count += batch * num_views
-    return count / (time.perf_counter() - wall), count / (time.process_time() - cpu)
+    return count / (time.perf_counter() - wall), count / (time.process_time() - cpu), k
 
 
 def main() -> None:
@@ -116,30 +117,27 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--source", choices=("synthetic", "fashion_mnist"), default="synthetic")
     parser.add_argument(
-        "--per-image", action="store_true", help="apply_recipe per image (old path)"
+        "--split",
+        choices=("auto", "crop", "all"),
+        default="auto",
+        help="ops run per image before batching: the pipeline's choice, up to the crop, or all",
     )
     args = parser.parse_args()
     print(
         f"MoCo v2 recipe, {args.source} images, {args.views} views/example, batch {args.batch}, "
-        f"num_parallel_calls={args.parallel}, {os.cpu_count()} CPU cores, "
-        f"{'per-image' if args.per_image else 'batched'} path"
+        f"num_parallel_calls={args.parallel}, {os.cpu_count()} CPU cores, --split {args.split}"
     )
     for size in (int(s) for s in args.sizes.split(",")):
         hw = SOURCE_SIZE.get(size, (size, size))
         make = synthetic_images if args.source == "synthetic" else fashion_images
         images = make(1024 if size <= 64 else 128, hw)
-        rate, per_cpu = throughput(
-            images,
-            recipes.mocov2(size),
-            args.parallel,
-            args.views,
-            args.batch,
-            args.seconds,
-            args.per_image,
+        recipe = recipes.mocov2(size)
+        rate, per_cpu, k = throughput(
+            images, recipe, args.parallel, args.views, args.batch, args.seconds, args.split
         )
         print(
-            f"  {size:4d} px (source {hw[0]}x{hw[1]}): {rate:8.1f} views/s, "
-            f"{per_cpu:8.1f} views/cpu-s"
+            f"  {size:4d} px (source {hw[0]}x{hw[1]}, {k}/{len(recipe)} ops per image): "
+            f"{rate:8.1f} views/s, {per_cpu:8.1f} views/cpu-s"
         )
 
 

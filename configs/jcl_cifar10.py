@@ -1,11 +1,12 @@
 """JCL on CIFAR-10: ResNet-18 with the CIFAR stem (3×3 conv, no max-pool), 32 px.
 
-The JCL code and paper have no small-dataset setting. JCL's own numbers are the released code's (M' = 4,
-λ 2.0 ramped per epoch as λ·(epoch+1)/epochs, τ 0.2, m 0.999, mean keys in the queue); everything else is
-`mocov2_cifar10.py` so that the two compare at the same budget: queue 4096, batch 256, SGD lr 0.03, wd 1e-4,
-cosine over 200 epochs, MLP head 512-512-128, MoCo v2 augmentation at 32 px without blur, shuffle-BN with
-8 BN groups over the 4 × 256 key crops (128 per group, as each GPU of the official 8-GPU run sees).
-`:runlocal` trains a few steps on Fashion-MNIST (CIFAR is not on CPU CI).
+The JCL code and paper have no small-dataset setting. JCL's own numbers are the released code's (M'
+= 4, λ 2.0 ramped per epoch as λ·(epoch+1)/epochs, τ 0.2, m 0.999, mean keys in the queue);
+everything else is `mocov2_cifar10.py` so that the two compare at the same budget: queue 4096, batch
+256, SGD lr 0.03, wd 1e-4, cosine over 200 epochs, MLP head 512-512-128, MoCo v2 augmentation at 32
+px without blur, shuffle-BN with 8 BN groups over the 4 × 256 key crops (128 per group, as each GPU
+of the official 8-GPU run sees). `:runlocal` trains a few steps on Fashion-MNIST (CIFAR is not on
+CPU CI).
 """
 
 import ml_collections
@@ -20,8 +21,15 @@ def get_config(arg=None):
     c = configs.base_config()
     c.method = "jcl"
     c.method_config = ml_collections.ConfigDict(
-        dict(temperature=0.2, queue_size=4096, num_keys=4, lam=2.0, lam_schedule="linear_epoch",
-             shuffle_bn=True, key_bn_groups=8)
+        dict(
+            temperature=0.2,
+            queue_size=4096,
+            num_keys=4,
+            lam=2.0,
+            lam_schedule="linear_epoch",
+            shuffle_bn=True,
+            key_bn_groups=8,
+        )
     )
     if keys:
         c.method_config.num_keys = keys
@@ -34,8 +42,14 @@ def get_config(arg=None):
     c.model.backbone = "resnet18"
     c.model.stem = "cifar"
     c.model.projector = ml_collections.ConfigDict(
-        dict(hidden_dims=(512,), out_dim=128, hidden_bias=True, last_bias=True, last_bn=False,
-             use_bn=False)
+        dict(
+            hidden_dims=(512,),
+            out_dim=128,
+            hidden_bias=True,
+            last_bias=True,
+            last_bn=False,
+            use_bn=False,
+        )
     )
     c.global_batch_size = 256
     c.num_epochs = 200.0

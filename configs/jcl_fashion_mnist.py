@@ -1,11 +1,12 @@
 """JCL on Fashion-MNIST: the small job to compare with `mocov2_fashion_mnist.py` on 2 CPU cores.
 
-Not from a paper: everything but the method is `mocov2_fashion_mnist.py` (ResNet-18, CIFAR stem, width 1/4,
-28-px grayscale, MLP 256-128, batch 256, 3 epochs, SGD lr 0.06 wd 5e-4 cosine, m 0.99, queue 4096,
-shuffle-BN with 8 groups, the crop+flip+jitter recipe), so the two runs differ only in the loss and in
-JCL's extra key crops (tests check that the configs differ in nothing else). JCL's own numbers are the
-released code's: M' = 4 keys, λ 2.0 ramped per epoch as λ·(epoch+1)/epochs, τ 0.2, mean keys in the queue.
-Pretraining is followed by the linear-probe table (pretrained vs random init vs raw pixels).
+Not from a paper: everything but the method is `mocov2_fashion_mnist.py` (ResNet-18, CIFAR stem,
+width 1/4, 28-px grayscale, MLP 256-128, batch 256, 3 epochs, SGD lr 0.06 wd 5e-4 cosine, m 0.99,
+queue 4096, shuffle-BN with 8 groups, the crop+flip+jitter recipe), so the two runs differ only in
+the loss and in JCL's extra key crops (tests check that the configs differ in nothing else). JCL's
+own numbers are the released code's: M' = 4 keys, λ 2.0 ramped per epoch as λ·(epoch+1)/epochs, τ
+0.2, mean keys in the queue. Pretraining is followed by the linear-probe table (pretrained vs random
+init vs raw pixels).
 """
 
 import ml_collections
@@ -20,8 +21,15 @@ def get_config(arg=None):
     c = configs.base_config()
     c.method = "jcl"
     c.method_config = ml_collections.ConfigDict(
-        dict(temperature=0.2, queue_size=4096, num_keys=4, lam=2.0, lam_schedule="linear_epoch",
-             shuffle_bn=True, key_bn_groups=8)
+        dict(
+            temperature=0.2,
+            queue_size=4096,
+            num_keys=4,
+            lam=2.0,
+            lam_schedule="linear_epoch",
+            shuffle_bn=True,
+            key_bn_groups=8,
+        )
     )
     if keys:
         c.method_config.num_keys = keys
@@ -34,8 +42,14 @@ def get_config(arg=None):
     c.model.stem = "cifar"
     c.model.width = 0.25
     c.model.projector = ml_collections.ConfigDict(
-        dict(hidden_dims=(256,), out_dim=128, hidden_bias=True, last_bias=True, last_bn=False,
-             use_bn=False)
+        dict(
+            hidden_dims=(256,),
+            out_dim=128,
+            hidden_bias=True,
+            last_bias=True,
+            last_bn=False,
+            use_bn=False,
+        )
     )
     c.global_batch_size = 256
     c.num_epochs = 3.0

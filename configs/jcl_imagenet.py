@@ -1,13 +1,13 @@
-"""JCL on ImageNet as the released code runs it (Cai et al., NeurIPS 2020, "Joint Contrastive Learning
-with Infinite Possibilities"; official `scripts/main_pretrain.sh` + `main_moco.py`).
+"""JCL on ImageNet as the released code runs it (Cai et al., NeurIPS 2020, "Joint Contrastive
+Learning with Infinite Possibilities"; official `scripts/main_pretrain.sh` + `main_moco.py`).
 
 From the code (a fork of facebookresearch/moco, MoCo v2 `--mlp --moco-t 0.2 --aug-plus --cos`):
-ResNet-50, 224 px, MLP head 2048-2048-128, batch 256, SGD lr 0.03, momentum 0.9, wd 1e-4, cosine over
-200 epochs, queue 65536 of mean keys, m 0.999 (updated before the keys), shuffle-BN over all key crops
-(one BN group per device), `k_crops=5` MoCo v2 crops per image → M' = 4 keys, τ 0.2, `--jcl_lambda 2.0`
-ramped per epoch as λ·(epoch+1)/epochs. The paper's Sec. 4.1 numbers (M' = 5, λ 4.0, batch 512, lr 0.06)
-are `jcl_imagenet_paper.py`.
-`:runlocal` keeps the ResNet-50 but trains a few steps on 256 Fashion-MNIST images (ImageNet is not on CPU CI).
+ResNet-50, 224 px, MLP head 2048-2048-128, batch 256, SGD lr 0.03, momentum 0.9, wd 1e-4, cosine
+over 200 epochs, queue 65536 of mean keys, m 0.999 (updated before the keys), shuffle-BN over all
+key crops (one BN group per device), `k_crops=5` MoCo v2 crops per image → M' = 4 keys, τ 0.2,
+`--jcl_lambda 2.0` ramped per epoch as λ·(epoch+1)/epochs. The paper's Sec. 4.1 numbers (M' = 5, λ
+4.0, batch 512, lr 0.06) are `jcl_imagenet_paper.py`. `:runlocal` keeps the ResNet-50 but trains a
+few steps on 256 Fashion-MNIST images (ImageNet is not on CPU CI).
 """
 
 import ml_collections
@@ -22,8 +22,15 @@ def get_config(arg=None):
     c = configs.base_config()
     c.method = "jcl"
     c.method_config = ml_collections.ConfigDict(
-        dict(temperature=0.2, queue_size=65536, num_keys=4, lam=2.0, lam_schedule="linear_epoch",
-             shuffle_bn=True, key_bn_groups=0)
+        dict(
+            temperature=0.2,
+            queue_size=65536,
+            num_keys=4,
+            lam=2.0,
+            lam_schedule="linear_epoch",
+            shuffle_bn=True,
+            key_bn_groups=0,
+        )
     )
     if keys:
         c.method_config.num_keys = keys
@@ -34,8 +41,14 @@ def get_config(arg=None):
     c.model.backbone = "resnet50"
     c.model.stem = "imagenet"
     c.model.projector = ml_collections.ConfigDict(
-        dict(hidden_dims=(2048,), out_dim=128, hidden_bias=True, last_bias=True, last_bn=False,
-             use_bn=False)
+        dict(
+            hidden_dims=(2048,),
+            out_dim=128,
+            hidden_bias=True,
+            last_bias=True,
+            last_bn=False,
+            use_bn=False,
+        )
     )
     c.global_batch_size = 256
     c.num_epochs = 200.0

@@ -1,15 +1,17 @@
-"""JCL ablation setting: ResNet-18 on ImageNet-100 (Cai et al., NeurIPS 2020, Sec. 4.4 and supplementary D/E).
+"""JCL ablation setting: ResNet-18 on ImageNet-100 (Cai et al., NeurIPS 2020, Sec. 4.4 and
+supplementary D/E).
 
 From the paper: the 100-class ImageNet subset of CMC (Tian et al.; class list in supplementary D),
-ResNet-18, 100 epochs, batch N = 128, lr 0.1 with cosine decay; M' = 9, λ 4.0, τ 0.2 (supplementary E,
-the setting of the ablations and of the Fig. 3 visualisation). Not stated in the text (its Table 3 did not
-survive extraction): the rest "strictly follow[s] MoCo v2" (Sec. 4.1), so m 0.999, queue 65536, SGD
-momentum 0.9, wd 1e-4, MLP head 512-512-128 (hidden = feature width as MoCo v2's `--mlp`), MoCo v2
-augmentation at 224 px, shuffle-BN with one BN group per device, and the code's per-epoch λ ramp.
+ResNet-18, 100 epochs, batch N = 128, lr 0.1 with cosine decay; M' = 9, λ 4.0, τ 0.2 (supplementary
+E, the setting of the ablations and of the Fig. 3 visualisation). Not stated in the text (its Table
+3 did not survive extraction): the rest "strictly follow[s] MoCo v2" (Sec. 4.1), so m 0.999, queue
+65536, SGD momentum 0.9, wd 1e-4, MLP head 512-512-128 (hidden = feature width as MoCo v2's
+`--mlp`), MoCo v2 augmentation at 224 px, shuffle-BN with one BN group per device, and the code's
+per-epoch λ ramp.
 
 Data: an image folder with one sub-folder per class, `train/` and `val/` (as CMC's ImageNet-100):
-`--config.data.data_dir=/path/to/imagenet100`.
-`:runlocal` keeps the ResNet-18 but trains a few steps on 256 Fashion-MNIST images.
+`--config.data.data_dir=/path/to/imagenet100`. `:runlocal` keeps the ResNet-18 but trains a few
+steps on 256 Fashion-MNIST images.
 """
 
 import ml_collections
@@ -24,8 +26,15 @@ def get_config(arg=None):
     c = configs.base_config()
     c.method = "jcl"
     c.method_config = ml_collections.ConfigDict(
-        dict(temperature=0.2, queue_size=65536, num_keys=9, lam=4.0, lam_schedule="linear_epoch",
-             shuffle_bn=True, key_bn_groups=0)
+        dict(
+            temperature=0.2,
+            queue_size=65536,
+            num_keys=9,
+            lam=4.0,
+            lam_schedule="linear_epoch",
+            shuffle_bn=True,
+            key_bn_groups=0,
+        )
     )
     if keys:
         c.method_config.num_keys = keys
@@ -39,8 +48,14 @@ def get_config(arg=None):
     c.model.backbone = "resnet18"
     c.model.stem = "imagenet"
     c.model.projector = ml_collections.ConfigDict(
-        dict(hidden_dims=(512,), out_dim=128, hidden_bias=True, last_bias=True, last_bn=False,
-             use_bn=False)
+        dict(
+            hidden_dims=(512,),
+            out_dim=128,
+            hidden_bias=True,
+            last_bias=True,
+            last_bn=False,
+            use_bn=False,
+        )
     )
     c.global_batch_size = 128
     c.num_epochs = 100.0

@@ -1,12 +1,12 @@
-"""JCL on ImageNet with the paper's numbers (Cai et al., NeurIPS 2020, Sec. 4.1 and supplementary C).
+"""JCL on ImageNet with the paper's numbers (Cai et al., NeurIPS 2020, Sec. 4.1, supplementary C).
 
 From the paper: ResNet-50 with a two-layer MLP head (d = 128), M' = 5 positive keys, τ 0.2, λ 4.0,
 batch N = 512, lr 0.06 with cosine decay, 200 epochs, SGD momentum 0.9, wd 1e-4, queue 65536 of mean
-keys, m 0.999, shuffle-BN over the N × M' concatenated keys, MoCo v2 augmentation ("other settings strictly
-follow MoCo v2"). The paper states no λ schedule; it motivates λ by the statistics being "less informative
-in the beginning of the training", and the only released code ramps it per epoch, so the ramp
-λ·(epoch+1)/epochs is kept here too (`--config.method_config.lam_schedule=constant` for a fixed λ).
-The released script's numbers (M' = 4, λ 2.0, batch 256, lr 0.03) are `jcl_imagenet.py`.
+keys, m 0.999, shuffle-BN over the N × M' concatenated keys, MoCo v2 augmentation ("other settings
+strictly follow MoCo v2"). The paper states no λ schedule; it motivates λ by the statistics being
+"less informative in the beginning of the training", and the only released code ramps it per epoch,
+so the ramp λ·(epoch+1)/epochs is kept here too (`--config.method_config.lam_schedule=constant` for
+a fixed λ). The released script's numbers (M' = 4, λ 2.0, batch 256, lr 0.03) are `jcl_imagenet.py`.
 `:runlocal` keeps the ResNet-50 but trains a few steps on 256 Fashion-MNIST images.
 """
 
@@ -22,8 +22,15 @@ def get_config(arg=None):
     c = configs.base_config()
     c.method = "jcl"
     c.method_config = ml_collections.ConfigDict(
-        dict(temperature=0.2, queue_size=65536, num_keys=5, lam=4.0, lam_schedule="linear_epoch",
-             shuffle_bn=True, key_bn_groups=0)
+        dict(
+            temperature=0.2,
+            queue_size=65536,
+            num_keys=5,
+            lam=4.0,
+            lam_schedule="linear_epoch",
+            shuffle_bn=True,
+            key_bn_groups=0,
+        )
     )
     if keys:
         c.method_config.num_keys = keys
@@ -34,8 +41,14 @@ def get_config(arg=None):
     c.model.backbone = "resnet50"
     c.model.stem = "imagenet"
     c.model.projector = ml_collections.ConfigDict(
-        dict(hidden_dims=(2048,), out_dim=128, hidden_bias=True, last_bias=True, last_bn=False,
-             use_bn=False)
+        dict(
+            hidden_dims=(2048,),
+            out_dim=128,
+            hidden_bias=True,
+            last_bias=True,
+            last_bn=False,
+            use_bn=False,
+        )
     )
     c.global_batch_size = 512
     c.num_epochs = 200.0

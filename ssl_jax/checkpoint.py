@@ -126,3 +126,109 @@ def check_same_model(workdir: str, config: ml_collections.ConfigDict) -> None:
                 f"{workdir} holds a run of a different model shape: config.model.{key}="
                 f"{stored.model.get(key)!r} there, {config.model.get(key)!r} now. Use another --workdir."
             )
+
+
+# --------------------------------------------------------------------------------------------------
+# Read-only access for evaluation and export: one step's arrays, restored by name.
+
+ITEM_DIR = "default"  # the single item's folder inside a step folder (StandardCheckpointHandler)
+
+
+def locate(path: str) -> tuple[str, str, int]:
+    """`(run_dir, step_dir, step)` of a pretraining workdir (its latest checkpoint), its
+    `checkpoints/` folder, or one checkpoint folder `checkpoints/<step>` (also `<step>/default`).
+
+    `run_dir` is the folder holding `config.json`. Raises CheckpointError when there is no
+    checkpoint or no config."""
+    path = os.path.abspath(path.rstrip("/") or "/")
+    if not os.path.exists(path):
+        raise CheckpointError(f"{path} does not exist: give a pretraining workdir or a checkpoint")
+    if os.path.basename(path) == ITEM_DIR and os.path.isdir(path):
+        path = os.path.dirname(path)
+    name = os.path.basename(path)
+    if name.isdigit() and os.path.isdir(os.path.join(path, ITEM_DIR)):
+        step_dir, step = path, int(name)
+        run_dir = os.path.dirname(os.path.dirname(path))
+    else:
+        directory = checkpoint_dir(path)
+        is_ckpt_dir = os.path.basename(directory) == CHECKPOINT_DIR
+        run_dir = os.path.dirname(directory) if is_ckpt_dir else path
+        steps = _committed_steps(directory)
+        if not steps:
+            raise CheckpointError(
+                f"no checkpoint in {path}: {directory} holds no finished checkpoint (pretraining "
+                "saves one every config.checkpoint_every_steps and at the end). Pass a workdir "
+                "whose run has saved, or one of its checkpoints/<step> folders."
+            )
+        step = steps[-1]
+        step_dir = os.path.join(directory, str(step))
+    if not os.path.exists(os.path.join(run_dir, CONFIG_FILE)):
+        raise CheckpointError(
+            f"{os.path.join(run_dir, CONFIG_FILE)} not found: {path} is not inside an ssl_jax "
+            "pretraining workdir (config.json next to checkpoints/)"
+        )
+    return run_dir, step_dir, step
+
+
+def _committed_steps(directory: str) -> list[int]:
+    if not os.path.isdir(directory):
+        return []
+    steps = []
+    for name in os.listdir(directory):
+        item = os.path.join(directory, name, ITEM_DIR)
+        # orbax writes into a temporary folder and renames it once complete
+        if name.isdigit() and os.path.isdir(item):
+            steps.append(int(name))
+    return sorted(steps)
+
+
+def metadata_tree(step_dir: str) -> dict:
+    """Stored tree of one checkpoint: nested dicts of leaves with `.shape` / `.dtype`."""
+    from etils import epath
+
+    meta = ocp.PyTreeCheckpointHandler().metadata(epath.Path(step_dir) / ITEM_DIR)
+    return getattr(meta, "tree", meta)
+
+
+def restore_subtree(step_dir: str, abstract: dict, *, describe: str = "this config") -> dict:
+    """Restore only the arrays named by `abstract`: nested dicts of ShapeDtypeStructs with shardings,
+    keyed as the stored state, e.g. `{'params': {'backbone': ...}, 'step': ...}`.
+
+    The requested subtrees must match the stored ones exactly (same arrays, same shapes); otherwise
+    CheckpointError names the first differing array. `describe` names the model in that message."""
+    stored = metadata_tree(step_dir)
+    has_shape = lambda x: hasattr(x, "shape")
+    for top, wanted in abstract.items():
+        keys = list(wanted) if isinstance(wanted, dict) else [None]
+        for key in keys:
+            prefix = top if key is None else f"{top}/{key}"
+            have = stored.get(top)
+            if key is not None:
+                have = have.get(key) if isinstance(have, dict) else None
+            if have is None or (isinstance(have, dict) and not have):
+                raise CheckpointError(
+                    f"the checkpoint {step_dir} is not one of {describe}: it has no {prefix}"
+                )
+            want = wanted if key is None else wanted[key]
+            a = _path_shapes({prefix: have}, is_leaf=has_shape)
+            b = _path_shapes({prefix: want})
+            for path in sorted(set(a) | set(b)):
+                if path not in a:
+                    raise CheckpointError(
+                        f"the checkpoint {step_dir} is not one of {describe}: it has no {path}"
+                    )
+                if path not in b:
+                    raise CheckpointError(
+                        f"the checkpoint {step_dir} is not one of {describe}: it has {path}, "
+                        f"which {describe} does not have"
+                    )
+                if a[path] != b[path]:
+                    raise CheckpointError(
+                        f"the checkpoint {step_dir} is not one of {describe}: {path} has shape "
+                        f"{a[path]} there but {b[path]} in {describe}"
+                    )
+    restore_args = ocp.checkpoint_utils.construct_restore_args(abstract)
+    return ocp.PyTreeCheckpointer().restore(
+        os.path.join(step_dir, ITEM_DIR),
+        args=ocp.args.PyTreeRestore(item=abstract, restore_args=restore_args, partial_restore=True),
+    )

@@ -16,7 +16,10 @@ DATASETS = ("fashion_mnist", "cifar10", "cifar100", "stl10", "imagenet2012", "im
 BACKBONES = ("resnet18", "resnet34", "resnet50")
 STEMS = ("imagenet", "cifar")
 DTYPES = ("float32", "bfloat16")
-JOBS = ("pretrain", "linear_probe")
+JOBS = ("pretrain", "linear_probe", "knn")
+EVAL_JOBS = ("linear_probe", "knn")  # jobs on a pretrained encoder (config.init)
+PROBE_PROTOCOLS = ("sgd", "fast")
+PROBE_INPUTS = ("images", "features")
 
 
 class ConfigError(ValueError):
@@ -176,6 +179,9 @@ def hparams_from_config(hparams_cls, config: ml_collections.ConfigDict):
 def validate(config: ml_collections.ConfigDict, *, num_devices: int) -> None:
     """Checks that need no data and no compilation. Raises ConfigError."""
     _allowed("job", config.job, JOBS)
+    if config.job in EVAL_JOBS:
+        validate_eval_job(config, num_devices=num_devices)
+        return
     _allowed("data.name", config.data.name, DATASETS)
     _allowed("model.backbone", config.model.backbone, BACKBONES)
     _allowed("model.stem", config.model.stem, STEMS)
@@ -205,6 +211,43 @@ def validate(config: ml_collections.ConfigDict, *, num_devices: int) -> None:
             )
     if not 0.0 <= config.ema.base <= 1.0:
         raise ConfigError(f"config.ema.base={config.ema.base} must be in [0, 1]")
+
+
+def validate_eval_job(config: ml_collections.ConfigDict, *, num_devices: int) -> None:
+    """Checks of a linear_probe / knn job config (`configs/linear_probe.py`, `configs/knn.py`);
+    its data and model come from the pretraining run (`config.init`) and are checked there."""
+    if not config.get("init"):
+        raise ConfigError(
+            f"config.init is empty: the {config.job} job needs the pretraining workdir (or one of its "
+            "checkpoints/<step> folders): --config.init=WORKDIR"
+        )
+    _allowed("encoder.weights", config.encoder.weights, ("online", "target"))
+    if config.get("model") and config.model.get("dtype") is not None:
+        _allowed("model.dtype", config.model.dtype, DTYPES)
+    if config.job == "knn":
+        if config.knn.batch_size <= 0 or config.knn.batch_size % num_devices:
+            raise ConfigError(
+                f"config.knn.batch_size={config.knn.batch_size} must be a positive multiple of the "
+                f"device count ({num_devices})"
+            )
+        if not config.knn.ks or min(config.knn.ks) <= 0:
+            raise ConfigError(f"config.knn.ks={config.knn.ks} must be positive ints, e.g. (20, 200)")
+        return
+    probe = config.probe
+    _allowed("probe.protocol", probe.protocol, PROBE_PROTOCOLS)
+    _allowed("probe.input", probe.input, PROBE_INPUTS)
+    for key in ("batch_size", "eval_batch_size"):
+        if probe[key] <= 0 or probe[key] % num_devices:
+            raise ConfigError(
+                f"config.probe.{key}={probe[key]} must be a positive multiple of the device count "
+                f"({num_devices}); allowed: {num_devices}, {2 * num_devices}, ..."
+            )
+    if probe.protocol == "sgd":
+        if probe.num_epochs <= 0:
+            raise ConfigError(f"config.probe.num_epochs={probe.num_epochs} must be > 0")
+        _allowed("probe.optim.name", probe.optim.name, ("sgd", "lars"))
+        _allowed("probe.optim.schedule", probe.optim.schedule, ("cosine", "step", "constant"))
+        _allowed("probe.optim.lr_scaling", probe.optim.lr_scaling, ("linear", "none"))
 
 
 def is_runlocal(arg: str | None) -> bool:

@@ -1,7 +1,8 @@
 """Command line: `python -m ssl_jax.main --config=configs/X.py[:runlocal] --workdir=DIR [--config.a.b=v]`.
 
-Picks the job from `config.job`: 'pretrain' (then, with `config.final_probe_table`, the linear-probe table
-of the default job) or 'linear_probe'. All logic lives in importable modules.
+Picks the job from `config.job`: 'pretrain' (then, with `config.final_probe_table`, the
+linear-probe table of the default job and its pictures), 'linear_probe' (`configs/linear_probe.py`)
+or 'knn' (`configs/knn.py`). All logic lives in importable modules.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ def main(argv) -> None:
     from ssl_jax.checkpoint import CheckpointError
     from ssl_jax.configs import ConfigError
     from ssl_jax.data.datasets import DataError
+    from ssl_jax.evaluate import knn, linear_probe, pictures
 
-    logging.set_verbosity(logging.INFO)
+    logging.set_verbosity(logging.WARNING)  # orbax and clu are chatty at INFO; progress lines are printed
     if os.environ.get("SSL_JAX_COORDINATOR"):  # multi-host: one process per host
         jax.distributed.initialize()
     config = FLAGS.config
@@ -38,8 +40,17 @@ def main(argv) -> None:
             state = train.train_and_evaluate(config, FLAGS.workdir)
             if config.final_probe_table:
                 train.print_probe_table(config, state, FLAGS.workdir)
+                if jax.process_index() == 0:
+                    pictures.write_all(FLAGS.workdir)
+        elif config.job == "linear_probe":
+            linear_probe.run(config, FLAGS.workdir)
+        elif config.job == "knn":
+            knn.run(config, FLAGS.workdir)
         else:
-            raise ConfigError(f"config.job={config.job!r} is not available yet; allowed: 'pretrain'")
+            raise ConfigError(
+                f"config.job={config.job!r} is not known; allowed: 'pretrain', 'linear_probe', "
+                "'knn'"
+            )
     except (ConfigError, DataError, CheckpointError, train.TrainingError) as e:
         print(f"error: {e}", file=sys.stderr, flush=True)
         sys.exit(2)

@@ -23,6 +23,7 @@ from absl import logging
 from ssl_jax import checkpoint, configs, optim, sharding
 from ssl_jax.data import datasets, device_augment, pipeline
 from ssl_jax.evaluate import knn
+from ssl_jax.evaluate.encoder import split_features, uint8_feature_fn
 from ssl_jax.methods import METHODS
 from ssl_jax.methods.common import StepContext
 from ssl_jax.models import build_model
@@ -248,46 +249,16 @@ def _format_eta(seconds: float) -> str:
 
 def features_fn(exp: Experiment):
     """jitted uint8 images → backbone features (eval-mode BN, online weights)."""
-    config = exp.config
-
-    @jax.jit
-    def apply(variables, images):
-        x = device_augment.normalize(images, config.data.mean, config.data.std, _compute_dtype(config))
-        return exp.ctx.model.apply(variables, x, train=False)["features"]
-
-    return apply
+    apply = lambda v, x, train: exp.ctx.model.apply(v, x, train=train, method="features")
+    return uint8_feature_fn(apply, exp.config.data, exp.config)
 
 
 def extract_features(exp: Experiment, variables, split: str, limit: int = -1):
     """Features and labels of a labelled split, every example once (padding masked out)."""
-    config = exp.config
-    apply = features_fn(exp)
-    feats, labels = [], []
-    count = 0
-    for batch in pipeline.eval_iterator(
-        config,
-        split,
-        batch_size=config.knn.batch_size,
-        process_index=jax.process_index(),
-        process_count=jax.process_count(),
-    ):
-        global_batch = sharding.host_to_global(
-            {"image": batch["image"], "label": batch["label"], "mask": batch["mask"]}, exp.mesh
-        )
-        f = apply(variables, global_batch["image"])
-        f, y, mask = (
-            np.asarray(jax.experimental.multihost_utils.process_allgather(a, tiled=True))
-            for a in (f, global_batch["label"], global_batch["mask"])
-        )
-        feats.append(f[mask])
-        labels.append(y[mask])
-        count += int(mask.sum())
-        if 0 < limit <= count:
-            break
-    feats, labels = np.concatenate(feats), np.concatenate(labels)
-    if limit > 0:
-        feats, labels = feats[:limit], labels[:limit]
-    return feats, labels
+    return split_features(
+        features_fn(exp), variables, exp.config, split, mesh=exp.mesh,
+        batch_size=exp.config.knn.batch_size, limit=limit,
+    )
 
 
 def knn_monitor(exp: Experiment, state: TrainState) -> dict[str, float]:

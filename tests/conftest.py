@@ -9,3 +9,19 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax  # noqa: E402
 
 jax.config.update("jax_threefry_partitionable", True)
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def pretrained_workdir(tmp_path_factory):
+    """A real pretraining workdir: 2 MoCo v2 steps of the tiny config (ResNet-18 CIFAR stem, width
+    1/8, 16 px Fashion-MNIST), shared by the evaluate and export tests."""
+    from ssl_jax import train
+    from tests.helpers import tiny_config
+
+    workdir = str(tmp_path_factory.mktemp("pretrained"))
+    config = tiny_config("mocov2")
+    config.total_steps = 2
+    train.train_and_evaluate(config, workdir)
+    return workdir

@@ -56,3 +56,64 @@ def synthetic_batch(config, step: int, size: int = 16) -> dict:
     )
     index = (np.arange(b) + step * b) % config.data.train_subset
     return {"views": views, "index": index.astype(np.int32), "label": (index % 10).astype(np.int32)}
+
+
+def save_random_workdir(config, workdir: str, *, seed: int = 0, step: int = 7) -> str:
+    """A pretraining workdir (config.json + checkpoints/<step>) as `train_and_evaluate` writes it,
+    holding a fresh state whose BN scales/biases and running statistics (online and target) are
+    randomised — so export/parity checks see non-trivial BN — without compiling a train step."""
+    import jax
+    import jax.numpy as jnp
+    from flax import traverse_util
+
+    from ssl_jax import checkpoint, train
+
+    rng = np.random.default_rng(seed)
+    draw = {
+        "scale": lambda s: rng.uniform(0.5, 1.5, s),
+        "bias": lambda s: rng.normal(0.0, 0.2, s),
+        "mean": lambda s: rng.normal(0.0, 0.5, s),
+        "var": lambda s: rng.uniform(0.5, 2.0, s),
+    }
+
+    def randomise(tree):
+        flat = traverse_util.flatten_dict(tree)
+        out = {}
+        for path, leaf in flat.items():
+            if path[-1] in draw:
+                value = draw[path[-1]](leaf.shape).astype(np.float32)
+                leaf = jax.device_put(value, leaf.sharding)
+            out[path] = leaf
+        return traverse_util.unflatten_dict(out)
+
+    exp = train.build_experiment(config)
+    state = train.init_or_restore(exp, None)
+    state = state.replace(
+        step=jnp.asarray(step, jnp.int32),
+        params=randomise(state.params),
+        batch_stats=randomise(state.batch_stats),
+        target_params=randomise(state.target_params),
+        target_batch_stats=randomise(state.target_batch_stats),
+    )
+    ckpt = checkpoint.Checkpointer(workdir)
+    ckpt.save(state, force=True)
+    ckpt.wait()
+    checkpoint.write_config(workdir, config)
+    return workdir
+
+
+def write_png_folder(root: str, classes: int, per_class: int, size: int = 20, seed: int = 0):
+    """An image folder: `classes` class sub-folders of `per_class` random PNGs (classes == 0: a flat
+    folder of `per_class` unlabelled PNGs)."""
+    import os
+
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    folders = [os.path.join(root, f"class{c}") for c in range(classes)] or [root]
+    for c, folder in enumerate(folders):
+        os.makedirs(folder, exist_ok=True)
+        for i in range(per_class):
+            pixels = rng.integers(0, 256, (size, size), dtype=np.uint8) // (c + 1)
+            Image.fromarray(pixels).save(os.path.join(folder, f"{i:03d}.png"))
+    return root

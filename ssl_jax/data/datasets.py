@@ -1,31 +1,29 @@
 """Image sources: Fashion-MNIST (IDX files), tfds sets and user image folders.
 
 Every split is exposed as a `Source`: its length, whether it has labels, `read(start, end)` (a
-tf.data stream of examples `[start, end)` in a fixed order, images possibly still encoded) with
-`decode`, and
-`lookup(index)` when the split allows random access (in memory, or one file per image). The pipeline
-builds on `open_source`; `load_source` is the plain decoded stream of the design contract.
+tf.data stream of the examples at positions `[start, end)` in a fixed order, images possibly still
+encoded) with `decode`, and `lookup(index)` when the split allows random access (in memory, or one
+file per image). The pipeline builds on `open_source`; `load_source` is the plain decoded stream of
+the design contract.
 
 Layouts:
-- `fashion_mnist`: the four IDX `.gz` files of Zalando's release in `data_dir`
-  (default `/usr/share/datasets/fashion-mnist`, Debian package `dataset-fashion-mnist`). Splits
-  'train' (60000) and 'test' (10000). Headers, dimensions, lengths and labels are checked before
-  use, so a truncated or corrupt file raises `DataError` and is never half-read. Always held in host
-  memory.
-- `cifar10`, `cifar100`, `stl10`, `imagenet2012`: tfds builders under `data_dir` (tfds default when
-  empty), downloaded and prepared on first use (imagenet2012 from the archives in `manual_dir`).
-  tfds split names: stl10 'train' / 'test' / 'unlabelled' (label -1), imagenet2012 'train' /
-  'validation' ('test' has no labels). With `cache` the split is materialised in host memory once
-  per process (decoded when the images have a fixed size, still encoded otherwise) and becomes
-  random-access.
+- `fashion_mnist`: the four IDX `.gz` files of Zalando's release in `data_dir` (default
+  `/usr/share/datasets/fashion-mnist`, Debian package `dataset-fashion-mnist`). Splits 'train'
+  (60000) and 'test' (10000). Headers, dimensions, lengths and labels are checked before use, so a
+  truncated or corrupt file raises `DataError` and is never half-read. Always held in host memory.
+- `cifar10`, `cifar100`, `stl10`, `imagenet2012`: tfds builders under `data_dir` (tfds's default
+  when empty), downloaded and prepared on first use (imagenet2012 from the archives in
+  `manual_dir`). tfds split names: stl10 'train' / 'test' / 'unlabelled' (label -1), imagenet2012
+  'train' / 'validation' ('test' has no labels). With `cache` the split is materialised in host
+  memory once per process (decoded when the images have a fixed size, still encoded otherwise) and
+  becomes random-access.
 - `image_folder`: split `s` is the folder `data_dir/s` when it exists; otherwise split 'train' is
   `data_dir` itself (other splits then raise). A folder holds either class sub-folders (label =
   index of the sub-folder name in sorted order; files found recursively) or image files directly
-  (label -1,
-  `has_labels` False). JPEG / PNG / BMP / GIF of any size; files in sorted path order; decoded by tf
-  with
-  `channels` channels (grayscale and RGBA files are converted). Images keep their size: the recipe's
-  crop / resize fixes the view size.
+  (label -1, `has_labels` False). JPEG / PNG / BMP / GIF of any size, in sorted path order,
+  decoded by tf to `channels` channels (grayscale and RGBA files are converted). Images keep their
+  size: the recipe's crop / resize fixes the view size. With `cache` the files' bytes are held in
+  memory.
 """
 
 from __future__ import annotations
@@ -316,12 +314,10 @@ def _tfds_as_dataset(builder, split: str, decoders: Any = None) -> tf.data.Datas
     )
 
 
-def _tfds_num_examples(data_config: Any, split: str, prepare: bool = False) -> int:
+def _tfds_num_examples(data_config: Any, split: str) -> int:
     name = data_config.name
     split = _split_name(name, split)
     builder = _tfds_builder(data_config)
-    if prepare:
-        _tfds_prepare(builder, data_config)
     _check_tfds_split(name, split, builder)
     splits = _tfds_splits(builder)
     if split in splits:

@@ -1,21 +1,28 @@
 """Host input pipeline (tf.data → numpy): augmented training views and padded eval batches.
 
 Training order and randomness are pure functions of `(config.seed, step)`:
-- Epoch `e` visits the split in a permutation seeded by `(seed, e)`; step `t` of the epoch is the
-  global batch at positions `[t·G, (t+1)·G)` of it (remainder dropped) and process `p` takes rows
-  `[p·b, (p+1)·b)` of that batch, `b = G // process_count`.
-- View `v` of example `i` in epoch `e` is augmented with the stateless seed `(seed, e, i, v)`.
+- Epoch `e` visits the training examples (the first `config.data.train_subset` when > 0) in a
+  permutation seeded by `(seed, e)`; step `t` of the epoch is the global batch at positions
+  `[t·G, (t+1)·G)` of it (the remainder is dropped) and process `p` takes rows `[p·b, (p+1)·b)` of
+  that batch, `b = G // process_count`.
+- View `v` of example `i` in epoch `e` draws its uniforms from the stateless seed `(seed, e, i, v)`
+  (`augment.draw`), whatever batch or process it lands in.
 So `train_iterator(start_step=s)` yields exactly what `start_step=0` yields after `s` batches.
 
 Two ways to walk the permutation:
-- random access (Fashion-MNIST, image folders, tfds sets with `config.data.cache`): the position →
-  index
-  map is `tf.random.experimental.index_shuffle` (a true global shuffle); resuming costs nothing, and
-  the global batch does not depend on `process_count`.
+- random access (Fashion-MNIST, image folders, tfds sets with `config.data.cache`): position → index
+  is `tf.random.experimental.index_shuffle` (a true global shuffle); resuming costs nothing, and the
+  global batch does not depend on `process_count`.
 - streaming (tfds sets without `cache`, e.g. ImageNet): process `p` reads the contiguous slice
   `[p·N/P, (p+1)·N/P)` of the split (images still encoded), shuffles it with a buffer of
   `config.data.shuffle_buffer` seeded by `(seed, e)` and skips already-seen examples before
-  decoding. Resume is exact for the same `process_count`.
+  decoding. Resume is exact for the same `process_count` (and the same TF global seed, which
+  ssl_jax never sets: `tf.data` mixes it into the shuffle's seed).
+
+Augmentation runs in two stages (`augment.split_point`): small fixed-size sources (≤ 160² pixels:
+Fashion-MNIST, CIFAR, STL-10) are batched first and augmented by whole-batch ops; large or
+variable-size ones are augmented image by image before batching. With `config.data.device_ops` only
+the geometric ops (`augment.HOST_OPS`) run here; `device_augment` runs the rest in the jitted step.
 """
 
 from __future__ import annotations
@@ -184,10 +191,7 @@ def train_iterator(
         for v, (_, recipe) in enumerate(recipes):
             u = augment.draw(recipe, _fold(example_seed, v))
             splits[v] = augment.split_point(recipe, image.shape)
-            x = image
-            if splits[v]:
-                x = augment.apply_ops(image[None], recipe, u[None], 0, splits[v])[0]
-            xs.append(x)
+            xs.append(augment.apply_prefix(image, recipe, u, splits[v]))
             us.append(u)
         return {"views": tuple(xs), "u": tuple(us), "index": ex["index"], "label": ex["label"]}
 

@@ -1,20 +1,20 @@
-"""JCL, Joint Contrastive Learning (Cai et al., NeurIPS 2020): MoCo v2 with M' positive keys per query.
+"""JCL, Joint Contrastive Learning (Cai et al., NeurIPS 2020): MoCo v2 with M' positive keys.
 
 Official `MoCoUnlimitedKeysDefault` + `main_moco.py`, paper Eq. 8 and Algorithm 1. Per step:
 
 * `config.data.views` has M' + 1 entries from one recipe: view 0 is the query, views 1..M' the keys;
-* the EMA key encoder is updated first (m 0.999, `EMA_BEFORE_KEYS`), then all M'·B key crops go through
-  it in ONE forward, concatenated crop-major (row `j·B + i` = key crop j of sample i, as the official
-  `torch.cat(im_k)`), with shuffle-BN over all of them (`common.target_forward`);
+* the EMA key encoder is updated first (m 0.999, `EMA_BEFORE_KEYS`), then all M'·B key crops go
+  through it in ONE forward, concatenated crop-major (row `j·B + i` = key crop j of sample i, as the
+  official `torch.cat(im_k)`), with shuffle-BN over all of them (`common.target_forward`);
 * each key is L2-normalised, μ = mean of the M' normalised keys (NOT re-normalised, norm < 1) and
   `losses.jcl(q, keys, queue, τ, λ_t)` adds `λ_t/(2τ²)·qᵀΣq` inside the log-sum-exp;
 * μ is what the queue receives.
 
-λ schedule (`lam_schedule`): 'linear_epoch' (official code, the default) `λ_t = λ·(e + 1)/E` with the
-0-based epoch `e = step // steps_per_epoch` and `E = ceil(total_steps / steps_per_epoch)` epochs, constant
-within an epoch; 'constant' `λ_t = λ`. The step counter that feeds it is the method's own scalar buffer
-`step` (the step function does not pass the step to `loss_fn`), checkpointed with the queue so resume is
-exact.
+λ schedule (`lam_schedule`): 'linear_epoch' (official code, the default) `λ_t = λ·(e + 1)/E` with
+the 0-based epoch `e = step // steps_per_epoch` and `E = ceil(total_steps / steps_per_epoch)`
+epochs, constant within an epoch; 'constant' `λ_t = λ`. The step counter that feeds it is the
+method's own scalar buffer `step` (the step function does not pass the step to `loss_fn`),
+checkpointed with the queue so resume is exact.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def num_epochs(ctx: common.StepContext) -> int:
 
 
 def lam_at(ctx: common.StepContext, step) -> jax.Array:
-    """λ_t at a (traced or concrete) step: `λ·(step // steps_per_epoch + 1)/E`, or λ when constant."""
+    """λ_t at a (traced or concrete) step: `λ·(step // steps_per_epoch + 1)/E`, or λ if constant."""
     hp: Hparams = ctx.hp
     if hp.lam_schedule == "constant":
         return jnp.asarray(hp.lam, jnp.float32)
@@ -66,14 +66,16 @@ def lam_at(ctx: common.StepContext, step) -> jax.Array:
 
 
 def split_config_arg(arg: str | None) -> tuple[int | None, str]:
-    """`get_config(arg)` of the jcl_* configs: pulls `keys=M'` out of e.g. 'runlocal,keys=8' (the key
-    views must be listed in `config.data.views`, so M' is picked before the views are built) and returns
-    (M' or None, the rest for `configs.finalize`)."""
+    """`get_config(arg)` of the jcl_* configs: pulls `keys=M'` out of e.g. 'runlocal,keys=8' (the
+    key views are listed in `config.data.views`, so M' is picked before the views are built).
+
+    Returns (M' or None, the rest of the argument for `configs.finalize`).
+    """
     keys, rest = None, []
     for a in (arg or "").split(","):
         if a.startswith("keys="):
             try:
-                keys = int(a[len("keys="):])
+                keys = int(a[len("keys=") :])
             except ValueError:
                 raise ConfigError(f"config argument {a!r}: allowed keys=1, keys=2, ...") from None
             if keys < 1:
@@ -89,26 +91,30 @@ def check_config(ctx: common.StepContext) -> None:
         raise ConfigError(f"config.method_config.num_keys={hp.num_keys}: allowed 1, 2, ... (M')")
     if len(ctx.config.data.views) != hp.num_keys + 1:
         raise ConfigError(
-            f"config.data.views={tuple(ctx.config.data.views)} has {len(ctx.config.data.views)} views; "
-            f"JCL with num_keys={hp.num_keys} needs num_keys + 1 = {hp.num_keys + 1} (the query and "
-            f"M' keys). The jcl_* configs build them from M': pass it as `--config=FILE:keys=M'`"
+            f"config.data.views={tuple(ctx.config.data.views)} has {len(ctx.config.data.views)} "
+            f"views; JCL with num_keys={hp.num_keys} needs num_keys + 1 = {hp.num_keys + 1} (the "
+            f"query and M' keys). The jcl_* configs build them from M': pass it as "
+            f"`--config=FILE:keys=M'`"
         )
     key_views = set(ctx.config.data.views[1:])
     if len(key_views) > 1:
         raise ConfigError(
-            f"config.data.views={tuple(ctx.config.data.views)}: the {hp.num_keys} key views must name "
-            f"one recipe (they go through the key encoder as one batch); got {sorted(key_views)}"
+            f"config.data.views={tuple(ctx.config.data.views)}: the {hp.num_keys} key views must "
+            f"name one recipe (they go through the key encoder as one batch); got "
+            f"{sorted(key_views)}"
         )
     if hp.lam_schedule not in LAM_SCHEDULES:
         raise ConfigError(
-            f"config.method_config.lam_schedule={hp.lam_schedule!r} is not allowed; allowed values: "
-            f"{list(LAM_SCHEDULES)}"
+            f"config.method_config.lam_schedule={hp.lam_schedule!r} is not allowed; allowed "
+            f"values: {list(LAM_SCHEDULES)}"
         )
     if hp.lam < 0:
         raise ConfigError(f"config.method_config.lam={hp.lam}: allowed λ ≥ 0")
     # one μ per image is enqueued: the queue holds a whole number of global batches (as MoCo)
     common.require_divisible(
-        "config.method_config.queue_size", hp.queue_size, ctx.config.global_batch_size,
+        "config.method_config.queue_size",
+        hp.queue_size,
+        ctx.config.global_batch_size,
         "the global batch of mean keys (config.global_batch_size)",
     )
     common.require_divisible(
@@ -141,7 +147,11 @@ def key_embeddings(ctx: common.StepContext, target: dict, key_views, rng):
     num_keys, batch = len(key_views), key_views[0].shape[0]
     x = jnp.concatenate(key_views, axis=0)  # row j*B + i = key crop j of sample i
     out_k, new_target_stats = common.target_forward(
-        ctx, target, x, rng, shuffle=hp.shuffle_bn,
+        ctx,
+        target,
+        x,
+        rng,
+        shuffle=hp.shuffle_bn,
         groups=common.bn_groups(hp.key_bn_groups, ctx) if hp.shuffle_bn else 1,
     )
     k = out_k["projection"].reshape(num_keys, batch, -1)

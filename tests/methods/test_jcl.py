@@ -1,8 +1,8 @@
-"""JCL: the step against losses.jcl on directly computed features, the mean-key queue, the λ schedule,
-1 vs 8 devices, the reduction to MoCo v2 at M' = 1, and every jcl_* config.
+"""JCL: the step against losses.jcl on directly computed features, the mean-key queue, the λ
+schedule, 1 vs 8 devices, the reduction to MoCo v2 at M' = 1, and every jcl_* config.
 
-CPU compiles of the ResNet dominate: one state is initialised once and placed on both meshes, and the
-tests share one 3-step run per mesh (module fixture).
+CPU compiles of the ResNet dominate: one state is initialised once and placed on both meshes, and
+the tests share one 3-step run per mesh (module fixture).
 """
 
 import dataclasses
@@ -25,20 +25,31 @@ from tests.helpers import synthetic_batch, tiny_config
 
 CONFIG_DIR = pathlib.Path(__file__).resolve().parents[2] / "configs"
 JCL_CONFIGS = (
-    "jcl_imagenet", "jcl_imagenet_paper", "jcl_imagenet100_r18", "jcl_cifar10", "jcl_fashion_mnist"
+    "jcl_imagenet",
+    "jcl_imagenet_paper",
+    "jcl_imagenet100_r18",
+    "jcl_cifar10",
+    "jcl_fashion_mnist",
 )
 NUM_KEYS = 3
 STEPS = 3
 
 
 def jcl_config(num_keys: int = NUM_KEYS, **method_config) -> ml_collections.ConfigDict:
-    """tiny_config with M' + 1 views; 32 examples at batch 16 = 2 steps per epoch, 6 steps = 3 epochs."""
+    """tiny_config with M' + 1 views; 32 examples at batch 16: 2 steps an epoch, 3 epochs of 6."""
     c = tiny_config("jcl")
     c.data.train_subset = 32
     c.data.views = ("tiny",) * (num_keys + 1)
     c.method_config = ml_collections.ConfigDict(
-        dict(temperature=0.2, queue_size=64, num_keys=num_keys, lam=2.0, lam_schedule="linear_epoch",
-             shuffle_bn=True, key_bn_groups=4)
+        dict(
+            temperature=0.2,
+            queue_size=64,
+            num_keys=num_keys,
+            lam=2.0,
+            lam_schedule="linear_epoch",
+            shuffle_bn=True,
+            key_bn_groups=4,
+        )
     )
     c.method_config.update(method_config)
     c.optim.base_lr = 0.01  # gentle steps: large ones amplify float reduction-order noise (1 vs 8)
@@ -59,13 +70,17 @@ def _place(host_state, exp):
 
 @pytest.fixture(scope="module")
 def runs():
-    """The same initial state, 3 steps on 1 device and on 8: initial state, per-step metrics and buffers."""
+    """One initial state, 3 steps on 1 device and on 8: the state, per-step metrics and buffers."""
     config = jcl_config()
     exp1 = train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()[:1]))
     init = jax.device_get(train.init_or_restore(exp1, None))
     out = {"config": config, "init": init}
     for n in (1, 8):
-        exp = exp1 if n == 1 else train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()))
+        exp = (
+            exp1
+            if n == 1
+            else train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()))
+        )
         state = _place(init, exp)
         step = train.jit_train_step(exp, state)
         metrics, buffers = [], []
@@ -73,7 +88,12 @@ def runs():
             state, m = step(state, sharding.host_to_global(synthetic_batch(config, i), exp.mesh))
             metrics.append(jax.device_get(m))
             buffers.append(jax.device_get(state.buffers))
-        out[n] = {"exp": exp, "metrics": metrics, "buffers": buffers, "final": jax.device_get(state)}
+        out[n] = {
+            "exp": exp,
+            "metrics": metrics,
+            "buffers": buffers,
+            "final": jax.device_get(state),
+        }
     return out
 
 
@@ -82,20 +102,30 @@ def test_first_step_loss_is_losses_jcl_of_direct_features(runs):
     exp = run["exp"]
     b = config.global_batch_size
     batch = synthetic_batch(config, 0)
-    views = [device_augment.normalize(v, config.data.mean, config.data.std, jnp.float32)
-             for v in batch["views"]]
+    views = [
+        device_augment.normalize(v, config.data.mean, config.data.std, jnp.float32)
+        for v in batch["views"]
+    ]
     # the step's randomness, as train.make_train_step derives it: (view_rng, loss_rng) of step 0
     _, loss_rng = jax.random.split(jax.random.fold_in(init.rng, 0))
     model = exp.ctx.model
 
     @functools.partial(jax.jit, static_argnums=3)  # one compile is faster than op-by-op on CPU
     def project(params, stats, x, groups):
-        out, _ = model.apply({"params": params, "batch_stats": stats}, x, train=True,
-                             bn_groups=groups, use_predictor=False, mutable=["batch_stats"])
+        out, _ = model.apply(
+            {"params": params, "batch_stats": stats},
+            x,
+            train=True,
+            bn_groups=groups,
+            use_predictor=False,
+            mutable=["batch_stats"],
+        )
         return out["projection"]
 
     q = losses.l2_normalize(project(init.params, init.batch_stats, views[0], 1))
-    target = optim.ema_update(init.target_params, init.params, exp.ema_schedule(0))  # EMA before keys
+    target = optim.ema_update(
+        init.target_params, init.params, exp.ema_schedule(0)
+    )  # EMA before keys
     x = jnp.concatenate(views[1:])  # crop-major
     perm = jax.random.permutation(loss_rng, x.shape[0])  # shuffle-BN over all M'·B keys, 4 groups
     k = project(target, init.target_batch_stats, x[perm], 4)[jnp.argsort(perm)]
@@ -113,7 +143,9 @@ def test_first_step_loss_is_losses_jcl_of_direct_features(runs):
     assert int(after["queue_ptr"]) == b and int(after["step"]) == 1
     norms = np.linalg.norm(run["buffers"][1]["queue"][: 2 * b], axis=1)
     assert np.all(norms < 0.999) and np.all(norms > 0.1)
-    np.testing.assert_allclose(run["metrics"][0]["train/mean_key_norm"], norms[:b].mean(), rtol=1e-4)
+    np.testing.assert_allclose(
+        run["metrics"][0]["train/mean_key_norm"], norms[:b].mean(), rtol=1e-4
+    )
 
 
 def test_lambda_metric_follows_the_epoch_ramp(runs):
@@ -125,19 +157,29 @@ def test_lambda_metric_follows_the_epoch_ramp(runs):
 
 def test_one_vs_eight_devices(runs):
     one, eight = runs[1], runs[8]
-    np.testing.assert_allclose([m["train/loss"] for m in one["metrics"]],
-                               [m["train/loss"] for m in eight["metrics"]], rtol=2e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        [m["train/loss"] for m in one["metrics"]],
+        [m["train/loss"] for m in eight["metrics"]],
+        rtol=2e-4,
+        atol=1e-5,
+    )
     for a, b in zip(jax.tree.leaves(one["final"].params), jax.tree.leaves(eight["final"].params)):
         np.testing.assert_allclose(a, b, rtol=2e-3, atol=2e-5)
     for name in one["final"].buffers:
-        np.testing.assert_allclose(one["final"].buffers[name], eight["final"].buffers[name],
-                                   rtol=2e-3, atol=2e-5)
+        np.testing.assert_allclose(
+            one["final"].buffers[name], eight["final"].buffers[name], rtol=2e-3, atol=2e-5
+        )
 
 
 def _ctx(steps_per_epoch, total_steps, **hp):
     return common.StepContext(
-        model=None, mesh=None, config=None, hp=jcl.Hparams(**hp), num_train_examples=0,
-        total_steps=total_steps, steps_per_epoch=steps_per_epoch,
+        model=None,
+        mesh=None,
+        config=None,
+        hp=jcl.Hparams(**hp),
+        num_train_examples=0,
+        total_steps=total_steps,
+        steps_per_epoch=steps_per_epoch,
     )
 
 
@@ -147,8 +189,9 @@ def test_lambda_schedule_at_epoch_boundaries():
     got = [float(jcl.lam_at(ctx, s)) for s in (0, 3, 4, 7, 8, 9, 12)]
     np.testing.assert_allclose(got, [4 / 3, 4 / 3, 8 / 3, 8 / 3, 4.0, 4.0, 4.0], rtol=1e-6)
     ctx = _ctx(5, 1000, lam=2.0)  # 200 epochs, as the official run: λ/200 … λ
-    np.testing.assert_allclose([float(jcl.lam_at(ctx, s)) for s in (0, 4, 5, 999)],
-                               [0.01, 0.01, 0.02, 2.0], rtol=1e-6)
+    np.testing.assert_allclose(
+        [float(jcl.lam_at(ctx, s)) for s in (0, 4, 5, 999)], [0.01, 0.01, 0.02, 2.0], rtol=1e-6
+    )
     const = _ctx(4, 10, lam=4.0, lam_schedule="constant")
     assert [float(jcl.lam_at(const, s)) for s in (0, 9)] == [4.0, 4.0]
     assert jcl.num_epochs(_ctx(4, 8)) == 2 and jcl.num_epochs(_ctx(4, 3)) == 1
@@ -157,8 +200,10 @@ def test_lambda_schedule_at_epoch_boundaries():
 def test_one_key_is_mocov2(runs):
     """M' = 1: Σ = 0 and μ = k, so JCL's loss is MoCo v2's InfoNCE on the same inputs."""
     config, init, exp = runs["config"], runs["init"], runs[1]["exp"]
-    views = [device_augment.normalize(v, config.data.mean, config.data.std, jnp.float32)
-             for v in synthetic_batch(config, 0)["views"][:2]]
+    views = [
+        device_augment.normalize(v, config.data.mean, config.data.std, jnp.float32)
+        for v in synthetic_batch(config, 0)["views"][:2]
+    ]
     target = {"params": init.target_params, "batch_stats": init.target_batch_stats}
     rng = jax.random.PRNGKey(3)
     moco_hp = mocov2.Hparams(temperature=0.2, queue_size=64, shuffle_bn=True, key_bn_groups=4)
@@ -175,8 +220,13 @@ def test_one_key_is_mocov2(runs):
     ("override", "message"),
     [
         (lambda c: setattr(c.data, "views", ("tiny",) * 3), "needs num_keys \\+ 1 = 4"),
-        (lambda c: c.data.recipes.update(other=c.data.recipes.tiny)
-         or setattr(c.data, "views", ("tiny", "tiny", "tiny", "other")), "one recipe"),
+        (
+            lambda c: (
+                c.data.recipes.update(other=c.data.recipes.tiny)
+                or setattr(c.data, "views", ("tiny", "tiny", "tiny", "other"))
+            ),
+            "one recipe",
+        ),
         (lambda c: c.method_config.update(lam_schedule="cosine"), "lam_schedule"),
         (lambda c: c.method_config.update(queue_size=72), "queue_size=72"),
         (lambda c: c.method_config.update(num_keys=0), "num_keys=0"),
@@ -202,11 +252,23 @@ def test_configs_build_with_runlocal(name):
 
 def test_config_numbers():
     code, paper, r18 = (load_config(n) for n in JCL_CONFIGS[:3])
-    assert (code.method_config.num_keys, code.method_config.lam, code.global_batch_size,
-            code.optim.base_lr) == (4, 2.0, 256, 0.03)
-    assert (paper.method_config.num_keys, paper.method_config.lam, paper.global_batch_size,
-            paper.optim.base_lr) == (5, 4.0, 512, 0.06)
-    assert (r18.model.backbone, r18.method_config.num_keys, r18.method_config.lam) == ("resnet18", 9, 4.0)
+    assert (
+        code.method_config.num_keys,
+        code.method_config.lam,
+        code.global_batch_size,
+        code.optim.base_lr,
+    ) == (4, 2.0, 256, 0.03)
+    assert (
+        paper.method_config.num_keys,
+        paper.method_config.lam,
+        paper.global_batch_size,
+        paper.optim.base_lr,
+    ) == (5, 4.0, 512, 0.06)
+    assert (r18.model.backbone, r18.method_config.num_keys, r18.method_config.lam) == (
+        "resnet18",
+        9,
+        4.0,
+    )
     for c in (code, paper, r18):
         assert c.method_config.temperature == 0.2 and c.method_config.queue_size == 65536
         assert c.ema.base == 0.999 and c.method_config.lam_schedule == "linear_epoch"
@@ -226,10 +288,18 @@ def _flat(config) -> dict:
 @pytest.mark.parametrize("arg", [None, "runlocal"])
 def test_fashion_mnist_config_differs_from_mocov2_only_in_the_method(arg):
     """The JCL vs MoCo v2 comparison is fair: same data, encoder, optimiser, budget and queue."""
-    a, b = _flat(load_config("jcl_fashion_mnist", arg)), _flat(load_config("mocov2_fashion_mnist", arg))
+    a, b = (
+        _flat(load_config("jcl_fashion_mnist", arg)),
+        _flat(load_config("mocov2_fashion_mnist", arg)),
+    )
     differ = {k for k in a.keys() | b.keys() if a.get(k) != b.get(k)}
-    assert differ == {"method", "data.views", "method_config.num_keys", "method_config.lam",
-                      "method_config.lam_schedule"}
+    assert differ == {
+        "method",
+        "data.views",
+        "method_config.num_keys",
+        "method_config.lam",
+        "method_config.lam_schedule",
+    }
     a_views = load_config("jcl_fashion_mnist", arg).data.views
     assert a_views == ("fashion",) * 5
 

@@ -1,4 +1,4 @@
-"""SCE and ReSSL: the train step against the losses, view modes, queue, EMA timing, devices, configs."""
+"""SCE and ReSSL: the step against the losses, view modes, queue, EMA timing, devices, configs."""
 
 import glob
 import importlib.util
@@ -12,6 +12,7 @@ import pytest
 from ssl_jax import configs, losses, memory, sharding, train
 from ssl_jax.data import datasets, device_augment
 from ssl_jax.methods import METHODS, sce
+from ssl_jax.state import state_shardings
 from tests.helpers import TINY_RECIPE, tiny_config
 
 B = 16
@@ -23,9 +24,11 @@ CONFIG_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "configs")
 
 
 def sce_config(method="sce", num_local=0, predictor=False, **method_config):
-    """tiny_config with 2 global 16-px views (+ `num_local` 8-px local views)."""
+    """tiny_config with 2 global 16-px views (+ `num_local` 8-px local views), SGD lr 0.01 (gentle
+    steps: large ones amplify the float reduction-order noise between 1 and 8 devices)."""
     c = tiny_config("mocov2")
     c.method = method
+    c.optim.base_lr = 0.01
     fields = dict(temperature=0.1, temperature_m=0.05, queue_size=64, shuffle_bn=False)
     if method == "sce":
         fields["coeff"] = 0.5
@@ -59,12 +62,34 @@ def _batch(config, step):
     return {"views": views, "index": index.astype(np.int32), "label": (index % 10).astype(np.int32)}
 
 
+_INITIAL_STATES = {}
+
+
+def _initial_state(exp):
+    """`train.init_or_restore(exp, None)` and its host copy, compiled once per state layout.
+
+    On CPU the jitted init spends most of its time compiling partitionable threefry for every
+    parameter (~40 s on a loaded 2-core machine, 5× the non-partitionable draw and 15× the
+    forward). Tests only need *an* initial state: it is drawn with non-partitionable threefry (the
+    train step keeps the default) and cached per layout (model, optimiser, seed, buffers — not the
+    loss or the device count); later runs place the host copy with the engine's shardings."""
+    c = exp.config
+    key = (c.model.to_json(), c.optim.to_json(), c.seed, c.method_config.queue_size)
+    if key not in _INITIAL_STATES:
+        with jax.threefry_partitionable(False):
+            state = train.init_or_restore(exp, None)
+        _INITIAL_STATES[key] = jax.device_get(state)
+        return state, _INITIAL_STATES[key]
+    host = _INITIAL_STATES[key]
+    shardings = state_shardings(host, exp.mesh, exp.method.buffer_specs(exp.ctx.hp))
+    return jax.device_put(host, shardings), host
+
+
 def _run(config, devices=None, steps=1):
     """(experiment, host copy of the initial state, final state, per-step host metrics)."""
-    mesh = sharding.make_mesh(jax.devices() if devices is None else devices)
+    mesh = sharding.make_mesh(jax.devices()[:1] if devices is None else devices)
     exp = train.build_experiment(config, mesh=mesh)
-    state = train.init_or_restore(exp, None)
-    init = jax.device_get(state)  # the step donates the state
+    state, init = _initial_state(exp)
     step = train.jit_train_step(exp, state)
     metrics = []
     for i in range(steps):
@@ -73,30 +98,35 @@ def _run(config, devices=None, steps=1):
     return exp, init, state, metrics
 
 
+_FORWARDS = {}
+
+
+def _forward(exp, params, stats, x):
+    """Train-mode model outputs (jitted once per model and input shape, shared by the tests)."""
+    key = exp.config.model.to_json()
+    if key not in _FORWARDS:
+        model = exp.ctx.model
+
+        def forward(params, stats, x):
+            variables = {"params": params, "batch_stats": stats}
+            return model.apply(variables, x, train=True, mutable=["batch_stats"])[0]
+
+        _FORWARDS[key] = jax.jit(forward)
+    return _FORWARDS[key](params, stats, x)
+
+
 def _direct(exp, init, batch):
-    """The step-0 loss and keys recomputed from the model and `losses` (shuffle-BN off)."""
+    """The step-0 loss and keys recomputed from the model and `losses`, without shuffle-BN (the same
+    result when the target forward uses one BN group: permute, SyncBN, un-permute)."""
     config, hp = exp.config, exp.ctx.hp
     views = [device_augment.normalize(v, config.data.mean, config.data.std) for v in batch["views"]]
-
-    def forward(params, stats, x, use_predictor):
-        out, _ = exp.ctx.model.apply(
-            {"params": params, "batch_stats": stats},
-            x,
-            train=True,
-            use_predictor=use_predictor,
-            mutable=["batch_stats"],
-        )
-        return out
-
-    keys = {
-        i: memory.l2_normalize(
-            forward(init.target_params, init.target_batch_stats, views[i], False)["projection"]
-        )
-        for i in sce.key_views(hp)
-    }
+    keys = {}
+    for i in sce.key_views(hp):  # the target's projection (its predictor output is not used)
+        out = _forward(exp, init.target_params, init.target_batch_stats, views[i])
+        keys[i] = memory.l2_normalize(out["projection"])
     queries = {}
     for j in sce.online_views(hp, len(views)):
-        out = forward(init.params, init.batch_stats, views[j], True)
+        out = _forward(exp, init.params, init.batch_stats, views[j])
         queries[j] = memory.l2_normalize(out.get("prediction", out["projection"]))
     queue = init.buffers["queue"]
     if config.method == "sce":
@@ -243,41 +273,83 @@ def test_imagenet_configs_match_the_paper():
 # --------------------------------------------------------------------------------------------------
 
 
-def test_asymmetric_step_is_the_sce_loss_and_ema_follows_the_optimiser():
-    config = sce_config()
-    config.ema.base = (
-        0.0  # target <- online: equal to the UPDATED params iff EMA runs after the step
-    )
-    exp, init, state, metrics = _run(config)
+def _asymmetric_config():
+    """Weak view 0 → target, strong view 1 → online, shuffle-BN with one key BN group (the
+    permutation crosses devices and the step can be recomputed without it), EMA momentum 0 (the
+    target equals the UPDATED online params iff the EMA runs after the optimiser step)."""
+    config = sce_config(shuffle_bn=True, key_bn_groups=1)
+    config.ema.base = 0.0
+    return config
+
+
+@pytest.fixture(scope="module")
+def asymmetric_runs():
+    """2 steps of `_asymmetric_config` on 1 and on 8 devices (shared by two tests: each compile of a
+    step costs ~20-50 s on a loaded CPU)."""
+    config = _asymmetric_config()
+    return config, [
+        _run(config, devices, steps=2) for devices in (jax.devices()[:1], jax.devices())
+    ]
+
+
+def test_asymmetric_step_is_the_sce_loss_and_ema_follows_the_optimiser(asymmetric_runs):
+    config, ((exp, init, state, metrics), _) = asymmetric_runs
     loss, keys = _direct(exp, init, _batch(config, 0))
     np.testing.assert_allclose(metrics[0]["train/loss"], loss, rtol=1e-4)
-    for t, p, p0 in zip(
-        *(jax.tree.leaves(x) for x in (state.target_params, state.params, init.params))
-    ):
-        np.testing.assert_array_equal(np.asarray(t), np.asarray(p))
-    assert any(
-        not np.array_equal(np.asarray(p), p0)
-        for p, p0 in zip(jax.tree.leaves(state.params), jax.tree.leaves(init.params))
+    leaves = [jax.tree.leaves(x) for x in (state.target_params, state.params, init.params)]
+    for target, online, _ in zip(*leaves):
+        np.testing.assert_array_equal(np.asarray(target), np.asarray(online))
+    assert any(not np.array_equal(np.asarray(p), p0) for _, p, p0 in zip(*leaves))
+    assert int(state.buffers["queue_ptr"]) == 2 * B  # asymmetric: only the weak view's keys
+    queue = np.asarray(state.buffers["queue"])
+    np.testing.assert_allclose(queue[:B], keys, atol=1e-5)  # step 0's keys, initial target
+    np.testing.assert_array_equal(queue[2 * B :], init.buffers["queue"][2 * B :])
+
+
+def test_one_vs_eight_devices(asymmetric_runs):
+    assert jax.device_count() == 8
+    _, ((_, _, state1, m1), (_, _, state8, m8)) = asymmetric_runs
+    np.testing.assert_allclose(
+        [m["train/loss"] for m in m1], [m["train/loss"] for m in m8], rtol=2e-4, atol=1e-5
     )
-    assert int(state.buffers["queue_ptr"]) == B  # asymmetric: only the weak view's keys
-    np.testing.assert_allclose(np.asarray(state.buffers["queue"])[:B], keys, atol=1e-5)
-    np.testing.assert_array_equal(np.asarray(state.buffers["queue"])[B:], init.buffers["queue"][B:])
+    for tree in ("params", "target_params", "batch_stats", "target_batch_stats"):
+        pairs = zip(jax.tree.leaves(getattr(state1, tree)), jax.tree.leaves(getattr(state8, tree)))
+        for a, b in pairs:
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-3, atol=2e-5)
+    for name in ("queue", "queue_ptr"):
+        np.testing.assert_allclose(
+            np.asarray(state1.buffers[name]), np.asarray(state8.buffers[name]), atol=2e-5
+        )
+    rows = {s.data.shape[0] for s in state8.buffers["queue"].addressable_shards}
+    assert rows == {64 // 8}, "each device holds 1/8 of the queue"
 
 
 def test_symmetric_multicrop_with_predictor():
-    """2 global 16-px crops + 2 local 8-px crops: 2 × 3 pairs, keys of the global crops only, the
-    predictor on the online branch, the queue advanced by 2·B once."""
-    config = sce_config(num_local=2, predictor=True, symmetric=True, num_global_crops=2)
+    """2 global 16-px crops + 1 local 8-px crop, symmetric, predictor: the step's loss is the mean
+    of `losses.sce` over the 4 (online j, target i ≠ j) pairs with the predictor's outputs as
+    queries and target projections of the global crops as keys; the queue receives [k_0; k_1]
+    (2·B keys) once per step."""
+    config = sce_config(
+        num_local=1,
+        predictor=True,
+        symmetric=True,
+        num_global_crops=2,
+        shuffle_bn=True,
+        key_bn_groups=1,
+        queue_size=96,
+    )
     exp, init, state, metrics = _run(config)
-    assert "predictor" in init.params
+    assert "predictor" in init.params and len(sce.pairs(exp.ctx.hp, 3)) == 4
     loss, keys = _direct(exp, init, _batch(config, 0))
     np.testing.assert_allclose(metrics[0]["train/loss"], loss, rtol=1e-4)
     assert int(state.buffers["queue_ptr"]) == 2 * B
-    np.testing.assert_allclose(np.asarray(state.buffers["queue"])[: 2 * B], keys, atol=1e-5)
+    queue = np.asarray(state.buffers["queue"])
+    np.testing.assert_allclose(queue[: 2 * B], keys, atol=1e-5)
+    np.testing.assert_array_equal(queue[2 * B :], init.buffers["queue"][2 * B :])
 
 
 def test_ressl_steps():
-    config = sce_config("ressl")
+    config = sce_config("ressl", shuffle_bn=True, key_bn_groups=1)
     exp, init, state, metrics = _run(config, steps=2)
     loss, _ = _direct(exp, init, _batch(config, 0))
     np.testing.assert_allclose(metrics[0]["train/loss"], loss, rtol=1e-4)
@@ -285,34 +357,12 @@ def test_ressl_steps():
     assert int(state.buffers["queue_ptr"]) == 2 * B
 
 
-def test_one_vs_eight_devices_symmetric_shuffle_bn():
-    assert jax.device_count() == 8
-    config = sce_config(symmetric=True, shuffle_bn=True, key_bn_groups=4)
-    config.optim.base_lr = 0.01  # gentle steps: large ones amplify reduction-order noise
-    config.ema.base = 0.9
-    results = [_run(config, devices, steps=3) for devices in (jax.devices()[:1], jax.devices())]
-    (_, _, state1, m1), (_, _, state8, m8) = results
-    np.testing.assert_allclose(
-        [m["train/loss"] for m in m1], [m["train/loss"] for m in m8], rtol=2e-4, atol=1e-5
-    )
-    for tree in ("params", "target_params", "batch_stats", "target_batch_stats"):
-        for a, b in zip(
-            jax.tree.leaves(getattr(state1, tree)), jax.tree.leaves(getattr(state8, tree))
-        ):
-            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-3, atol=2e-5)
-    np.testing.assert_allclose(
-        np.asarray(state1.buffers["queue"]), np.asarray(state8.buffers["queue"]), atol=2e-5
-    )
-    assert int(state8.buffers["queue_ptr"]) == (3 * 2 * B) % 64
-    rows = {s.data.shape[0] for s in state8.buffers["queue"].addressable_shards}
-    assert rows == {64 // 8}
-
-
 @pytest.mark.slow
 def test_fashion_mnist_config_runs_end_to_end(tmp_path):
     config = _load(os.path.join(CONFIG_DIR, "scce_fashion_mnist.py")).get_config("runlocal")
     config.total_steps = 2
     config.knn.every_steps = 0
-    state = train.train_and_evaluate(config, str(tmp_path))
+    with jax.threefry_partitionable(False):  # see _initial_state: a 30 s cheaper init compile
+        state = train.train_and_evaluate(config, str(tmp_path))
     assert int(state.step) == 2
     assert int(state.buffers["queue_ptr"]) == 2 * config.global_batch_size

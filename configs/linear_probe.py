@@ -1,0 +1,105 @@
+"""Linear probe of a pretrained encoder:
+`python -m ssl_jax.main --config=configs/linear_probe.py:PRESET --config.init=W --workdir=OUT`.
+
+The backbone is frozen (eval-mode BatchNorm); the dataset, the image size and the normalisation come
+from the pretraining run (`config.init`) unless `--config.data.<key>=` overrides them. Presets
+(`get_config('moco')`, the default, ..., combinable with `runlocal`: 'fast,runlocal'):
+
+- 'moco': MoCo / JCL / InfoMin ImageNet protocol — `main_lincls.py` of facebookresearch/moco
+  (He et al. 2020; Chen et al. 2020, MoCo v2), used unchanged by JCL (Cai et al. 2021) and InfoMin
+  (Tian et al. 2020): SGD lr 30, momentum 0.9, weight decay 0, 100 epochs, lr × 0.1 at epochs 60
+  and 80, batch 256, RandomResizedCrop(224) + horizontal flip, eval resize 256 / centre crop 224,
+  `fc` init N(0, 0.01²), bias 0.
+- 'sce': SCE ImageNet protocol (Denize et al. 2023, "Similarity Contrastive Estimation"): 90 epochs,
+  batch 1024, lr 0.1 × batch / 256, cosine decay, SGD momentum 0.9, crop + flip. Weight decay is
+  not given by the protocol description; 0 here.
+- 'ring': Ring protocol (Wu et al. 2021, "Conditional Negative Sampling for Contrastive Learning of
+  Visual Representations"): logistic regression on the backbone features (cached eval-view
+  features, no augmentation), SGD lr 0.01, momentum 0.9, 100 epochs, no decay. The batch size is
+  not given there; 256 here.
+- 'fast': full-batch L-BFGS softmax regression on cached features (small data), L2 penalty picked
+  on a held-out 10% of the training features from `probe.l2_grid`; seconds on Fashion-MNIST.
+
+`runlocal`: a few epochs on the first 512 training and 1000 test images (CPU smoke run).
+"""
+
+import ml_collections
+
+from ssl_jax import configs
+from ssl_jax.evaluate import jobs
+
+PRESETS = ("moco", "sce", "ring", "fast")
+
+
+def _optim(**kw) -> ml_collections.ConfigDict:
+    o = dict(
+        name="sgd",
+        base_lr=30.0,
+        lr_scaling="none",
+        momentum=0.9,
+        nesterov=False,
+        weight_decay=0.0,
+        schedule="step",
+        warmup_epochs=0.0,
+        decay_epochs=(60.0, 80.0),
+        decay_factor=0.1,
+        final_lr=0.0,
+        trust_coefficient=1e-3,
+        exclude_1d=False,
+    )
+    o.update(kw)
+    return ml_collections.ConfigDict(o)
+
+
+def get_config(arg=None):
+    args = [a for a in (arg or "").split(",") if a]
+    unknown = [a for a in args if a not in (*PRESETS, "runlocal")]
+    chosen = [a for a in args if a in PRESETS]
+    if unknown or len(chosen) > 1:
+        raise configs.ConfigError(
+            f"config argument {arg!r}: give at most one preset of {list(PRESETS)}, optionally "
+            "with 'runlocal' (e.g. 'fast,runlocal')"
+        )
+    preset = chosen[0] if chosen else "moco"
+
+    c = jobs.job_config("linear_probe")
+    c.probe = ml_collections.ConfigDict()
+    p = c.probe
+    p.preset = preset
+    p.protocol = "sgd"  # 'sgd' | 'fast'
+    p.input = "images"  # sgd: 'images' (augmented, frozen forward per step) | 'features' (cached)
+    p.num_epochs = 100.0
+    p.batch_size = 256
+    p.optim = _optim()
+    p.crop_scale = (0.08, 1.0)  # RandomResizedCrop scale (torchvision default)
+    p.flip = True
+    p.head_init_std = 0.01
+    p.eval_every_epochs = 10
+    p.eval_batch_size = 256
+    p.num_train = -1  # >0: only the first N training images
+    p.num_test = -1  # >0: only the first N test images
+    p.l2_grid = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2)  # fast
+    p.iterations = 200  # fast: L-BFGS iterations
+
+    if preset == "sce":
+        p.num_epochs = 90.0
+        p.batch_size = 1024
+        p.optim = _optim(base_lr=0.1, lr_scaling="linear", schedule="cosine", decay_epochs=())
+    elif preset == "ring":
+        p.input = "features"
+        p.optim = _optim(base_lr=0.01, schedule="constant", decay_epochs=())
+    elif preset == "fast":
+        p.protocol = "fast"
+        p.input = "features"
+        p.eval_batch_size = 512
+
+    if "runlocal" in args:
+        p.num_train = 512
+        p.num_test = 1000
+        p.eval_batch_size = 128
+        p.eval_every_epochs = 1
+        if p.protocol == "sgd":
+            p.batch_size = 64
+            p.num_epochs = 2.0
+            p.optim.decay_epochs = tuple(e * 2.0 / 100.0 for e in p.optim.decay_epochs)
+    return c

@@ -1,0 +1,375 @@
+"""Frozen encoders of pretraining runs, and the feature extraction every evaluator shares.
+
+`load_encoder(path)` is the one way the linear probe, kNN, export checks, pictures and notebooks get
+features: `path` is a pretraining workdir (its latest checkpoint) or one checkpoint folder
+(`WORKDIR/checkpoints/<step>`). Only the backbone's arrays are read (online or target/EMA weights,
+params and BN statistics); the model comes from the run's `config.json`.
+
+```
+enc = load_encoder("runs/mocov2")              # online weights of the latest checkpoint
+f = enc.features(x)                            # x: float32 [N, H, W, C], normalised model input
+f = enc.features(enc.normalize(uint8_images))  # ... or uint8 pixels normalised as in pretraining
+```
+
+Extraction over a dataset split (`split_features`, `sharded_split_features`) walks
+`pipeline.eval_iterator` batches turned into global arrays sharded `P('data')`; the last batch is
+padded and masked, so every example counts exactly once on any number of devices and hosts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+from jax.experimental import multihost_utils
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from ssl_jax import checkpoint, sharding
+from ssl_jax.data import datasets, device_augment, pipeline
+from ssl_jax.models import backbone_only
+
+WEIGHTS = ("online", "target")
+_STATE_KEYS = {
+    "online": ("params", "batch_stats"),
+    "target": ("target_params", "target_batch_stats"),
+}
+
+# (variables, uint8 images [B, H, W, C]) -> features [B, D] float32; jitted.
+FeatureFn = Callable[[Any, jax.Array], jax.Array]
+
+
+@dataclasses.dataclass
+class Encoder:
+    """A frozen backbone: eval-mode BatchNorm, variables replicated over `mesh`.
+
+    Attributes:
+      config: the pretraining run's config (`config.json`).
+      variables: `{'params', 'batch_stats'}` of the backbone (ResNet names, see models/resnet.py).
+      model: the flax ResNet (`backbone_only(config.model)`).
+      step: training step of the checkpoint.
+      weights: 'online' or 'target'.
+      checkpoint: the checkpoint folder read.
+      mesh: devices the features are computed on (batch sharded over its 'data' axis).
+    """
+
+    config: ml_collections.ConfigDict
+    variables: dict
+    model: Any
+    step: int
+    weights: str
+    checkpoint: str
+    mesh: Mesh
+
+    def __post_init__(self):
+        self._apply = _jitted_apply(self.model)
+        mean, std = tuple(self.config.data.mean), tuple(self.config.data.std)
+        dtype = jnp.bfloat16 if self.config.model.dtype == "bfloat16" else jnp.float32
+        self._normalize = jax.jit(lambda x: device_augment.normalize(x, mean, std, dtype))
+
+    @property
+    def feature_dim(self) -> int:
+        return self.model.feature_dim
+
+    def apply(self, variables, x: jax.Array) -> jax.Array:
+        """Pure forward (for use inside other jitted code): normalised `[N, H, W, C]` → `[N, D]`."""
+        return self.model.apply(variables, x, train=False)
+
+    def normalize(self, images) -> jax.Array:
+        """uint8 pixels `[N, H, W, C]` → model input, with the run's `data.mean` / `data.std`."""
+        return self._normalize(jnp.asarray(images))
+
+    def features(self, images) -> jax.Array:
+        """Global-average-pooled backbone features `[N, D]` float32 of normalised float images
+        `[N, H, W, C]`. A numpy input is padded to a multiple of the device count and sharded over
+        the mesh; a jax.Array input (e.g. a global batch) is used with its own sharding."""
+        if isinstance(images, jax.Array):
+            return self._apply(self.variables, images)
+        images = np.asarray(images, np.float32)
+        n = images.shape[0]
+        pad = (-n) % self.mesh.size
+        if pad:
+            images = np.concatenate([images, np.zeros((pad, *images.shape[1:]), images.dtype)])
+        x = jax.device_put(images, sharding.batch_sharding(self.mesh))
+        return self._apply(self.variables, x)[:n]
+
+    def feature_fn(self, data_config=None) -> FeatureFn:
+        """jitted `(variables, uint8 images) → features`, normalising with `data_config`'s (default:
+        the run's) mean/std; what `split_features` / `sharded_split_features` take."""
+        data = data_config or self.config.data
+        key = (_model_key(self.model), tuple(data.mean), tuple(data.std), self.config.model.dtype)
+        if key not in _FEATURE_FNS:
+            _FEATURE_FNS[key] = uint8_feature_fn(self.model.apply, data, self.config)
+        return _FEATURE_FNS[key]
+
+    def split_features(
+        self, split: str, *, data_config=None, batch_size: int = 256, limit: int = -1
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """`(features [n, D], labels [n])` of a split on every host (small data only)."""
+        config = _with_data(self.config, data_config)
+        return split_features(
+            self.feature_fn(config.data),
+            self.variables,
+            config,
+            split,
+            mesh=self.mesh,
+            batch_size=batch_size,
+            limit=limit,
+        )
+
+
+# jitted functions shared by every Encoder of the same architecture (no recompilation per load)
+_APPLY_FNS: dict[tuple, Callable] = {}
+_FEATURE_FNS: dict[tuple, FeatureFn] = {}
+
+
+def _model_key(model) -> tuple:
+    return (
+        model.depth,
+        model.stem,
+        model.width,
+        str(jnp.dtype(model.dtype)),
+        model.zero_init_residual,
+    )
+
+
+def _jitted_apply(model) -> Callable:
+    key = _model_key(model)
+    if key not in _APPLY_FNS:
+        _APPLY_FNS[key] = jax.jit(lambda variables, x: model.apply(variables, x, train=False))
+    return _APPLY_FNS[key]
+
+
+def _with_data(config, data_config):
+    if data_config is None:
+        return config
+    config = ml_collections.ConfigDict(config.to_dict())
+    config.data = ml_collections.ConfigDict(
+        data_config.to_dict() if hasattr(data_config, "to_dict") else dict(data_config)
+    )
+    return config
+
+
+def uint8_feature_fn(apply_fn: Callable, data_config, config) -> FeatureFn:
+    """jitted `(variables, uint8 [B, H, W, C]) → apply_fn(variables, normalised x, train=False)`."""
+    mean, std = tuple(data_config.mean), tuple(data_config.std)
+    dtype = jnp.bfloat16 if config.model.dtype == "bfloat16" else jnp.float32
+
+    @jax.jit
+    def fn(variables, images):
+        x = device_augment.normalize(images, mean, std, dtype)
+        return apply_fn(variables, x, train=False)
+
+    return fn
+
+
+def load_encoder(
+    path: str,
+    *,
+    weights: str = "online",
+    model_config: ml_collections.ConfigDict | dict | None = None,
+    mesh: Mesh | None = None,
+) -> Encoder:
+    """The backbone of a pretraining run, ready for `.features`.
+
+    Args:
+      path: a pretraining workdir (latest checkpoint), its `checkpoints/` folder, or one checkpoint
+        folder `checkpoints/<step>`.
+      weights: 'online' (default) or 'target' (the EMA / momentum encoder).
+      model_config: overrides of `config.model` (e.g. `{'dtype': 'bfloat16'}`); an architecture that
+        differs from the checkpoint's is refused with the first differing array named.
+      mesh: default: all devices on one 'data' axis.
+
+    Raises:
+      checkpoint.CheckpointError: no checkpoint / config, another architecture, no target network.
+      ValueError: unknown `weights`.
+    """
+    if weights not in WEIGHTS:
+        raise ValueError(f"weights={weights!r} is not allowed; allowed values: {list(WEIGHTS)}")
+    run_dir, step_dir, step = checkpoint.locate(path)
+    config = checkpoint.read_config(run_dir)
+    if model_config:
+        overrides = model_config.to_dict() if hasattr(model_config, "to_dict") else model_config
+        config.model.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        model = backbone_only(config.model)
+    except ValueError as e:
+        raise checkpoint.CheckpointError(f"{run_dir}/config.json: {e}") from e
+    mesh = sharding.make_mesh() if mesh is None else mesh
+    size = int(config.data.image_size)
+    sample = jnp.zeros((1, size, size, int(config.data.channels)), jnp.float32)
+    abstract = jax.eval_shape(lambda x: model.init(jax.random.PRNGKey(0), x, train=False), sample)
+    replicated = NamedSharding(mesh, P())
+    as_struct = lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=replicated)
+    params_key, stats_key = _STATE_KEYS[weights]
+    wanted = {
+        params_key: {"backbone": jax.tree.map(as_struct, abstract["params"])},
+        stats_key: {"backbone": jax.tree.map(as_struct, abstract.get("batch_stats", {}))},
+        "step": jax.ShapeDtypeStruct((), jnp.int32, sharding=replicated),
+    }
+    if weights == "target" and not _has(checkpoint.metadata_tree(step_dir), params_key):
+        raise checkpoint.CheckpointError(
+            f"weights='target' but the run in {run_dir} (method {config.get('method')!r}) has no "
+            "target network; use weights='online'"
+        )
+    m = config.model
+    describe = f"config.model ({m.backbone}, stem {m.stem!r}, width {m.width})"
+    restored = checkpoint.restore_subtree(step_dir, wanted, describe=describe)
+    variables = {
+        "params": restored[params_key]["backbone"],
+        "batch_stats": restored[stats_key]["backbone"],
+    }
+    return Encoder(config, variables, model, int(restored["step"]), weights, step_dir, mesh)
+
+
+def _has(tree: dict, key: str) -> bool:
+    sub = tree.get(key)
+    return isinstance(sub, dict) and bool(sub.get("backbone"))
+
+
+# --------------------------------------------------------------------------------------------------
+# Split iteration and feature extraction (shared with train.py's kNN monitor and probe table).
+
+
+def num_eval_batches(
+    num_examples: int, batch_size: int, process_count: int, limit: int = -1
+) -> int:
+    """Batches every process walks: enough for its slice of `eval_iterator` (or of the first
+    `limit` examples), the same count on every process."""
+    n = num_examples
+    covered = n if limit <= 0 else min(limit, n)
+    most = 0
+    for p in range(process_count):
+        start, end = p * n // process_count, (p + 1) * n // process_count
+        most = max(most, max(0, min(end, covered) - start))
+    return max(1, math.ceil(most / batch_size))
+
+
+def global_eval_batches(
+    config, split: str, *, mesh: Mesh, batch_size: int, limit: int = -1
+) -> Iterator[dict[str, jax.Array]]:
+    """Global batches `{'image': uint8, 'label', 'index', 'mask'}` sharded `P('data')` over a
+    labelled split; `batch_size` per process. With `limit > 0` only the first `limit` examples
+    (by position in the split) are unmasked and iteration stops once they are covered."""
+    pc, pi = jax.process_count(), jax.process_index()
+    if (batch_size * pc) % mesh.size:
+        raise ValueError(
+            f"eval batch size {batch_size} x {pc} processes is not divisible by the "
+            f"{mesh.size} devices; use a multiple of {mesh.size // math.gcd(mesh.size, pc)}"
+        )
+    total = datasets.num_examples(config.data, split)
+    count = num_eval_batches(total, batch_size, pc, limit)
+    batches = pipeline.eval_iterator(
+        config, split, batch_size=batch_size, process_index=pi, process_count=pc
+    )
+    for _, batch in zip(range(count), batches):
+        mask = batch["mask"]
+        if limit > 0:
+            mask = mask & (batch["index"] < limit)
+        host = {
+            "image": batch["image"],
+            "label": batch["label"],
+            "index": batch["index"],
+            "mask": mask,
+        }
+        yield sharding.host_to_global(host, mesh)
+
+
+def split_features(
+    feature_fn: FeatureFn,
+    variables,
+    config,
+    split: str,
+    *,
+    mesh: Mesh,
+    batch_size: int,
+    limit: int = -1,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Features and labels of a labelled split, gathered on every host in split order, every example
+    once (padding masked out); only the first `limit` examples when `limit > 0`."""
+    feats, labels, index = [], [], []
+    for batch in global_eval_batches(config, split, mesh=mesh, batch_size=batch_size, limit=limit):
+        f = feature_fn(variables, batch["image"])
+        f, y, i, m = (
+            np.asarray(multihost_utils.process_allgather(a, tiled=True))
+            for a in (f, batch["label"], batch["index"], batch["mask"])
+        )
+        feats.append(f[m])
+        labels.append(y[m])
+        index.append(i[m])
+    order = np.argsort(np.concatenate(index), kind="stable")
+    return np.concatenate(feats)[order], np.concatenate(labels)[order]
+
+
+@dataclasses.dataclass
+class ShardedFeatures:
+    """Features of a split kept on the devices, never gathered: `features [nb, G, D]`, `labels`
+    and `mask` `[nb, G]`, all sharded `P(None, 'data')` (each device keeps the rows it computed;
+    nb batches of G global rows; mask False on padding)."""
+
+    features: jax.Array
+    labels: jax.Array
+    mask: jax.Array
+
+    @property
+    def num_valid(self) -> int:
+        return int(_replicated_scalar(_count(self.mask)))
+
+
+@jax.jit
+def _count(mask):
+    return jnp.sum(mask.astype(jnp.int32))
+
+
+def _replicated_scalar(x: jax.Array) -> np.ndarray:
+    """Host value of a replicated array on every process (no gather needed)."""
+    return np.asarray(x.addressable_data(0))
+
+
+def sharded_split_features(
+    feature_fn: FeatureFn,
+    variables,
+    config,
+    split: str,
+    *,
+    mesh: Mesh,
+    batch_size: int,
+    limit: int = -1,
+    feature_dim: int,
+) -> ShardedFeatures:
+    """Features of a labelled split written batch by batch into preallocated device arrays sharded
+    `P(None, 'data')`: no host ever holds them (ImageNet-size kNN memories, cached probe inputs)."""
+    pc = jax.process_count()
+    total = datasets.num_examples(config.data, split)
+    nb = num_eval_batches(total, batch_size, pc, limit)
+    g = batch_size * pc
+    rows = NamedSharding(mesh, P(None, sharding.DATA_AXIS))
+    rows3 = NamedSharding(mesh, P(None, sharding.DATA_AXIS, None))
+    feats = jax.jit(lambda: jnp.zeros((nb, g, feature_dim), jnp.float32), out_shardings=rows3)()
+    labels = jax.jit(lambda: jnp.full((nb, g), -1, jnp.int32), out_shardings=rows)()
+    mask = jax.jit(lambda: jnp.zeros((nb, g), bool), out_shardings=rows)()
+    write = _writer(feature_fn, rows, rows3)
+    for i, batch in enumerate(
+        global_eval_batches(config, split, mesh=mesh, batch_size=batch_size, limit=limit)
+    ):
+        feats, labels, mask = write(
+            variables, batch["image"], batch["label"], batch["mask"], feats, labels, mask, i
+        )
+    return ShardedFeatures(feats, labels, mask)
+
+
+def _writer(feature_fn, rows, rows3):
+    @functools.partial(jax.jit, donate_argnums=(4, 5, 6), out_shardings=(rows3, rows, rows))
+    def write(variables, images, y, m, feats, labels, mask, i):
+        f = feature_fn(variables, images).astype(jnp.float32)
+        f = jnp.where(m[:, None], f, 0.0)
+        return feats.at[i].set(f), labels.at[i].set(jnp.where(m, y, -1)), mask.at[i].set(m)
+
+    return write

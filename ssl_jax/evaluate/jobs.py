@@ -1,0 +1,139 @@
+"""What the `linear_probe` and `knn` jobs share: their config keys, the pretraining run's config
+with the job's data overrides, the label checks and the encoder.
+
+Job config (`configs/linear_probe.py`, `configs/knn.py`):
+```
+config.job        'linear_probe' | 'knn'
+config.init       pretraining workdir (latest checkpoint) or a checkpoint W/checkpoints/<step>
+config.seed       int
+config.encoder.weights   'online' | 'target' (EMA / momentum encoder)
+config.model.dtype       None = the run's; 'float32' | 'bfloat16'
+config.data.<key>        None = the pretraining run's value; see DATA_OVERRIDES
+```
+Nothing is written before every check has passed (run found, same architecture, labelled splits).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+import ml_collections
+from ml_collections import config_dict
+
+from ssl_jax import configs
+from ssl_jax.data import datasets
+from ssl_jax.evaluate.encoder import Encoder, load_encoder
+
+# config.data keys a job may override (None = keep the pretraining run's value). The normalisation
+# (mean, std) and channels stay the encoder's: they are part of the model.
+DATA_OVERRIDES = {
+    "name": str,
+    "data_dir": str,
+    "manual_dir": str,
+    "eval_train_split": str,
+    "eval_test_split": str,
+    "image_size": int,
+    "eval_crop_fraction": float,
+    "cache": bool,
+    "shuffle_buffer": int,
+}
+
+# Classes of the labelled splits (image_folder: its class sub-folders).
+NUM_CLASSES = {
+    "fashion_mnist": 10,
+    "cifar10": 10,
+    "cifar100": 100,
+    "stl10": 10,
+    "imagenet2012": 1000,
+}
+
+
+def job_config(job: str) -> ml_collections.ConfigDict:
+    """The keys every evaluation job has (module docstring)."""
+    c = ml_collections.ConfigDict()
+    c.job = job
+    c.init = ""
+    c.seed = 0
+    c.encoder = ml_collections.ConfigDict(dict(weights="online"))
+    c.model = ml_collections.ConfigDict(dict(dtype=config_dict.placeholder(str)))
+    c.data = ml_collections.ConfigDict(
+        {key: config_dict.placeholder(kind) for key, kind in DATA_OVERRIDES.items()}
+    )
+    return c
+
+
+@dataclasses.dataclass
+class JobInputs:
+    encoder: Encoder
+    config: ml_collections.ConfigDict  # the pretraining config with the job's data overrides
+    num_classes: int
+
+
+def eval_data_config(
+    job_config: ml_collections.ConfigDict, run_config
+) -> ml_collections.ConfigDict:
+    """The pretraining run's config with the job's non-None `config.data` overrides applied."""
+    config = ml_collections.ConfigDict(run_config.to_dict())
+    for key in DATA_OVERRIDES:
+        value = job_config.data.get(key)
+        if value is not None:
+            config.data[key] = value
+    return config
+
+
+def num_classes(data_config, split: str) -> int:
+    name = data_config.name
+    if name in NUM_CLASSES:
+        return NUM_CLASSES[name]
+    # image_folder: one class per sub-folder, as datasets.py labels them
+    return len(set(datasets._list_folder(datasets._folder_for_split(data_config, split))[1]))
+
+
+def check_labelled(config, splits: tuple[str, ...], job: str) -> None:
+    for key in splits:
+        split = config.data[key]
+        if not datasets.has_labels(config.data, split):
+            raise configs.ConfigError(
+                f"the {job} job needs labels, but config.data.{key}={split!r} of "
+                f"{config.data.name} has none. Pick a labelled split (--config.data.{key}=...) or "
+                "a labelled dataset (--config.data.name=...)."
+            )
+
+
+def prepare(job_config: ml_collections.ConfigDict, mesh=None) -> JobInputs:
+    """Validate the job, load the encoder, resolve the data; writes nothing."""
+    configs.validate(job_config, num_devices=(mesh.size if mesh is not None else _device_count()))
+    encoder = load_encoder(
+        job_config.init,
+        weights=job_config.encoder.weights,
+        model_config={"dtype": job_config.model.get("dtype")},
+        mesh=mesh,
+    )
+    config = eval_data_config(job_config, encoder.config)
+    _allowed_name(config.data.name)
+    check_labelled(config, ("eval_train_split", "eval_test_split"), job_config.job)
+    return JobInputs(encoder, config, num_classes(config.data, config.data.eval_train_split))
+
+
+def _allowed_name(name: str) -> None:
+    if name not in configs.DATASETS:
+        raise configs.ConfigError(
+            f"config.data.name={name!r} is not allowed; allowed values: {list(configs.DATASETS)}"
+        )
+
+
+def _device_count() -> int:
+    import jax
+
+    return jax.device_count()
+
+
+def write_json(path: str, record: dict) -> None:
+    """Atomic JSON write (tmp file + rename)."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(record, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, path)

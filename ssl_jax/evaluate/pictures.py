@@ -1,0 +1,249 @@
+"""Pictures of a pretraining run, written as PNG files into its workdir.
+
+- `curves.png`: training curves from `metrics.jsonl` — loss, kNN accuracy (monitor `eval/knn_top1`
+  and the kNN job's `knn/top1_k*`), learning rate;
+- `augmentations.png`: the configured views — each row an image of the training split, then two
+  independent draws of every view of `config.data.views` (colour ops included with `device_ops`);
+- `tsne.png`: 2-D t-SNE (scikit-learn) of backbone features of the test split, coloured by class.
+
+`python -m ssl_jax.evaluate.pictures --workdir=W [--num_points=2000]`; the default job
+(`configs/mocov2_fashion_mnist.py`) writes them at the end.
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax
+import matplotlib
+import ml_collections
+import numpy as np
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from ssl_jax import checkpoint  # noqa: E402
+from ssl_jax.data import datasets, device_augment, pipeline  # noqa: E402
+from ssl_jax.writers import read_metrics  # noqa: E402
+
+CURVES_FILE = "curves.png"
+AUGMENTATIONS_FILE = "augmentations.png"
+TSNE_FILE = "tsne.png"
+
+CLASS_NAMES = {
+    "fashion_mnist": (
+        "T-shirt/top",
+        "Trouser",
+        "Pullover",
+        "Dress",
+        "Coat",
+        "Sandal",
+        "Shirt",
+        "Sneaker",
+        "Bag",
+        "Ankle boot",
+    ),
+    "cifar10": (
+        "airplane",
+        "automobile",
+        "bird",
+        "cat",
+        "deer",
+        "dog",
+        "frog",
+        "horse",
+        "ship",
+        "truck",
+    ),
+    "stl10": ("airplane", "bird", "car", "cat", "deer", "dog", "horse", "monkey", "ship", "truck"),
+}
+
+
+def _save(fig, path: str) -> str:
+    tmp = path + ".tmp.png"
+    fig.savefig(tmp, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    os.replace(tmp, path)
+    return path
+
+
+def _series(records: list[dict], key: str) -> tuple[np.ndarray, np.ndarray]:
+    by_step = {}
+    for r in records:  # a resumed run may repeat steps: later records win
+        if key in r:
+            by_step[int(r["step"])] = float(r[key])
+    steps = np.asarray(sorted(by_step))
+    return steps, np.asarray([by_step[s] for s in steps])
+
+
+def training_curves(workdir: str, out: str | None = None) -> str:
+    """Loss, kNN top-1 and learning rate against the step, from `metrics.jsonl`."""
+    records = read_metrics(workdir)
+    if not records:
+        raise FileNotFoundError(f"{workdir}/metrics.jsonl is missing or empty: nothing to plot")
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    panels = [
+        ("loss", ["train/loss"], "loss"),
+        ("kNN top-1 accuracy", None, "top-1 (%)"),
+        ("learning rate", ["train/lr"], "lr"),
+    ]
+    knn_keys = sorted(
+        {k for r in records for k in r if k == "eval/knn_top1" or k.startswith("knn/top1_k")}
+    )
+    for ax, (title, keys, ylabel) in zip(axes, panels):
+        keys = knn_keys if keys is None else keys
+        plotted = False
+        for key in keys:
+            steps, values = _series(records, key)
+            if len(steps) == 0:
+                continue
+            if "top1" in key:
+                values = 100 * values
+            marker = "o" if len(steps) < 30 else None
+            ax.plot(steps, values, marker=marker, label=key)
+            plotted = True
+        if not plotted:
+            what = (
+                "no kNN evaluation logged\n(config.knn.every_steps = 0; run the knn job)"
+                if title.startswith("kNN")
+                else f"{', '.join(keys)} not logged"
+            )
+            ax.text(0.5, 0.5, what, ha="center", va="center", transform=ax.transAxes)
+        elif len(keys) > 1 or title.startswith("kNN"):
+            ax.legend(fontsize=8)
+        ax.set_title(title)
+        ax.set_xlabel("step")
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+    fig.suptitle(os.path.basename(os.path.abspath(workdir)))
+    return _save(fig, out or os.path.join(workdir, CURVES_FILE))
+
+
+def _display(images: np.ndarray) -> np.ndarray:
+    """uint8 / float [0, 1] `[H, W, C]` → something imshow shows (gray for one channel)."""
+    return images[..., 0] if images.shape[-1] == 1 else images
+
+
+def augmentation_grid(
+    config: ml_collections.ConfigDict, out: str, *, rows: int = 6, draws: int = 2
+) -> str:
+    """The first `rows` training images and `draws` independent draws of every configured view,
+    made by the training pipeline itself (`pipeline.train_iterator`, plus the on-device colour ops
+    when `config.data.device_ops`)."""
+    pc = ml_collections.ConfigDict(config.to_dict())
+    pc.data.train_subset = rows
+    pc.data.shuffle_buffer = rows
+    pc.data.cache = False  # only `rows` examples are read
+    pc.global_batch_size = rows
+    data = pipeline.train_iterator(pc, num_parallel_calls=1)
+    source = datasets.load_source(pc.data, pc.data.train_split).take(rows)
+    originals = [
+        pipeline.adapt_channels(ex["image"], int(pc.data.channels)).numpy() for ex in source
+    ]
+    names = list(pc.data.views)
+    columns = [("original", None)]
+    cells: dict[tuple[int, int], np.ndarray] = {}
+    for d in range(draws):  # one epoch per draw: every view re-drawn
+        batch = next(data)
+        order = np.argsort(batch["index"])
+        for v, view in enumerate(batch["views"]):
+            view = view[order]
+            if pc.data.device_ops:
+                recipe = tuple(dict(op) for op in pc.data.recipes[names[v]])
+                x = device_augment.apply_recipe(
+                    view, recipe, jax.random.PRNGKey(1000 * d + v), pc.data.mean, pc.data.std
+                )
+                x = np.asarray(x) * np.asarray(pc.data.std) + np.asarray(pc.data.mean)
+                view = np.clip(x, 0.0, 1.0)
+            col = len(columns)
+            columns.append((f"view {v + 1} ({names[v]})\ndraw {d + 1}", None))
+            for r in range(rows):
+                cells[(r, col)] = view[r]
+    for r in range(rows):
+        cells[(r, 0)] = originals[r]
+    fig, axes = plt.subplots(
+        rows, len(columns), figsize=(1.6 * len(columns), 1.6 * rows), squeeze=False
+    )
+    gray = int(pc.data.channels) == 1
+    for (r, c), image in cells.items():
+        ax = axes[r][c]
+        ax.imshow(
+            _display(image),
+            cmap="gray" if gray else None,
+            vmin=0,
+            vmax=255 if image.dtype == np.uint8 else 1,
+        )
+    for c, (title, _) in enumerate(columns):
+        axes[0][c].set_title(title, fontsize=8)
+    for ax in axes.flat:
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.suptitle(f"{pc.data.name} {pc.data.train_split}: views {tuple(names)}", fontsize=10)
+    return _save(fig, out)
+
+
+def tsne(workdir: str, out: str | None = None, *, num_points: int = 2000, seed: int = 0) -> str:
+    """t-SNE of the backbone features (online weights, latest checkpoint) of the first
+    `num_points` test images, coloured by class."""
+    from sklearn.manifold import TSNE
+
+    from ssl_jax.evaluate.encoder import load_encoder
+
+    encoder = load_encoder(workdir)
+    data = encoder.config.data
+    split = data.eval_test_split
+    batch = max(jax.device_count(), 256 // jax.device_count() * jax.device_count())
+    feats, labels = encoder.split_features(split, batch_size=batch, limit=num_points)
+    feats = feats / np.maximum(np.linalg.norm(feats, axis=1, keepdims=True), 1e-12)
+    points = TSNE(
+        n_components=2,
+        init="pca",
+        perplexity=min(30.0, max(5.0, (len(feats) - 1) / 3)),
+        random_state=seed,
+    ).fit_transform(feats)
+    fig, ax = plt.subplots(figsize=(8, 7))
+    classes = np.unique(labels)
+    names = CLASS_NAMES.get(data.name, ())
+    cmap = plt.get_cmap("tab10" if len(classes) <= 10 else "tab20")
+    for i, c in enumerate(classes):
+        sel = labels == c
+        name = names[c] if 0 <= c < len(names) else str(int(c))
+        color = cmap(i % cmap.N) if len(classes) <= 20 else None
+        ax.scatter(points[sel, 0], points[sel, 1], s=4, color=color, label=name)
+    if len(classes) <= 20:
+        ax.legend(markerscale=3, fontsize=8, loc="best")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_title(
+        f"t-SNE of {encoder.config.model.backbone} features, {data.name} {split} "
+        f"({len(feats)} images), step {encoder.step}"
+    )
+    return _save(fig, out or os.path.join(workdir, TSNE_FILE))
+
+
+def write_all(workdir: str, *, num_points: int = 2000) -> list[str]:
+    """All three pictures of a pretraining workdir; returns their paths."""
+    config = checkpoint.read_config(workdir)
+    paths = [training_curves(workdir)]
+    paths.append(augmentation_grid(config, os.path.join(workdir, AUGMENTATIONS_FILE)))
+    paths.append(tsne(workdir, num_points=num_points))
+    print("pictures: " + ", ".join(paths), flush=True)
+    return paths
+
+
+def main(argv) -> None:
+    del argv
+    from absl import flags
+
+    write_all(flags.FLAGS.workdir, num_points=flags.FLAGS.num_points)
+
+
+if __name__ == "__main__":
+    from absl import app, flags
+
+    flags.DEFINE_string(
+        "workdir", None, "Pretraining workdir (config.json, metrics.jsonl, checkpoints)."
+    )
+    flags.DEFINE_integer("num_points", 2000, "Test images in the t-SNE.")
+    flags.mark_flags_as_required(["workdir"])
+    app.run(main)
