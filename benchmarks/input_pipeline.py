@@ -2,6 +2,7 @@
 
 Usage: python benchmarks/input_pipeline.py [--parallel N] [--views V] [--sizes 32,224]
            [--source synthetic|fashion_mnist] [--split auto|crop|all] [--seconds S]
+           [--host-ops-only]
 
 Images are held in memory, so decoding is not timed. `synthetic` (default): smooth random colour
 images (8 × 8 uniform noise upsampled bicubically), 32 × 32 for the 32-px recipe and 256 × 320 (a
@@ -122,16 +123,24 @@ def main() -> None:
         default="auto",
         help="ops run per image before batching: the pipeline's choice, up to the crop, or all",
     )
+    parser.add_argument(
+        "--host-ops-only",
+        action="store_true",
+        help="only the geometric ops (augment.HOST_OPS), as with config.data.device_ops",
+    )
     args = parser.parse_args()
     print(
         f"MoCo v2 recipe, {args.source} images, {args.views} views/example, batch {args.batch}, "
         f"num_parallel_calls={args.parallel}, {os.cpu_count()} CPU cores, --split {args.split}"
+        + (", host ops only" if args.host_ops_only else "")
     )
     for size in (int(s) for s in args.sizes.split(",")):
         hw = SOURCE_SIZE.get(size, (size, size))
         make = synthetic_images if args.source == "synthetic" else fashion_images
         images = make(1024 if size <= 64 else 128, hw)
         recipe = recipes.mocov2(size)
+        if args.host_ops_only:
+            recipe = tuple(op for op in recipe if op["op"] in augment.HOST_OPS)
         rate, per_cpu, k = throughput(
             images, recipe, args.parallel, args.views, args.batch, args.seconds, args.split
         )

@@ -7,6 +7,7 @@ everything else is `mocov2_cifar10.py` so that the two compare at the same budge
 px without blur, shuffle-BN with 8 BN groups over the 4 × 256 key crops (128 per group, as each GPU
 of the official 8-GPU run sees). `:runlocal` trains a few steps on Fashion-MNIST (CIFAR is not on
 CPU CI).
+`:keys=N` sets M' (and so the views), e.g. `--config=configs/jcl_cifar10.py:keys=8,runlocal`.
 """
 
 import ml_collections

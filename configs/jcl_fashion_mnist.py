@@ -7,6 +7,7 @@ the loss and in JCL's extra key crops (tests check that the configs differ in no
 own numbers are the released code's: M' = 4 keys, λ 2.0 ramped per epoch as λ·(epoch+1)/epochs, τ
 0.2, mean keys in the queue. Pretraining is followed by the linear-probe table (pretrained vs random
 init vs raw pixels).
+`:keys=N` sets M' (and so the views), e.g. `--config=configs/jcl_fashion_mnist.py:keys=8,runlocal`.
 """
 
 import ml_collections

@@ -8,6 +8,7 @@ key crops (one BN group per device), `k_crops=5` MoCo v2 crops per image → M' 
 `--jcl_lambda 2.0` ramped per epoch as λ·(epoch+1)/epochs. The paper's Sec. 4.1 numbers (M' = 5, λ
 4.0, batch 512, lr 0.06) are `jcl_imagenet_paper.py`. `:runlocal` keeps the ResNet-50 but trains a
 few steps on 256 Fashion-MNIST images (ImageNet is not on CPU CI).
+`:keys=N` sets M' (and so the views), e.g. `--config=configs/jcl_imagenet.py:keys=8,runlocal`.
 """
 
 import ml_collections

@@ -12,6 +12,7 @@ per-epoch λ ramp.
 Data: an image folder with one sub-folder per class, `train/` and `val/` (as CMC's ImageNet-100):
 `--config.data.data_dir=/path/to/imagenet100`. `:runlocal` keeps the ResNet-18 but trains a few
 steps on 256 Fashion-MNIST images.
+`:keys=N` sets M' (and so the views): `--config=configs/jcl_imagenet100_r18.py:keys=5`.
 """
 
 import ml_collections

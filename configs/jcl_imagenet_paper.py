@@ -8,6 +8,7 @@ strictly follow MoCo v2"). The paper states no λ schedule; it motivates λ by t
 so the ramp λ·(epoch+1)/epochs is kept here too (`--config.method_config.lam_schedule=constant` for
 a fixed λ). The released script's numbers (M' = 4, λ 2.0, batch 256, lr 0.03) are `jcl_imagenet.py`.
 `:runlocal` keeps the ResNet-50 but trains a few steps on 256 Fashion-MNIST images.
+`:keys=N` sets M' (and so the views), e.g. `--config=configs/jcl_imagenet_paper.py:keys=8,runlocal`.
 """
 
 import ml_collections

@@ -9,6 +9,13 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax  # noqa: E402
 
 jax.config.update("jax_threefry_partitionable", True)
+# Many tests compile the same tiny train step (resume runs it three times): share compilations.
+jax.config.update(
+    "jax_compilation_cache_dir",
+    os.environ.get("SSL_JAX_TEST_CACHE", os.path.join(os.path.dirname(__file__), "..", ".jax_cache")),
+)
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 import pytest  # noqa: E402
 
