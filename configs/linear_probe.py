@@ -17,8 +17,10 @@ from the pretraining run (`config.init`) unless `--config.data.<key>=` overrides
   Visual Representations"): logistic regression on the backbone features (cached eval-view
   features, no augmentation), SGD lr 0.01, momentum 0.9, 100 epochs, no decay. The batch size is
   not given there; 256 here.
-- 'fast': full-batch L-BFGS softmax regression on cached features (small data), L2 penalty picked
-  on a held-out 10% of the training features from `probe.l2_grid`; seconds on Fashion-MNIST.
+- 'fast': cached features (small data), closed-form ridge regression onto one-hot labels
+  (`probe.solver='ridge'`, the default job's probe table) or full-batch L-BFGS softmax regression
+  (`'lbfgs'`); the L2 penalty is picked on a held-out 10% of the training features from
+  `probe.l2_grid`.
 
 `runlocal`: a few epochs on the first 512 training and 1000 test images (CPU smoke run).
 """
@@ -78,8 +80,10 @@ def get_config(arg=None):
     p.eval_batch_size = 256
     p.num_train = -1  # >0: only the first N training images
     p.num_test = -1  # >0: only the first N test images
-    p.l2_grid = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2)  # fast
-    p.iterations = 200  # fast: L-BFGS iterations
+    # fast: the default job's probe-table solver and grid ('ridge' closed form | 'lbfgs' softmax)
+    p.solver = configs.base_config().probe.solver
+    p.l2_grid = tuple(configs.base_config().probe.l2_grid)
+    p.iterations = 200  # fast, 'lbfgs': L-BFGS iterations
 
     if preset == "sce":
         p.num_epochs = 90.0

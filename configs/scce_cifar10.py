@@ -1,4 +1,5 @@
-"""SCE on CIFAR-10: the official config, CEA-LIST/SCE `run/pretrain/sce/resnet18/resnet18_cifar10.yaml`.
+"""SCE on CIFAR-10: the official config, CEA-LIST/SCE
+`run/pretrain/sce/resnet18/resnet18_cifar10.yaml`.
 
 Every number is the official code's (the paper's small-data details are in its supplementary, which
 is not available here):

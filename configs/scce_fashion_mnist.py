@@ -1,14 +1,15 @@
 """SCE on Fashion-MNIST: the small default SCE job that runs on 2 CPU cores in minutes.
 
-Not from the paper: SCE's CIFAR-10 method settings (official code: asymmetric loss with the weak view
-→ target, τ 0.1, τ_m 0.05, λ 0.5, shuffle-BN as SplitBN with 8 groups, SCE's CIFAR projector layout
-(no hidden bias, BN, ReLU, last bias), SGD wd 5e-4) on 28-px grayscale images (`channels=1`), with the
-MoCo v2 Fashion-MNIST job's size (`mocov2_fashion_mnist.py`: ResNet-18 CIFAR stem at width 1/4,
-projector 256 → 128, batch 256, 3 epochs, lr 0.06 without warm-up, m 0.99, queue 4096). Views:
-view 0 = `recipes.weak(28)` (crop + flip, the target's), view 1 = `recipes.fashion_mnist_default(28)`
-(crop, flip, brightness/contrast jitter p 0.8: the strong view without the colour ops grayscale images
-cannot have). After pretraining, the linear-probe table (pretrained vs random init vs raw pixels).
-`ressl_fashion_mnist.py` builds the ReSSL baseline from this file.
+Not from the paper: SCE's CIFAR-10 method settings (official code: asymmetric loss with the weak
+view → target, τ 0.1, τ_m 0.05, λ 0.5, shuffle-BN as SplitBN with 8 groups, SCE's CIFAR projector
+layout (no hidden bias, BN, ReLU, last bias), SGD wd 5e-4) on 28-px grayscale images
+(`channels=1`), with the MoCo v2 Fashion-MNIST job's size (`mocov2_fashion_mnist.py`: ResNet-18
+CIFAR stem at width 1/4, projector 256 → 128, batch 256, 3 epochs, lr 0.06 without warm-up, m 0.99,
+queue 4096). Views: view 0 = `recipes.weak(28)` (crop + flip, the target's), view 1 =
+`recipes.fashion_mnist_default(28)` (crop, flip, brightness/contrast jitter p 0.8: the strong view
+without the colour ops grayscale images cannot have). After pretraining, the linear-probe table
+(pretrained vs random init vs raw pixels). `ressl_fashion_mnist.py` builds the ReSSL baseline from
+this file.
 """
 
 import importlib.util

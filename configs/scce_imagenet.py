@@ -2,15 +2,16 @@
 
 Official code: CEA-LIST/SCE `run/pretrain/sce/resnet50/resnet50_imagenet.yaml` (+ the model, head,
 optimiser and transform yamls it names); the paper agrees on every number unless said otherwise.
-- ResNet-50; projector `projector_resnet50_mlp3_bn3`: 2048 → 2048 → 2048 → 256, BN + ReLU on the hidden
-  layers, no biases, BN without affine on the output; predictor `predictor_resnet50_mlp2_bn1`:
-  256 → 4096 (BN, ReLU) → 256, no biases (the MoCo v3 heads, paper: "same projector and predictor as
-  [MoCo v3]"). Keys come from the momentum trunk + projector (never the predictor).
-- Symmetric loss (`sym: True`) over the 2 global crops, view 0 = strong-α, view 1 = strong-β
-  (paper Tab. 2 / Sec. 4.3; RRC 224 scale (0.2, 1) on the host, `two_crops_cpu.yaml`; jitter
+- ResNet-50; projector `projector_resnet50_mlp3_bn3`: 2048 → 2048 → 2048 → 256, BN + ReLU on the
+  hidden layers, no biases, BN without affine on the output; predictor
+  `predictor_resnet50_mlp2_bn1`: 256 → 4096 (BN, ReLU) → 256, no biases (the MoCo v3 heads, paper:
+  "same projector and predictor as [MoCo v3]"). Keys come from the momentum trunk + projector
+  (never the predictor).
+- Symmetric loss (`sym: True`) over the 2 global crops, view 0 = strong-α, view 1 = strong-β (paper
+  Tab. 2 / Sec. 4.3; RRC 224 scale (0.2, 1) on the host, `two_crops_cpu.yaml`; jitter
   0.4/0.4/0.2/0.1 p 0.8, grayscale 0.2, blur 23×23 σ∈[0.1, 2] p 1.0 (α) / 0.1 (β), solarize p 0.2
-  (β) in `two_crops_gpu_mocov3.yaml`). That yaml has no horizontal flip on view 1: kept as the code's
-  behaviour (`recipes.strong_beta(224, flip=False)`); the paper's Tab. 2 flips every view
+  (β) in `two_crops_gpu_mocov3.yaml`). That yaml has no horizontal flip on view 1: kept as the
+  code's behaviour (`recipes.strong_beta(224, flip=False)`); the paper's Tab. 2 flips every view
   (`recipes.strong_beta(224)`).
 - τ 0.1, τ_m 0.07, λ 0.5, queue 65536 (2 × 4096 keys per step), SyncBN everywhere (`sync_batchnorm:
   True`, `shuffle_bn: False`).
@@ -18,11 +19,14 @@ optimiser and transform yamls it names); the paper agrees on every number unless
   step.
 - LARS (MoCo v3 style: 1-D parameters get neither weight decay nor adaptation), trust coefficient
   1e-3, momentum 0.9, lr 0.3 × batch/256 = 4.8, 10 warm-up epochs then cosine per step, wd 1e-6
-  (paper: 1.5e-6 for 1000 epochs; lr 0.5 for 100 epochs), batch 4096, 200 epochs.
-Colour ops may run on the accelerator as the official (Kornia) pipeline with `data.device_ops=True`.
-`scce_imagenet_multicrop.py` adds the 4 local crops (`build(arg, multicrop=True)`).
-`:runlocal` keeps the architecture at width 1/8 and trains a few steps on Fashion-MNIST (3 channels) at
-28 px (local crops scaled by 28/224), with a 256-entry queue.
+  (paper: 1.5e-6 for 1000 epochs; lr 0.5 for 100 epochs), batch 4096, 200 epochs. Crops and flips
+  run in tf.data, the colour ops (jitter, grayscale, blur, solarize) on the accelerator inside the
+  jitted step (`data.device_ops=True`) with per-example keys, as the official pipeline does them on
+  the GPU with Kornia; `data.device_ops=False` runs them on the host (same distributions,
+  tests/data/test_device_augment_sce.py). `scce_imagenet_multicrop.py` adds the 4 local crops
+  (`build(arg, multicrop=True)`). `:runlocal` keeps the architecture at width 1/8 and trains a few
+  steps on Fashion-MNIST (3 channels) at 28 px (local crops scaled by 28/224), with a 256-entry
+  queue.
 """
 
 import importlib.util
@@ -61,6 +65,7 @@ def build(arg=None, method="sce", multicrop=False):
     c.data.eval_crop_fraction = 0.875
     c.data.mean, c.data.std = configs.IMAGENET_MEAN, configs.IMAGENET_STD
     c.data.shuffle_buffer = 50_000
+    c.data.device_ops = True  # colour ops in the jitted step, as the official Kornia GPU pipeline
     c.model.backbone = "resnet50"
     c.model.stem = "imagenet"
     hidden = (4096, 4096) if multicrop else (2048, 2048)  # multi-crop yaml: projector.hidden_dims

@@ -5,19 +5,21 @@ number is the paper's Sec. 4.1 text unless marked:
 - ResNet-50, 200 epochs, batch 512 (8 GPUs), memory buffer 65536.
 - Projector "2 fully connected layers, hidden 4096, output 256": 2048 → 4096 (BN, ReLU) → 256; the
   BN and the biases follow ReSSL's projector (our reading, the paper does not say). No predictor.
-- Asymmetric loss ("we do not symmetrize the loss by default"): view 0 = weak (crop + flip) → target,
-  view 1 = strong (MoCo v2 / ReSSL strong: jitter 0.4/0.4/0.4/0.1 p 0.8, grayscale 0.2, blur p 0.5)
-  → online (Tab. 2; Tab. 4 "strong / weak / no"). Random resized crop scale (0.2, 1) as ReSSL and
-  the SCE code (the paper does not give it).
+- Asymmetric loss ("we do not symmetrize the loss by default"): view 0 = weak (crop + flip) →
+  target, view 1 = strong (MoCo v2 / ReSSL strong: jitter 0.4/0.4/0.4/0.1 p 0.8, grayscale 0.2,
+  blur p 0.5) → online (Tab. 2; Tab. 4 "strong / weak / no"). Random resized crop scale (0.2, 1) as
+  ReSSL and the SCE code (the paper does not give it).
 - τ 0.1, τ_m 0.07 (best of Tab. 6; Tab. 1 used 0.05), λ 0.5.
 - SGD momentum 0.9, wd 1e-4, lr 0.3 × batch/256 (linear scaling rule) = 0.6, 5 linear warm-up
   epochs then cosine; momentum of the target 0.996 → 1 with a cosine.
 - Shuffle-BN (the SCE code's default `shuffle_bn: True`, 8 GPUs): 8 key BN groups (our reading).
-Data: `data.name='image_folder'` with `data.data_dir` = a folder with `train/` and `val/` holding the
-100 classes of CMC's list (paper ref. [47], in its supplementary), one sub-folder per class.
-`dataset='imagenet2012'` gives the paper's Sec. 4.2 ImageNet comparison setting (Tab. 5): the same
-with lr 0.5 and a 3-layer projector 2048-2048-256 with BN on every layer (`ressl_imagenet.py` uses it).
-`:runlocal` trains a few steps on Fashion-MNIST (3 channels) at width 1/8 with a 256-entry queue.
+- Colour ops on the accelerator (`data.device_ops=True`, as the SCE code's ImageNet GPU pipelines;
+  `False` runs them in tf.data with the same distributions). Data: `data.name='image_folder'` with
+  `data.data_dir` = a folder with `train/` and `val/` holding the 100 classes of CMC's list (paper
+  ref. [47], in its supplementary), one sub-folder per class. `dataset='imagenet2012'` gives the
+  paper's Sec. 4.2 ImageNet comparison setting (Tab. 5): the same with lr 0.5 and a 3-layer
+  projector 2048-2048-256 with BN on every layer (`ressl_imagenet.py` uses it). `:runlocal` trains
+  a few steps on Fashion-MNIST (3 channels) at width 1/8 with a 256-entry queue.
 """
 
 import importlib.util
@@ -53,6 +55,7 @@ def build(arg=None, method="sce", dataset="imagenet100"):
     c.data.eval_crop_fraction = 0.875
     c.data.mean, c.data.std = configs.IMAGENET_MEAN, configs.IMAGENET_STD
     c.data.shuffle_buffer = 50_000
+    c.data.device_ops = True  # colour ops in the jitted step (the SCE code's GPU pipelines)
     c.model.backbone = "resnet50"
     c.model.stem = "imagenet"
     c.model.predictor.enabled = False

@@ -1,11 +1,11 @@
 """SCE on Tiny-ImageNet (64 px, 200 classes): the official CIFAR-10 config on an image folder.
 
 The paper's Tiny-ImageNet hyper-parameters are only in its supplementary material, which is not
-available here, and neither the CEA-LIST/SCE nor the eztorch code has a Tiny-ImageNet run config (the
-SCE code only has a folder datamodule). So every value starts from the CIFAR-10 config
+available here, and neither the CEA-LIST/SCE nor the eztorch code has a Tiny-ImageNet run config
+(the SCE code only has a folder datamodule). So every value starts from the CIFAR-10 config
 (`scce_cifar10.py`: ResNet-18 with the CIFAR stem, 512-512-128 projector, soft → target / strong →
-online, τ 0.1, τ_m 0.05, λ 0.5, queue 4096, momentum 0.99, SplitBN 8 groups, SGD lr 0.06 wd 5e-4,
-5 warm-up epochs, batch 256, 200 epochs), with the recipes at 64 px and the ImageNet mean/std (our
+online, τ 0.1, τ_m 0.05, λ 0.5, queue 4096, momentum 0.99, SplitBN 8 groups, SGD lr 0.06 wd 5e-4, 5
+warm-up epochs, batch 256, 200 epochs), with the recipes at 64 px and the ImageNet mean/std (our
 choice). Check the supplementary table before comparing numbers.
 
 Data: `data.name='image_folder'`, `data.data_dir` = the `tiny-imagenet-200` folder (set it on the

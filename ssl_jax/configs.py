@@ -108,7 +108,11 @@ def base_config() -> ml_collections.ConfigDict:
         dict(every_steps=5000, k=200, temperature=0.07, num_train=-1, num_test=-1, batch_size=256)
     )
     c.final_probe_table = False  # default job: linear probe of pretrained vs random-init vs pixels
-    c.probe = ml_collections.ConfigDict(dict(num_train=-1, l2_grid=(1e-6, 1e-5, 1e-4, 1e-3, 1e-2)))
+    # The default job's probe table: closed-form ridge on standardised features (fast on CPU, also for
+    # 784-d raw pixels); 'lbfgs' = softmax regression. The same probe for every row of the table.
+    c.probe = ml_collections.ConfigDict(
+        dict(num_train=-1, solver="ridge", l2_grid=(1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0))
+    )
     return c
 
 
@@ -235,6 +239,7 @@ def validate_eval_job(config: ml_collections.ConfigDict, *, num_devices: int) ->
         return
     probe = config.probe
     _allowed("probe.protocol", probe.protocol, PROBE_PROTOCOLS)
+    _allowed("probe.solver", probe.get("solver", "lbfgs"), ("lbfgs", "ridge"))
     _allowed("probe.input", probe.input, PROBE_INPUTS)
     for key in ("batch_size", "eval_batch_size"):
         if probe[key] <= 0 or probe[key] % num_devices:

@@ -40,8 +40,7 @@ def main(argv) -> None:
             state = train.train_and_evaluate(config, FLAGS.workdir)
             if config.final_probe_table:
                 train.print_probe_table(config, state, FLAGS.workdir)
-                if jax.process_index() == 0:
-                    pictures.write_all(FLAGS.workdir)
+                pictures.write_all(FLAGS.workdir)
         elif config.job == "linear_probe":
             linear_probe.run(config, FLAGS.workdir)
         elif config.job == "knn":

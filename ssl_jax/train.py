@@ -284,6 +284,14 @@ def train_and_evaluate(
     os.makedirs(workdir, exist_ok=True)
     checkpoint.check_same_model(workdir, config)
     ckpt = checkpoint.Checkpointer(workdir, keep=config.keep_checkpoints)
+    # The data comes first: a missing or corrupt dataset is reported before anything compiles.
+    data = pipeline.train_iterator(
+        config,
+        start_step=ckpt.latest_step() or 0,
+        process_index=jax.process_index(),
+        process_count=jax.process_count(),
+    )
+    first_batch = next(data)
     state = init_or_restore(exp, ckpt)
     if jax.process_index() == 0:
         checkpoint.write_config(workdir, config)
@@ -296,19 +304,14 @@ def train_and_evaluate(
         exp.mesh.size,
     )
     step_fn = jit_train_step(exp, state)
-    data = pipeline.train_iterator(
-        config,
-        start_step=start_step,
-        process_index=jax.process_index(),
-        process_count=jax.process_count(),
-    )
     end_step = total if stop_after_steps is None else min(total, start_step + stop_after_steps)
     window: list[dict] = []
     last_good_step = start_step
     tick, tick_step = time.time(), start_step
     with _StopRequest() as stop:
         for step in range(start_step, end_step):
-            batch = sharding.host_to_global(next(data), exp.mesh)
+            host_batch = first_batch if step == start_step else next(data)
+            batch = sharding.host_to_global(host_batch, exp.mesh)
             state, metrics = step_fn(state, batch)
             window.append(metrics)
             done = step + 1
@@ -331,7 +334,8 @@ def train_and_evaluate(
                 last_good_step = done
                 elapsed = time.time() - tick
                 rate = (done - tick_step) * config.global_batch_size / max(elapsed, 1e-9)
-                scalars["train/img_per_sec"] = rate
+                if done > tick_step:
+                    scalars["train/img_per_sec"] = rate
                 writer.write_scalars(done, scalars)
                 eta = (total - done) * config.global_batch_size / max(rate, 1e-9)
                 print(
@@ -390,12 +394,15 @@ def print_probe_table(config, state: TrainState, workdir: str) -> dict[str, floa
         t0 = time.time()
         tr = extract_features(exp, variables, train_split, limit)
         te = extract_features(exp, variables, test_split)
-        results[name] = fit_linear_probe(*tr, *te, l2_grid=tuple(config.probe.l2_grid))
+        results[name] = fit_linear_probe(
+            *tr, *te, l2_grid=tuple(config.probe.l2_grid), solver=config.probe.solver
+        )
         timings[name] = time.time() - t0
     t0 = time.time()
     results["raw pixels"] = fit_linear_probe(
         *_raw_pixels(config, train_split, limit), *_raw_pixels(config, test_split, -1),
         l2_grid=tuple(config.probe.l2_grid),
+        solver=config.probe.solver,
     )
     timings["raw pixels"] = time.time() - t0
     lines = [

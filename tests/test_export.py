@@ -228,7 +228,9 @@ def _merge(base, over):
     return out
 
 
+@pytest.mark.slow
 def test_command_line(workdirs, tmp_path):
+    """`python -m ssl_jax.export` end to end (a fresh process: JAX start-up dominates)."""
     out = str(tmp_path / "cli.pth")
     cmd = [
         sys.executable,

@@ -60,10 +60,12 @@ CLASS_NAMES = {
 
 
 def _save(fig, path: str) -> str:
-    tmp = path + ".tmp.png"
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
+    """Write atomically, on process 0 only (every process computes: the t-SNE features need all)."""
+    if jax.process_index() == 0:
+        tmp = path + ".tmp.png"
+        fig.savefig(tmp, dpi=110, bbox_inches="tight")
+        os.replace(tmp, path)
     plt.close(fig)
-    os.replace(tmp, path)
     return path
 
 
@@ -209,7 +211,8 @@ def tsne(workdir: str, out: str | None = None, *, num_points: int = 2000, seed: 
         sel = labels == c
         name = names[c] if 0 <= c < len(names) else str(int(c))
         color = cmap(i % cmap.N) if len(classes) <= 20 else None
-        ax.scatter(points[sel, 0], points[sel, 1], s=4, color=color, label=name)
+        size = 4 if len(points) > 500 else 16
+        ax.scatter(points[sel, 0], points[sel, 1], s=size, color=color, label=name)
     if len(classes) <= 20:
         ax.legend(markerscale=3, fontsize=8, loc="best")
     ax.set_xticks([])
@@ -222,12 +225,14 @@ def tsne(workdir: str, out: str | None = None, *, num_points: int = 2000, seed: 
 
 
 def write_all(workdir: str, *, num_points: int = 2000) -> list[str]:
-    """All three pictures of a pretraining workdir; returns their paths."""
+    """All three pictures of a pretraining workdir; returns their paths. Call it on every process
+    (the t-SNE features are computed on all devices); only process 0 writes."""
     config = checkpoint.read_config(workdir)
     paths = [training_curves(workdir)]
     paths.append(augmentation_grid(config, os.path.join(workdir, AUGMENTATIONS_FILE)))
     paths.append(tsne(workdir, num_points=num_points))
-    print("pictures: " + ", ".join(paths), flush=True)
+    if jax.process_index() == 0:
+        print("pictures: " + ", ".join(paths), flush=True)
     return paths
 
 

@@ -1,7 +1,6 @@
 """Every method, picked by `config.method`. A new method: its module, its configs, one line here."""
 
-from ssl_jax.methods import ir, jcl, mocov2
-from ssl_jax.methods import ressl, sce
+from ssl_jax.methods import ir, jcl, mocov2, ressl, sce
 
 METHODS = {
     "mocov2": mocov2,

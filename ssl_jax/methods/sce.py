@@ -1,28 +1,29 @@
 """SCE (Denize et al., WACV 2023) and the machinery it shares with its relational baseline ReSSL.
 
 Official code: CEA-LIST/SCE `sce/models/siamese/{sce.py, shuffle_momentum_queue_base.py}` (and its
-successor eztorch). One momentum (target) network updated AFTER the optimiser step, a queue of target
-embeddings, and a loss between online embeddings `q` of some views and target embeddings `k` of others:
-`losses.sce` (Eq. 8, official form), `losses.sce_eq9` (Eq. 9 with free λ, μ, η) or `losses.ressl`
-(`methods/ressl.py`, same module machinery with its own Hparams).
+successor eztorch). One momentum (target) network updated AFTER the optimiser step, a queue of
+target embeddings, and a loss between online embeddings `q` of some views and target embeddings `k`
+of others: `losses.sce` (Eq. 8, official form), `losses.sce_eq9` (Eq. 9 with free λ, μ, η) or
+`losses.ressl` (`methods/ressl.py`, same module machinery with its own Hparams).
 
 Views (`config.data.views`, one recipe per view; views may have different sizes):
 - asymmetric (`symmetric=False`, the CIFAR-10 config and the ImageNet100 ablation): view 0 is the
   *weak* view, seen only by the target; views 1.. (the *strong* view, plus any local crops) only by
   the online network: `L = mean_j ℓ(q_j, k_0)`, j ≥ 1. The queue receives `k_0` (B keys per step).
-- symmetric (`symmetric=True`, the ImageNet configs): views `0..G-1` (`G = num_global_crops`, 2) are
-  the global crops, the rest local crops (multi-crop). Online features for every view, target
+- symmetric (`symmetric=True`, the ImageNet configs): views `0..G-1` (`G = num_global_crops`, 2)
+  are the global crops, the rest local crops (multi-crop). Online features for every view, target
   features for the global ones only, and, as the official `training_step`,
-  `L = 1/(G·(V−1)) · Σ_{i<G} Σ_{j≠i} ℓ(q_j, k_i)` (2 crops: `(ℓ(q_1,k_0) + ℓ(q_0,k_1))/2`). The queue
-  receives `concat(k_0, …, k_{G−1})` once, after the loss (G·B keys per step).
-The online branch uses the predictor output when the model has one (`config.model.predictor.enabled`),
-the target branch never does. Every view is forwarded on its own (as the official code), so BN
-statistics are per view; the running statistics are threaded through the forwards in order (PyTorch
-updates them once per forward).
+  `L = 1/(G·(V−1)) · Σ_{i<G} Σ_{j≠i} ℓ(q_j, k_i)` (2 crops: `(ℓ(q_1,k_0) + ℓ(q_0,k_1))/2`).
+  The queue receives `concat(k_0, …, k_{G−1})` once, after the loss (G·B keys per step).
 
-Shuffle-BN (`shuffle_bn`, the CIFAR config): each global crop's target forward is run separately with
-its own random permutation (`fold_in(rng, i)`) and `key_bn_groups` BN groups (8 on one device =
-SplitBN as the official `simulate_n_devices=8`; 0 = one group per device = DDP shuffle-BN), then
+The online branch uses the predictor output when the model has one
+(`config.model.predictor.enabled`), the target branch never does. Every view is forwarded on its
+own (as the official code), so BN statistics are per view; the running statistics are threaded
+through the forwards in order (PyTorch updates them once per forward).
+
+Shuffle-BN (`shuffle_bn`, the CIFAR config): each global crop's target forward is run separately
+with its own random permutation (`fold_in(rng, i)`) and `key_bn_groups` BN groups (8 on one device
+= SplitBN as the official `simulate_n_devices=8`; 0 = one group per device = DDP shuffle-BN), then
 un-permuted — what the official code does per crop. The online forward always uses global-batch
 (Sync) BN.
 
@@ -97,8 +98,8 @@ class Hparams:
     def check(self) -> None:
         if self.loss_form not in LOSS_FORMS:
             raise ConfigError(
-                f"config.method_config.loss_form={self.loss_form!r} is not allowed; allowed values: "
-                f"{list(LOSS_FORMS)}"
+                f"config.method_config.loss_form={self.loss_form!r} is not allowed; allowed "
+                f"values: {list(LOSS_FORMS)}"
             )
         if not 0.0 <= self.coeff <= 1.0:
             raise ConfigError(f"config.method_config.coeff={self.coeff}: allowed [0, 1]")
@@ -109,7 +110,7 @@ def hparams(config) -> Hparams:
 
 
 # --------------------------------------------------------------------------------------------------
-# Shared with ressl.py: everything below reads only the fields both Hparams have, and `hp.pair_loss`.
+# Shared with ressl.py: everything below reads only the fields both Hparams have and `pair_loss`.
 # --------------------------------------------------------------------------------------------------
 
 
@@ -175,8 +176,8 @@ def check_config(ctx: common.StepContext) -> None:
         if predictor.out_dim != config.model.projector.out_dim:
             raise ConfigError(
                 f"config.model.predictor.out_dim={predictor.out_dim} must equal "
-                f"config.model.projector.out_dim={config.model.projector.out_dim}: online predictions "
-                "are compared with target projections and the queue"
+                f"config.model.projector.out_dim={config.model.projector.out_dim}: online "
+                "predictions are compared with target projections and the queue"
             )
 
 

@@ -86,9 +86,12 @@ def test_moco_protocol_on_augmented_images(pretrained_workdir, tmp_path):
     assert record["top1"] == pytest.approx(_host_accuracy(pretrained_workdir, head, 100)[0])
 
 
-def test_fast_protocol_head_applies_to_raw_features(pretrained_workdir, tmp_path):
+@pytest.mark.parametrize("solver", ["ridge", "lbfgs"])
+def test_fast_protocol_head_applies_to_raw_features(pretrained_workdir, tmp_path, solver):
     out = str(tmp_path / "fast")
-    record = linear_probe.run(_config(pretrained_workdir, "fast"), out)
+    config = _config(pretrained_workdir, "fast")
+    config.probe.solver = solver
+    record = linear_probe.run(config, out)
     head = linear_probe.load_head(out)
     top1, top5 = _host_accuracy(pretrained_workdir, head, 100)
     assert record["top1"] == pytest.approx(top1) and record["top5"] == pytest.approx(top5)
