@@ -3,8 +3,8 @@
 Not from the paper: SCE's CIFAR-10 method settings (official code: asymmetric loss with the weak
 view → target, τ 0.1, τ_m 0.05, λ 0.5, shuffle-BN as SplitBN with 8 groups, SCE's CIFAR projector
 layout (no hidden bias, BN, ReLU, last bias), SGD wd 5e-4) on 28-px grayscale images
-(`channels=1`), with the MoCo v2 Fashion-MNIST job's size (`mocov2_fashion_mnist.py`: ResNet-18
-CIFAR stem at width 1/4, projector 256 → 128, batch 256, 3 epochs, lr 0.06 without warm-up, m 0.99,
+(`channels=1`), sized for the default job's CPU budget: ResNet-18 CIFAR stem at width 1/8 (64-d
+features), projector 256 → 128, batch 64, 900 steps (~1 epoch), lr 0.06 (0.24 × 64/256) without warm-up, m 0.99,
 queue 4096). Views: view 0 = `recipes.weak(28)` (crop + flip, the target's), view 1 =
 `recipes.fashion_mnist_default(28)` (crop, flip, brightness/contrast jitter p 0.8: the strong view
 without the colour ops grayscale images cannot have). After pretraining, the linear-probe table
@@ -49,7 +49,7 @@ def build(arg=None, method="sce"):
     )
     c.model.backbone = "resnet18"
     c.model.stem = "cifar"
-    c.model.width = 0.25
+    c.model.width = 0.125  # 64-d features: what 2 CPU cores can train in the default job's minutes
     c.model.projector = ml_collections.ConfigDict(
         dict(
             hidden_dims=(256,),
@@ -61,10 +61,11 @@ def build(arg=None, method="sce"):
         )
     )
     c.model.predictor.enabled = False
-    c.global_batch_size = 256
+    c.global_batch_size = 64  # more updates per image seen: the budget is CPU time, not epochs
     c.num_epochs = 3.0
+    c.total_steps = 900  # ~1 epoch at batch 64: the default job's budget on 2 CPU cores
     c.optim.name = "sgd"
-    c.optim.base_lr = 0.06
+    c.optim.base_lr = 0.24  # × 64/256 (linear scaling) = 0.06, SCE's CIFAR lr
     c.optim.lr_scaling = "linear"
     c.optim.weight_decay = 5e-4
     c.optim.exclude_1d = False

@@ -15,5 +15,5 @@ if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q -r requirements.txt
 export TF_CPP_MIN_LOG_LEVEL=2
-exec .venv/bin/python -m ssl_jax.main --config=configs/mocov2_fashion_mnist.py --workdir="${WORKDIR:-runs/default}" \
+exec .venv/bin/python -m ssl_jax.main --config=configs/scce_fashion_mnist.py --workdir="${WORKDIR:-runs/default}" \
   ${data_dir:+--config.data.data_dir="$data_dir"} "$@"
