@@ -143,8 +143,9 @@ def locate(path: str) -> tuple[str, str, int]:
     path = os.path.abspath(path.rstrip("/") or "/")
     if not os.path.exists(path):
         raise CheckpointError(f"{path} does not exist: give a pretraining workdir or a checkpoint")
-    if os.path.basename(path) == ITEM_DIR and os.path.isdir(path):
-        path = os.path.dirname(path)
+    parent = os.path.dirname(path)
+    if os.path.basename(path) == ITEM_DIR and os.path.basename(parent).isdigit():
+        path = parent  # checkpoints/<step>/default → checkpoints/<step> (a workdir may be named 'default')
     name = os.path.basename(path)
     if name.isdigit() and os.path.isdir(os.path.join(path, ITEM_DIR)):
         step_dir, step = path, int(name)
