@@ -143,11 +143,14 @@ def locate(path: str) -> tuple[str, str, int]:
     path = os.path.abspath(path.rstrip("/") or "/")
     if not os.path.exists(path):
         raise CheckpointError(f"{path} does not exist: give a pretraining workdir or a checkpoint")
+    # checkpoints/<step>/default → checkpoints/<step>; a workdir (config.json inside) may itself be
+    # named 'default' or a number
+    is_run = os.path.exists(os.path.join(path, CONFIG_FILE))
     parent = os.path.dirname(path)
-    if os.path.basename(path) == ITEM_DIR and os.path.basename(parent).isdigit():
-        path = parent  # checkpoints/<step>/default → checkpoints/<step> (a workdir may be named 'default')
+    if os.path.basename(path) == ITEM_DIR and os.path.basename(parent).isdigit() and not is_run:
+        path = parent
     name = os.path.basename(path)
-    if name.isdigit() and os.path.isdir(os.path.join(path, ITEM_DIR)):
+    if name.isdigit() and os.path.isdir(os.path.join(path, ITEM_DIR)) and not is_run:
         step_dir, step = path, int(name)
         run_dir = os.path.dirname(os.path.dirname(path))
     else:

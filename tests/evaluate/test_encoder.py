@@ -34,6 +34,16 @@ def test_path_forms_weights_and_features(pretrained_workdir):
     for path in ("checkpoints", "checkpoints/2", "checkpoints/2/default"):
         other = load_encoder(os.path.join(pretrained_workdir, path))
         np.testing.assert_array_equal(np.asarray(other.features(x)), f)
+    # a workdir may carry the name of orbax's item folder ('default') or a number, in a folder
+    # named like a step
+    folder = os.path.join(os.path.dirname(pretrained_workdir), "2024")
+    os.makedirs(folder, exist_ok=True)
+    for name in ("default", "900"):
+        link = os.path.join(folder, name)
+        if not os.path.exists(link):
+            os.symlink(pretrained_workdir, link)
+        assert checkpoint.locate(link)[:2] == (link, os.path.join(link, "checkpoints", "2"))
+        np.testing.assert_array_equal(np.asarray(load_encoder(link).features(x)), f)
 
     target = load_encoder(pretrained_workdir, weights="target")
     ref_t = exp.ctx.model.apply(
