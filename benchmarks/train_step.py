@@ -125,7 +125,9 @@ def torch_img_per_sec(config, steps: int, threads: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
     parser.add_argument("--config", default="configs/mocov2_cifar10.py")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--steps", type=int, default=10)
@@ -136,7 +138,9 @@ def main() -> None:
     args = parser.parse_args()
     config = load_config(args.config)
     config.global_batch_size = args.batch
-    config.method_config.queue_size = max(args.batch, config.method_config.queue_size // args.batch * args.batch)
+    config.method_config.queue_size = max(
+        args.batch, config.method_config.queue_size // args.batch * args.batch
+    )
     if args.dtype:
         config.model.dtype = args.dtype
     for item in args.override:
@@ -146,9 +150,12 @@ def main() -> None:
         for p in parents:
             node = node[p]
         node[leaf] = type(node[leaf])(eval(value)) if not isinstance(node[leaf], str) else value
-    print(f"devices: {jax.device_count()} × {jax.devices()[0].device_kind}; {config.model.backbone} "
-          f"{config.model.stem} stem width {config.model.width}, {view_size(config)} px, batch "
-          f"{args.batch}, {config.model.dtype}", flush=True)
+    print(
+        f"devices: {jax.device_count()} × {jax.devices()[0].device_kind}; {config.model.backbone} "
+        f"{config.model.stem} stem width {config.model.width}, {view_size(config)} px, batch "
+        f"{args.batch}, {config.model.dtype}",
+        flush=True,
+    )
     jax_rate = jax_img_per_sec(config, args.steps)
     print(f"JAX     {jax_rate:8.1f} img/s", flush=True)
     if args.torch:

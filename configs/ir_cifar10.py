@@ -29,8 +29,14 @@ def get_config(arg=None):
     c.model.backbone = "resnet18"
     c.model.stem = "cifar"
     c.model.projector = ml_collections.ConfigDict(
-        dict(hidden_dims=(512,), out_dim=128, hidden_bias=True, last_bias=True, last_bn=False,
-             use_bn=False)
+        dict(
+            hidden_dims=(512,),
+            out_dim=128,
+            hidden_bias=True,
+            last_bias=True,
+            last_bn=False,
+            use_bn=False,
+        )
     )
     c.global_batch_size = 256
     c.num_epochs = 200.0
@@ -44,5 +50,7 @@ def get_config(arg=None):
         c.method_config.bank_size = 256
         c.method_config.num_negatives = 64
     c.data.views = ("ir",)
-    c.data.recipes = ml_collections.ConfigDict({"ir": recipes.instance_discrimination(c.data.image_size)})
+    c.data.recipes = ml_collections.ConfigDict(
+        {"ir": recipes.instance_discrimination(c.data.image_size)}
+    )
     return configs.finalize(c, arg)

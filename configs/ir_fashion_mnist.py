@@ -25,8 +25,14 @@ def get_config(arg=None):
     c.model.stem = "cifar"
     c.model.width = 0.25
     c.model.projector = ml_collections.ConfigDict(
-        dict(hidden_dims=(256,), out_dim=128, hidden_bias=True, last_bias=True, last_bn=False,
-             use_bn=False)
+        dict(
+            hidden_dims=(256,),
+            out_dim=128,
+            hidden_bias=True,
+            last_bias=True,
+            last_bn=False,
+            use_bn=False,
+        )
     )
     c.global_batch_size = 256
     c.num_epochs = 3.0

@@ -25,7 +25,14 @@ def get_config(arg=None):
     c.model.backbone = "resnet50"
     c.model.stem = "imagenet"
     c.model.projector = ml_collections.ConfigDict(
-        dict(hidden_dims=(), out_dim=128, hidden_bias=True, last_bias=True, last_bn=False, use_bn=False)
+        dict(
+            hidden_dims=(),
+            out_dim=128,
+            hidden_bias=True,
+            last_bias=True,
+            last_bn=False,
+            use_bn=False,
+        )
     )
     c.global_batch_size = 256
     c.num_epochs = 200.0
@@ -40,7 +47,9 @@ def get_config(arg=None):
         c.method_config.bank_size = 256
         c.method_config.num_negatives = 64
     c.data.views = ("ir",)
-    c.data.recipes = ml_collections.ConfigDict({"ir": recipes.instance_discrimination(c.data.image_size)})
+    c.data.recipes = ml_collections.ConfigDict(
+        {"ir": recipes.instance_discrimination(c.data.image_size)}
+    )
     configs.finalize(c, arg)
     if configs.is_runlocal(arg):
         c.model.width = 1.0  # keep the real ResNet-50

@@ -25,8 +25,14 @@ def get_config(arg=None):
     c.model.backbone = "resnet50"
     c.model.stem = "imagenet"
     c.model.projector = ml_collections.ConfigDict(
-        dict(hidden_dims=(2048,), out_dim=128, hidden_bias=True, last_bias=True, last_bn=False,
-             use_bn=False)
+        dict(
+            hidden_dims=(2048,),
+            out_dim=128,
+            hidden_bias=True,
+            last_bias=True,
+            last_bn=False,
+            use_bn=False,
+        )
     )
     c.global_batch_size = 256
     c.num_epochs = 200.0

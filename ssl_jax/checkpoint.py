@@ -75,7 +75,9 @@ def _path_shapes(tree, is_leaf=None) -> dict[str, tuple]:
 
 def check_compatible(metadata, abstract_state, where: str) -> None:
     """Raise CheckpointError naming the first array whose presence or shape differs."""
-    stored = _path_shapes(getattr(metadata, "tree", metadata), is_leaf=lambda x: hasattr(x, "shape"))
+    stored = _path_shapes(
+        getattr(metadata, "tree", metadata), is_leaf=lambda x: hasattr(x, "shape")
+    )
     wanted = _path_shapes(abstract_state)
     for path in sorted(set(stored) | set(wanted)):
         if path not in stored or path not in wanted:

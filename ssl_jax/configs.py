@@ -42,7 +42,9 @@ def base_config() -> ml_collections.ConfigDict:
     c.data.data_dir = ""
     c.data.manual_dir = ""
     c.data.train_split = "train"
-    c.data.train_subset = 0  # >0: use only the first N examples of the train split (tests, runlocal)
+    c.data.train_subset = (
+        0  # >0: use only the first N examples of the train split (tests, runlocal)
+    )
     c.data.eval_train_split = "train"
     c.data.eval_test_split = "validation"
     c.data.image_size = 224
@@ -52,7 +54,9 @@ def base_config() -> ml_collections.ConfigDict:
     c.data.std = (0.229, 0.224, 0.225)
     c.data.views = ("mocov2", "mocov2")
     c.data.recipes = ml_collections.ConfigDict()
-    c.data.device_ops = False  # True: colour/blur/solarize of each recipe run inside the jitted step
+    c.data.device_ops = (
+        False  # True: colour/blur/solarize of each recipe run inside the jitted step
+    )
     c.data.shuffle_buffer = 50_000
     c.data.cache = False
 
@@ -201,7 +205,9 @@ def validate(config: ml_collections.ConfigDict, *, num_devices: int) -> None:
             f"the device count ({num_devices}); allowed: {num_devices}, {2 * num_devices}, ..."
         )
     if config.total_steps == 0 or config.total_steps < -1:
-        raise ConfigError(f"config.total_steps={config.total_steps}: allowed -1 (from epochs) or > 0")
+        raise ConfigError(
+            f"config.total_steps={config.total_steps}: allowed -1 (from epochs) or > 0"
+        )
     for key in ("mean", "std"):
         if len(config.data[key]) != config.data.channels:
             raise ConfigError(
@@ -235,7 +241,9 @@ def validate_eval_job(config: ml_collections.ConfigDict, *, num_devices: int) ->
                 f"device count ({num_devices})"
             )
         if not config.knn.ks or min(config.knn.ks) <= 0:
-            raise ConfigError(f"config.knn.ks={config.knn.ks} must be positive ints, e.g. (20, 200)")
+            raise ConfigError(
+                f"config.knn.ks={config.knn.ks} must be positive ints, e.g. (20, 200)"
+            )
         return
     probe = config.probe
     _allowed("probe.protocol", probe.protocol, PROBE_PROTOCOLS)

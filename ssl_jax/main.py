@@ -31,7 +31,9 @@ def main(argv) -> None:
     from ssl_jax.data.datasets import DataError
     from ssl_jax.evaluate import knn, linear_probe, pictures
 
-    logging.set_verbosity(logging.WARNING)  # orbax and clu are chatty at INFO; progress lines are printed
+    logging.set_verbosity(
+        logging.WARNING
+    )  # orbax and clu are chatty at INFO; progress lines are printed
     if os.environ.get("SSL_JAX_COORDINATOR"):  # multi-host: one process per host
         jax.distributed.initialize()
     config = FLAGS.config

@@ -11,7 +11,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 from jax import lax
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from ssl_jax.sharding import DATA_AXIS
 
@@ -24,7 +25,9 @@ def l2_normalize(x: jnp.ndarray, axis: int = -1, eps: float = 1e-12) -> jnp.ndar
     return x / jnp.maximum(norm, eps)
 
 
-def init_rows(rng: jax.Array, num_rows: int, dim: int, mesh: Mesh, normalize: bool = True) -> jax.Array:
+def init_rows(
+    rng: jax.Array, num_rows: int, dim: int, mesh: Mesh, normalize: bool = True
+) -> jax.Array:
     """`normalize(randn(num_rows, dim))` created directly in its sharded layout (never whole on one device)."""
     if num_rows % mesh.size:
         raise ValueError(f"{num_rows} rows cannot be split evenly over {mesh.size} devices")
@@ -36,7 +39,9 @@ def init_rows(rng: jax.Array, num_rows: int, dim: int, mesh: Mesh, normalize: bo
     return jax.jit(make, out_shardings=NamedSharding(mesh, ROWS))(rng)
 
 
-def _local_index(global_index: jnp.ndarray, rows_per_device: int) -> tuple[jnp.ndarray, jnp.ndarray]:
+def _local_index(
+    global_index: jnp.ndarray, rows_per_device: int
+) -> tuple[jnp.ndarray, jnp.ndarray]:
     """Global row ids → (this device's local row ids, mask of rows this device owns)."""
     start = lax.axis_index(DATA_AXIS) * rows_per_device
     local = global_index - start
@@ -52,9 +57,9 @@ def write_rows(table: jax.Array, index: jnp.ndarray, rows: jnp.ndarray, mesh: Me
         local = jnp.where(owned, local, local_table.shape[0])  # out of bounds → dropped
         return local_table.at[local].set(rows.astype(local_table.dtype), mode="drop")
 
-    return jax.shard_map(
-        write, mesh=mesh, in_specs=(ROWS, P(), P()), out_specs=ROWS
-    )(table, index, lax.stop_gradient(rows))
+    return jax.shard_map(write, mesh=mesh, in_specs=(ROWS, P(), P()), out_specs=ROWS)(
+        table, index, lax.stop_gradient(rows)
+    )
 
 
 def read_rows(table: jax.Array, index: jnp.ndarray, mesh: Mesh) -> jnp.ndarray:
@@ -68,7 +73,9 @@ def read_rows(table: jax.Array, index: jnp.ndarray, mesh: Mesh) -> jnp.ndarray:
     return jax.shard_map(read, mesh=mesh, in_specs=(ROWS, P()), out_specs=P())(table, index)
 
 
-def row_similarities(table: jax.Array, query: jnp.ndarray, index: jnp.ndarray, mesh: Mesh) -> jnp.ndarray:
+def row_similarities(
+    table: jax.Array, query: jnp.ndarray, index: jnp.ndarray, mesh: Mesh
+) -> jnp.ndarray:
     """`[B, M]` with entry (b, j) = query[b] · table[index[b, j]]; differentiable in `query`.
 
     Each device multiplies the queries with its own rows (`[B, N/n]`), picks the requested entries it
@@ -78,7 +85,9 @@ def row_similarities(table: jax.Array, query: jnp.ndarray, index: jnp.ndarray, m
     def sims(local_table, query, index):
         local_sims = query.astype(jnp.float32) @ local_table.astype(jnp.float32).T  # [B, N/n]
         local, owned = _local_index(index, local_table.shape[0])
-        picked = jnp.take_along_axis(local_sims, jnp.clip(local, 0, local_table.shape[0] - 1), axis=1)
+        picked = jnp.take_along_axis(
+            local_sims, jnp.clip(local, 0, local_table.shape[0] - 1), axis=1
+        )
         return lax.psum(jnp.where(owned, picked, 0.0), DATA_AXIS)
 
     return jax.shard_map(sims, mesh=mesh, in_specs=(ROWS, P(), P()), out_specs=P())(
@@ -86,7 +95,9 @@ def row_similarities(table: jax.Array, query: jnp.ndarray, index: jnp.ndarray, m
     )
 
 
-def enqueue(queue: jax.Array, ptr: jnp.ndarray, keys: jnp.ndarray, mesh: Mesh) -> tuple[jax.Array, jnp.ndarray]:
+def enqueue(
+    queue: jax.Array, ptr: jnp.ndarray, keys: jnp.ndarray, mesh: Mesh
+) -> tuple[jax.Array, jnp.ndarray]:
     """FIFO write of the global batch of keys `[B, D]` at rows ptr..ptr+B; returns (queue, new ptr).
 
     Requires K % B == 0 (checked by the method's config validation), as the official MoCo code asserts.

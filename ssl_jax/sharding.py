@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import jax
 import numpy as np
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 DATA_AXIS = "data"
 
@@ -33,4 +34,6 @@ def host_to_global(batch, mesh: Mesh):
     The same code runs on one host or many: each process passes only its own slice of the global batch.
     """
     sharding = batch_sharding(mesh)
-    return jax.tree.map(lambda x: jax.make_array_from_process_local_data(sharding, np.asarray(x)), batch)
+    return jax.tree.map(
+        lambda x: jax.make_array_from_process_local_data(sharding, np.asarray(x)), batch
+    )

@@ -7,7 +7,8 @@ from typing import Any
 import flax.struct
 import jax
 import jax.numpy as jnp
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 PyTree = Any
 

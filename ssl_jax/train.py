@@ -92,7 +92,9 @@ def build_experiment(config: ml_collections.ConfigDict, mesh=None) -> Experiment
     )
     ema_schedule = optim.ema_momentum_schedule(config.ema, total_steps=total_steps)
     size = _view_size(config, 0)
-    sample_input = jax.ShapeDtypeStruct((2, size, size, config.data.channels), _compute_dtype(config))
+    sample_input = jax.ShapeDtypeStruct(
+        (2, size, size, config.data.channels), _compute_dtype(config)
+    )
     return Experiment(config, mesh, method, ctx, tx, lr_schedule, ema_schedule, sample_input)
 
 
@@ -115,7 +117,12 @@ def prepare_views(config, views, rng):
             recipe = tuple(dict(op) for op in config.data.recipes[config.data.views[i]])
             out.append(
                 device_augment.apply_recipe(
-                    view, recipe, jax.random.fold_in(rng, i), config.data.mean, config.data.std, dtype
+                    view,
+                    recipe,
+                    jax.random.fold_in(rng, i),
+                    config.data.mean,
+                    config.data.std,
+                    dtype,
                 )
             )
         else:
@@ -168,7 +175,9 @@ def make_train_step(exp: Experiment):
             batch_stats=aux["batch_stats"],
             opt_state=opt_state,
             target_params=target_params,
-            target_batch_stats=aux["target_batch_stats"] if uses_target else state.target_batch_stats,
+            target_batch_stats=aux["target_batch_stats"]
+            if uses_target
+            else state.target_batch_stats,
             buffers=buffers,
         )
         return new_state, metrics
@@ -256,16 +265,25 @@ def features_fn(exp: Experiment):
 def extract_features(exp: Experiment, variables, split: str, limit: int = -1):
     """Features and labels of a labelled split, every example once (padding masked out)."""
     return split_features(
-        features_fn(exp), variables, exp.config, split, mesh=exp.mesh,
-        batch_size=exp.config.knn.batch_size, limit=limit,
+        features_fn(exp),
+        variables,
+        exp.config,
+        split,
+        mesh=exp.mesh,
+        batch_size=exp.config.knn.batch_size,
+        limit=limit,
     )
 
 
 def knn_monitor(exp: Experiment, state: TrainState) -> dict[str, float]:
     config = exp.config
     variables = {"params": state.params, "batch_stats": state.batch_stats}
-    train_f, train_y = extract_features(exp, variables, config.data.eval_train_split, config.knn.num_train)
-    test_f, test_y = extract_features(exp, variables, config.data.eval_test_split, config.knn.num_test)
+    train_f, train_y = extract_features(
+        exp, variables, config.data.eval_train_split, config.knn.num_train
+    )
+    test_f, test_y = extract_features(
+        exp, variables, config.data.eval_test_split, config.knn.num_test
+    )
     result = knn.weighted_knn(
         train_f, train_y, test_f, test_y, k=config.knn.k, temperature=config.knn.temperature
     )
@@ -300,7 +318,11 @@ def train_and_evaluate(
     total = exp.ctx.total_steps
     logging.info(
         "%s on %s: %d steps (%d per epoch), global batch %d, %d devices",
-        config.method, config.data.name, total, exp.ctx.steps_per_epoch, config.global_batch_size,
+        config.method,
+        config.data.name,
+        total,
+        exp.ctx.steps_per_epoch,
+        config.global_batch_size,
         exp.mesh.size,
     )
     step_fn = jit_train_step(exp, state)
@@ -346,9 +368,11 @@ def train_and_evaluate(
                 tick, tick_step = time.time(), done
             if save_now:
                 ckpt.save(state, force=True)
-            if config.knn.every_steps > 0 and (
-                done % config.knn.every_steps == 0 or done == total
-            ) and datasets.has_labels(config.data, config.data.eval_train_split):
+            if (
+                config.knn.every_steps > 0
+                and (done % config.knn.every_steps == 0 or done == total)
+                and datasets.has_labels(config.data, config.data.eval_train_split)
+            ):
                 result = knn_monitor(exp, state)
                 writer.write_scalars(done, result)
                 print(f"step {done}: kNN top-1 {100 * result['eval/knn_top1']:.2f}%", flush=True)
@@ -360,7 +384,6 @@ def train_and_evaluate(
     ckpt.wait()
     writer.flush()
     return state
-
 
 
 def _raw_pixels(config, split: str, limit: int):
@@ -400,7 +423,8 @@ def print_probe_table(config, state: TrainState, workdir: str) -> dict[str, floa
         timings[name] = time.time() - t0
     t0 = time.time()
     results["raw pixels"] = fit_linear_probe(
-        *_raw_pixels(config, train_split, limit), *_raw_pixels(config, test_split, -1),
+        *_raw_pixels(config, train_split, limit),
+        *_raw_pixels(config, test_split, -1),
         l2_grid=tuple(config.probe.l2_grid),
         solver=config.probe.solver,
     )
@@ -421,9 +445,13 @@ def print_probe_table(config, state: TrainState, workdir: str) -> dict[str, floa
         with open(os.path.join(workdir, "probe_table.txt"), "w") as f:
             f.write(table + "\n")
         writer = create_writer(workdir)
-        key = {"pretrained": "probe/top1", "random init": "probe/random_init_top1",
-               "raw pixels": "probe/raw_pixels_top1"}
-        writer.write_scalars(int(jax.device_get(state.step)),
-                             {key[n]: r["top1"] for n, r in results.items()})
+        key = {
+            "pretrained": "probe/top1",
+            "random init": "probe/random_init_top1",
+            "raw pixels": "probe/raw_pixels_top1",
+        }
+        writer.write_scalars(
+            int(jax.device_get(state.step)), {key[n]: r["top1"] for n, r in results.items()}
+        )
         writer.flush()
     return {name: r["top1"] for name, r in results.items()}

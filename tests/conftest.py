@@ -12,7 +12,9 @@ jax.config.update("jax_threefry_partitionable", True)
 # Many tests compile the same tiny train step (resume runs it three times): share compilations.
 jax.config.update(
     "jax_compilation_cache_dir",
-    os.environ.get("SSL_JAX_TEST_CACHE", os.path.join(os.path.dirname(__file__), "..", ".jax_cache")),
+    os.environ.get(
+        "SSL_JAX_TEST_CACHE", os.path.join(os.path.dirname(__file__), "..", ".jax_cache")
+    ),
 )
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)

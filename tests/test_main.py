@@ -13,18 +13,29 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _main(*args, **kwargs):
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", TF_CPP_MIN_LOG_LEVEL="2")
+    env = dict(
+        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", TF_CPP_MIN_LOG_LEVEL="2"
+    )
     return subprocess.Popen(
         [sys.executable, "-m", "ssl_jax.main", *args],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kwargs,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        **kwargs,
     )
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("config", ["ir_cifar10.py:runlocal", "mocov2_fashion_mnist.py:runlocal"])
 def test_runlocal_config_runs_from_the_command_line(tmp_path, config):
-    proc = _main(f"--config=configs/{config}", f"--workdir={tmp_path}", "--config.total_steps=2",
-                 "--config.final_probe_table=False")
+    proc = _main(
+        f"--config=configs/{config}",
+        f"--workdir={tmp_path}",
+        "--config.total_steps=2",
+        "--config.final_probe_table=False",
+    )
     out, _ = proc.communicate(timeout=900)
     assert proc.returncode == 0, out
     assert "step 2/2" in out
@@ -34,9 +45,14 @@ def test_runlocal_config_runs_from_the_command_line(tmp_path, config):
 
 @pytest.mark.slow
 def test_sigterm_saves_a_checkpoint_and_exits(tmp_path):
-    proc = _main("--config=configs/mocov2_fashion_mnist.py:runlocal", f"--workdir={tmp_path}",
-                 "--config.total_steps=100000", "--config.log_every_steps=1",
-                 "--config.checkpoint_every_steps=100000", "--config.final_probe_table=False")
+    proc = _main(
+        "--config=configs/mocov2_fashion_mnist.py:runlocal",
+        f"--workdir={tmp_path}",
+        "--config.total_steps=100000",
+        "--config.log_every_steps=1",
+        "--config.checkpoint_every_steps=100000",
+        "--config.final_probe_table=False",
+    )
     lines = []
     deadline = time.time() + 900
     for line in proc.stdout:
@@ -53,16 +69,22 @@ def test_sigterm_saves_a_checkpoint_and_exits(tmp_path):
 
 
 def test_missing_dataset_is_a_clear_error_before_compiling(tmp_path):
-    proc = _main("--config=configs/ir_fashion_mnist.py", f"--workdir={tmp_path}",
-                 f"--config.data.data_dir={tmp_path / 'nowhere'}")
+    proc = _main(
+        "--config=configs/ir_fashion_mnist.py",
+        f"--workdir={tmp_path}",
+        f"--config.data.data_dir={tmp_path / 'nowhere'}",
+    )
     out, _ = proc.communicate(timeout=300)
     assert proc.returncode == 2, out
     assert "error:" in out and "dataset-fashion-mnist" in out
 
 
 def test_bad_override_names_the_key(tmp_path):
-    proc = _main("--config=configs/mocov2_fashion_mnist.py", f"--workdir={tmp_path}",
-                 "--config.global_batch_size=100")
+    proc = _main(
+        "--config=configs/mocov2_fashion_mnist.py",
+        f"--workdir={tmp_path}",
+        "--config.global_batch_size=100",
+    )
     env_devices = 2
     out, _ = proc.communicate(timeout=300)
     assert proc.returncode == 2, out

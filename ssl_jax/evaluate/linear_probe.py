@@ -110,9 +110,7 @@ def fit_linear_probe(
     fit = order[len(held) :]
     if solver == "ridge":
         fit_fn = _ridge_fitter(np.asarray(tr), train_y, num_classes)
-        best = max(
-            l2_grid, key=lambda l2: _accuracy(fit_fn(fit, l2), tr[held], train_y[held])[0]
-        )
+        best = max(l2_grid, key=lambda l2: _accuracy(fit_fn(fit, l2), tr[held], train_y[held])[0])
         params = fit_fn(np.arange(len(tr)), best)
         top1, top5 = _accuracy(params, te, test_y)
         result = {"top1": top1, "top5": top5, "l2": float(best)}

@@ -39,8 +39,16 @@ def bn_groups(requested: int, ctx: StepContext) -> int:
     return ctx.num_devices if requested == 0 else requested
 
 
-def forward(ctx: StepContext, params, batch_stats, x, *, train: bool = True, groups: int = 1,
-            use_predictor: bool = True):
+def forward(
+    ctx: StepContext,
+    params,
+    batch_stats,
+    x,
+    *,
+    train: bool = True,
+    groups: int = 1,
+    use_predictor: bool = True,
+):
     """Online/target forward in train mode. Returns (outputs dict, new batch_stats)."""
     out, updates = ctx.model.apply(
         {"params": params, "batch_stats": batch_stats},

@@ -44,7 +44,9 @@ def check_config(ctx: common.StepContext) -> None:
         "config.method_config.bank_size", ctx.hp.bank_size, ctx.num_devices, "the device count"
     )
     if not 0.0 <= ctx.hp.bank_momentum < 1.0:
-        raise ConfigError(f"config.method_config.bank_momentum={ctx.hp.bank_momentum}: allowed [0, 1)")
+        raise ConfigError(
+            f"config.method_config.bank_momentum={ctx.hp.bank_momentum}: allowed [0, 1)"
+        )
 
 
 def buffer_specs(hp: Hparams) -> dict:

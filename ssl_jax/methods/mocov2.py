@@ -34,7 +34,9 @@ def hparams(config) -> Hparams:
 def check_config(ctx: common.StepContext) -> None:
     common.require_views(ctx, 2)
     common.require_divisible(
-        "config.method_config.queue_size", ctx.hp.queue_size, ctx.config.global_batch_size,
+        "config.method_config.queue_size",
+        ctx.hp.queue_size,
+        ctx.config.global_batch_size,
         "the global key batch (config.global_batch_size)",
     )
     common.require_divisible(
@@ -58,7 +60,11 @@ def loss_fn(ctx, params, batch_stats, target, buffers, views, batch, rng):
     out_q, new_stats = common.forward(ctx, params, batch_stats, views[0])
     q = memory.l2_normalize(out_q["projection"])
     out_k, new_target_stats = common.target_forward(
-        ctx, target, views[1], rng, shuffle=hp.shuffle_bn,
+        ctx,
+        target,
+        views[1],
+        rng,
+        shuffle=hp.shuffle_bn,
         groups=common.bn_groups(hp.key_bn_groups, ctx) if hp.shuffle_bn else 1,
     )
     k = memory.l2_normalize(out_k["projection"])
