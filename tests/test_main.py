@@ -83,9 +83,9 @@ def test_bad_override_names_the_key(tmp_path):
     proc = _main(
         "--config=configs/mocov2_fashion_mnist.py",
         f"--workdir={tmp_path}",
-        "--config.global_batch_size=100",
+        "--config.global_batch_size=101",
     )
     env_devices = 2
     out, _ = proc.communicate(timeout=300)
     assert proc.returncode == 2, out
-    assert "global_batch_size=100" in out and str(env_devices) in out
+    assert "global_batch_size=101" in out and f"device count ({env_devices})" in out
