@@ -142,9 +142,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--methods", default="mocov2,jcl")
-    parser.add_argument(
-        "--one", help=argparse.SUPPRESS
-    )  # child process: run one method, print JSON
+    # child process: run one method, print JSON
+    parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         print("RESULT " + json.dumps(run_one(args.one, args)), flush=True)
@@ -167,20 +166,17 @@ def main() -> None:
     r0 = results[0]
     print(
         f"{args.backbone} ({args.stem} stem, width {args.width}), {args.size} px, "
-        f"batch {args.batch}, "
-        f"{args.dtype}, queue {args.queue}, JCL M' = {args.num_keys}; {r0['devices']}; "
-        f"median of {args.steps} steps after {args.warmup} warm-up"
+        f"batch {args.batch}, {args.dtype}, queue {args.queue}, JCL M' = {args.num_keys}; "
+        f"{r0['devices']}; median of {args.steps} steps after {args.warmup} warm-up"
     )
     print(
         f"{'method':<8} {'img/s':>9} {'ms/step':>9} {'cpu-ms/step':>11} {'peak (dev 0)':>14} "
-        f"{'compiled':>12} "
-        f"{'(temp)':>12} {'compile':>8}"
+        f"{'compiled':>12} {'(temp)':>12} {'compile':>8}"
     )
     for r in results:
         print(
             f"{r['method']:<8} {r['img_per_s']:9.1f} {r['ms_per_step']:9.1f} "
-            f"{r['cpu_ms_per_step']:11.1f} "
-            f"{_gib(r['peak_bytes']):>14} "
+            f"{r['cpu_ms_per_step']:11.1f} {_gib(r['peak_bytes']):>14} "
             f"{_gib(r['compiled_bytes']):>12} {_gib(r['temp_bytes']):>12} {r['compile_s']:7.1f}s"
         )
     by = {r["method"]: r for r in results}

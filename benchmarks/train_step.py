@@ -151,9 +151,9 @@ def main() -> None:
             node = node[p]
         node[leaf] = type(node[leaf])(eval(value)) if not isinstance(node[leaf], str) else value
     print(
-        f"devices: {jax.device_count()} × {jax.devices()[0].device_kind}; {config.model.backbone} "
-        f"{config.model.stem} stem width {config.model.width}, {view_size(config)} px, batch "
-        f"{args.batch}, {config.model.dtype}",
+        f"devices: {jax.device_count()} × {jax.devices()[0].device_kind}; "
+        f"{config.model.backbone} {config.model.stem} stem width {config.model.width}, "
+        f"{view_size(config)} px, batch {args.batch}, {config.model.dtype}",
         flush=True,
     )
     jax_rate = jax_img_per_sec(config, args.steps)

@@ -9,66 +9,39 @@ key crops (one BN group per device), `k_crops=5` MoCo v2 crops per image → M' 
 4.0, batch 512, lr 0.06) are `jcl_imagenet_paper.py`. `:runlocal` keeps the ResNet-50 but trains a
 few steps on 256 Fashion-MNIST images (ImageNet is not on CPU CI).
 `:keys=N` sets M' (and so the views), e.g. `--config=configs/jcl_imagenet.py:keys=8,runlocal`.
+Built on `mocov2_imagenet.py` (JCL = MoCo v2 + M' key crops + the λ term); `from_mocov2` makes
+`jcl_cifar10.py` and `jcl_fashion_mnist.py` from their MoCo v2 configs the same way, and
+`jcl_imagenet_paper.py` edits `build`.
 """
 
-import ml_collections
-
 from ssl_jax import configs
-from ssl_jax.data import recipes
 from ssl_jax.methods import jcl
 
 
-def get_config(arg=None):
+def from_mocov2(parent, arg=None, edit=None):
+    """The MoCo v2 config `configs/<parent>.py` made JCL with the released code's numbers: M' = 4
+    keys (`k_crops=5`), λ 2.0 ramped per epoch as λ·(epoch+1)/epochs; τ, queue, m, shuffle-BN, data,
+    encoder and optimiser stay MoCo v2's. `edit(config)` (another jcl_* config's numbers) runs
+    next, then `:keys=N`; all before `:runlocal`."""
     keys, arg = jcl.split_config_arg(arg)  # `:keys=N` sets M' (and so the views)
-    c = configs.base_config()
-    c.method = "jcl"
-    c.method_config = ml_collections.ConfigDict(
-        dict(
-            temperature=0.2,
-            queue_size=65536,
-            num_keys=4,
-            lam=2.0,
-            lam_schedule="linear_epoch",
-            shuffle_bn=True,
-            key_bn_groups=0,
-        )
-    )
-    if keys:
-        c.method_config.num_keys = keys
-    c.data.name = "imagenet2012"
-    c.data.eval_test_split = "validation"
-    c.data.image_size = 224
-    c.data.shuffle_buffer = 50_000
-    c.model.backbone = "resnet50"
-    c.model.stem = "imagenet"
-    c.model.projector = ml_collections.ConfigDict(
-        dict(
-            hidden_dims=(2048,),
-            out_dim=128,
-            hidden_bias=True,
-            last_bias=True,
-            last_bn=False,
-            use_bn=False,
-        )
-    )
-    c.global_batch_size = 256
-    c.num_epochs = 200.0
-    c.optim.name = "sgd"
-    c.optim.base_lr = 0.03
-    c.optim.weight_decay = 1e-4
-    c.optim.schedule = "cosine"
-    c.ema.base = 0.999
-    c.ema.schedule = "constant"
-    c.knn.every_steps = 25_000
-    c.knn.num_train = 100_000
-    if configs.is_runlocal(arg):
-        configs.use_local_data(c)
-        c.method_config.queue_size = 256
-    # one pipeline: view 0 is the query, views 1..M' the keys (MultiCropsTransform(k_crops))
-    c.data.views = ("mocov2",) * (c.method_config.num_keys + 1)
-    c.data.recipes = ml_collections.ConfigDict({"mocov2": recipes.mocov2(c.data.image_size)})
-    configs.finalize(c, arg)
-    if configs.is_runlocal(arg):
-        c.model.width = 1.0  # keep the real ResNet-50 (as mocov2_imagenet:runlocal)
-        c.model.projector.hidden_dims = (64,)
-    return c
+
+    def to_jcl(c):
+        c.method = "jcl"
+        c.method_config.update(num_keys=4, lam=2.0, lam_schedule="linear_epoch")
+        if edit is not None:
+            edit(c)
+        if keys:
+            c.method_config.num_keys = keys
+        # one pipeline: view 0 is the query, views 1..M' the keys (MultiCropsTransform(k_crops))
+        c.data.views = c.data.views[:1] * (c.method_config.num_keys + 1)
+
+    return configs.sibling(__file__, parent).build(arg, edit=to_jcl)
+
+
+def build(arg=None, edit=None):
+    """This config; `edit(config)` (`jcl_imagenet_paper.py`) runs after JCL's numbers are set."""
+    return from_mocov2("mocov2_imagenet", arg, edit)
+
+
+def get_config(arg=None):
+    return build(arg)

@@ -13,68 +13,28 @@ Data: an image folder with one sub-folder per class, `train/` and `val/` (as CMC
 `--config.data.data_dir=/path/to/imagenet100`. `:runlocal` keeps the ResNet-18 but trains a few
 steps on 256 Fashion-MNIST images.
 `:keys=N` sets M' (and so the views): `--config=configs/jcl_imagenet100_r18.py:keys=5`.
+Built on `jcl_imagenet_paper.py` (M' and λ from the paper, MoCo v2 elsewhere); this file sets what
+the ablation setting changes.
 """
 
-import ml_collections
-
 from ssl_jax import configs
-from ssl_jax.data import recipes
-from ssl_jax.methods import jcl
 
 
-def get_config(arg=None):
-    keys, arg = jcl.split_config_arg(arg)  # `:keys=N` sets M' (and so the views)
-    c = configs.base_config()
-    c.method = "jcl"
-    c.method_config = ml_collections.ConfigDict(
-        dict(
-            temperature=0.2,
-            queue_size=65536,
-            num_keys=9,
-            lam=4.0,
-            lam_schedule="linear_epoch",
-            shuffle_bn=True,
-            key_bn_groups=0,
-        )
-    )
-    if keys:
-        c.method_config.num_keys = keys
+def _imagenet100_r18(c):
+    c.method_config.num_keys = 9
     c.data.name = "image_folder"
     c.data.data_dir = ""  # the ImageNet-100 folder (train/, val/)
     c.data.train_split = "train"
     c.data.eval_train_split = "train"
     c.data.eval_test_split = "val"
-    c.data.image_size = 224
-    c.data.shuffle_buffer = 50_000
     c.model.backbone = "resnet18"
-    c.model.stem = "imagenet"
-    c.model.projector = ml_collections.ConfigDict(
-        dict(
-            hidden_dims=(512,),
-            out_dim=128,
-            hidden_bias=True,
-            last_bias=True,
-            last_bn=False,
-            use_bn=False,
-        )
-    )
+    c.model.projector.hidden_dims = (512,)  # hidden = feature width, as MoCo v2's `--mlp`
     c.global_batch_size = 128
     c.num_epochs = 100.0
-    c.optim.name = "sgd"
     c.optim.base_lr = 0.1
-    c.optim.weight_decay = 1e-4
-    c.optim.schedule = "cosine"
-    c.ema.base = 0.999
-    c.ema.schedule = "constant"
     c.knn.every_steps = 10_000
     c.knn.num_train = 50_000
-    if configs.is_runlocal(arg):
-        configs.use_local_data(c)
-        c.method_config.queue_size = 256
-    c.data.views = ("mocov2",) * (c.method_config.num_keys + 1)
-    c.data.recipes = ml_collections.ConfigDict({"mocov2": recipes.mocov2(c.data.image_size)})
-    configs.finalize(c, arg)
-    if configs.is_runlocal(arg):
-        c.model.width = 1.0  # keep the real ResNet-18
-        c.model.projector.hidden_dims = (64,)
-    return c
+
+
+def get_config(arg=None):
+    return configs.sibling(__file__, "jcl_imagenet_paper").build(arg, edit=_imagenet100_r18)

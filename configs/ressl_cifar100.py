@@ -2,23 +2,13 @@
 
 Everything as `scce_cifar100.py` (itself the official CIFAR-10 config on CIFAR-100; the paper's
 CIFAR-100 values are in its unavailable supplementary); only the loss and τ_m change.
-ReSSL loss (`methods/ressl.py`, `losses.ressl`: cross-entropy between the target's and the
-online network's relations to the queue, no positive) with τ 0.1 and τ_m 0.04 (the ReSSL paper's
-values, solo-learn's defaults; the SCE paper uses "the best temperatures reported" by ReSSL).
+The ReSSL loss takes τ 0.1 and τ_m 0.04 (`scce_cifar10.method_config` says what it computes and
+where the temperatures come from).
 `:runlocal` trains a few steps on Fashion-MNIST.
 """
 
-import importlib.util
-import os
-
-
-def _sibling(name):
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
-    spec = importlib.util.spec_from_file_location(f"_ssl_jax_config_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from ssl_jax import configs
 
 
 def get_config(arg=None):
-    return _sibling("scce_cifar100").build(arg, "ressl")
+    return configs.sibling(__file__, "scce_cifar100").build(arg, "ressl")

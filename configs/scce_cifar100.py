@@ -10,18 +10,7 @@ only the data and the normalisation change (the SCE code's CIFAR-100 mean/std,
 trains on Fashion-MNIST.
 """
 
-import importlib.util
-import os
-
 from ssl_jax import configs
-
-
-def _sibling(name):
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
-    spec = importlib.util.spec_from_file_location(f"_ssl_jax_config_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _cifar100(c):
@@ -30,7 +19,7 @@ def _cifar100(c):
 
 
 def build(arg=None, method="sce"):
-    return _sibling("scce_cifar10").build(arg, method, edit=_cifar100)
+    return configs.sibling(__file__, "scce_cifar10").build(arg, method, edit=_cifar100)
 
 
 def get_config(arg=None):

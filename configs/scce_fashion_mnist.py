@@ -12,34 +12,17 @@ without the colour ops grayscale images cannot have). After pretraining, the lin
 this file.
 """
 
-import importlib.util
-import os
-
 import ml_collections
 
 from ssl_jax import configs
 from ssl_jax.data import recipes
-
-
-def _sibling(name):
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
-    spec = importlib.util.spec_from_file_location(f"_ssl_jax_config_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from ssl_jax.models import head_config
 
 
 def build(arg=None, method="sce"):
     c = configs.base_config()
     c.method = method
-    c.method_config = _sibling("scce_cifar10").method_config(
-        method,
-        queue_size=4096,
-        temperature_m=0.05,
-        symmetric=False,
-        shuffle_bn=True,
-        key_bn_groups=8,
-    )
+    c.method_config = configs.sibling(__file__, "scce_cifar10").cifar10_method_config(method)
     configs.use_local_data(c, channels=1)
     c.data.train_subset = 0
     c.data.shuffle_buffer = 60_000
@@ -50,16 +33,7 @@ def build(arg=None, method="sce"):
     c.model.backbone = "resnet18"
     c.model.stem = "cifar"
     c.model.width = 0.125  # 64-d features: what 2 CPU cores can train in the default job's minutes
-    c.model.projector = ml_collections.ConfigDict(
-        dict(
-            hidden_dims=(256,),
-            out_dim=128,
-            hidden_bias=False,
-            last_bias=True,
-            last_bn=False,
-            use_bn=True,
-        )
-    )
+    c.model.projector = head_config((256,), 128, hidden_bias=False)
     c.model.predictor.enabled = False
     c.global_batch_size = 64  # more updates per image seen: the budget is CPU time, not epochs
     c.num_epochs = 3.0

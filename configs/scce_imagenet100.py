@@ -22,9 +22,6 @@ number is the paper's Sec. 4.1 text unless marked:
   a few steps on Fashion-MNIST (3 channels) at width 1/8 with a 256-entry queue.
 """
 
-import importlib.util
-import os
-
 import ml_collections
 
 from ssl_jax import configs
@@ -32,18 +29,10 @@ from ssl_jax.data import recipes
 from ssl_jax.models import head_config
 
 
-def _sibling(name):
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
-    spec = importlib.util.spec_from_file_location(f"_ssl_jax_config_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def build(arg=None, method="sce", dataset="imagenet100"):
     c = configs.base_config()
     c.method = method
-    c.method_config = _sibling("scce_cifar10").method_config(
+    c.method_config = configs.sibling(__file__, "scce_cifar10").method_config(
         method,
         queue_size=65536,
         temperature_m=0.07,

@@ -14,20 +14,11 @@ except:
   Fashion-MNIST at 28 px, local crops 24/20/16/12 px, width 1/8, queue 256.
 """
 
-import importlib.util
-import os
-
-
-def _sibling(name):
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
-    spec = importlib.util.spec_from_file_location(f"_ssl_jax_config_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from ssl_jax import configs
 
 
 def build(arg=None, method="sce"):
-    return _sibling("scce_imagenet").build(arg, method, multicrop=True)
+    return configs.sibling(__file__, "scce_imagenet").build(arg, method, multicrop=True)
 
 
 def get_config(arg=None):

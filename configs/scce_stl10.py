@@ -12,18 +12,9 @@ on the labelled 'train' (5k) and 'test' (8k) splits. Check the supplementary tab
 τ_m, queue) before comparing numbers. `:runlocal` trains on Fashion-MNIST.
 """
 
-import importlib.util
-import os
+from ssl_jax import configs
 
 STL10_STD = (0.2471, 0.2435, 0.2616)  # SCE code, datamodule/stl10.py normalisation entry
-
-
-def _sibling(name):
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
-    spec = importlib.util.spec_from_file_location(f"_ssl_jax_config_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _stl10(c):
@@ -38,7 +29,7 @@ def _stl10(c):
 
 
 def build(arg=None, method="sce"):
-    return _sibling("scce_cifar10").build(arg, method, edit=_stl10)
+    return configs.sibling(__file__, "scce_cifar10").build(arg, method, edit=_stl10)
 
 
 def get_config(arg=None):

@@ -15,18 +15,7 @@ into `val/<wnid>/` first, otherwise the kNN monitor / probe have no labelled tes
 `:runlocal` trains on Fashion-MNIST.
 """
 
-import importlib.util
-import os
-
 from ssl_jax import configs
-
-
-def _sibling(name):
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
-    spec = importlib.util.spec_from_file_location(f"_ssl_jax_config_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _tiny_imagenet(c):
@@ -41,7 +30,7 @@ def _tiny_imagenet(c):
 
 
 def build(arg=None, method="sce"):
-    return _sibling("scce_cifar10").build(arg, method, edit=_tiny_imagenet)
+    return configs.sibling(__file__, "scce_cifar10").build(arg, method, edit=_tiny_imagenet)
 
 
 def get_config(arg=None):

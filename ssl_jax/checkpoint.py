@@ -83,8 +83,8 @@ def check_compatible(metadata, abstract_state, where: str) -> None:
         if path not in stored or path not in wanted:
             side = "this config" if path not in stored else "the checkpoint"
             raise CheckpointError(
-                f"the checkpoint in {where} is a run of a different model or method: only "
-                f"{side} has {path}. Use another --workdir."
+                f"the checkpoint in {where} is a run of a different model or method: "
+                f"only {side} has {path}. Use another --workdir."
             )
         if stored[path] != wanted[path]:
             raise CheckpointError(
@@ -119,14 +119,15 @@ def check_same_model(workdir: str, config: ml_collections.ConfigDict) -> None:
     for key in ("method",):
         if stored.get(key) != config.get(key):
             raise CheckpointError(
-                f"{workdir} holds a run of config.{key}={stored.get(key)!r}, not {config.get(key)!r}. "
-                "Use another --workdir."
+                f"{workdir} holds a run of config.{key}={stored.get(key)!r}, "
+                f"not {config.get(key)!r}. Use another --workdir."
             )
     for key in ("backbone", "stem", "width"):
         if stored.model.get(key) != config.model.get(key):
             raise CheckpointError(
-                f"{workdir} holds a run of a different model shape: config.model.{key}="
-                f"{stored.model.get(key)!r} there, {config.model.get(key)!r} now. Use another --workdir."
+                f"{workdir} holds a run of a different model shape: "
+                f"config.model.{key}={stored.model.get(key)!r} there, "
+                f"{config.model.get(key)!r} now. Use another --workdir."
             )
 
 
@@ -162,9 +163,9 @@ def locate(path: str) -> tuple[str, str, int]:
         steps = _committed_steps(directory)
         if not steps:
             raise CheckpointError(
-                f"no checkpoint in {path}: {directory} holds no finished checkpoint (pretraining "
-                "saves one every config.checkpoint_every_steps and at the end). Pass a workdir "
-                "whose run has saved, or one of its checkpoints/<step> folders."
+                f"no checkpoint in {path}: {directory} holds no finished checkpoint "
+                "(pretraining saves one every config.checkpoint_every_steps and at the end). "
+                "Pass a workdir whose run has saved, or one of its checkpoints/<step> folders."
             )
         step = steps[-1]
         step_dir = os.path.join(directory, str(step))
@@ -230,8 +231,8 @@ def restore_subtree(step_dir: str, abstract: dict, *, describe: str = "this conf
                     )
                 if a[path] != b[path]:
                     raise CheckpointError(
-                        f"the checkpoint {step_dir} is not one of {describe}: {path} has shape "
-                        f"{a[path]} there but {b[path]} in {describe}"
+                        f"the checkpoint {step_dir} is not one of {describe}: "
+                        f"{path} has shape {a[path]} there but {b[path]} in {describe}"
                     )
     restore_args = ocp.checkpoint_utils.construct_restore_args(abstract)
     return ocp.PyTreeCheckpointer().restore(

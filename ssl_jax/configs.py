@@ -1,13 +1,17 @@
 """Config defaults shared by every `configs/*.py` file, and validation before anything compiles.
 
 A config file calls `base_config()`, overrides what its paper says, and `finalize(config, arg)` applies
-`:runlocal`. `validate(config)` (called by `main` before data or compilation) checks keys, types and the
+`:runlocal`; a config that builds on another loads it with `sibling(__file__, name)`.
+`validate(config)` (called by `main` before data or compilation) checks keys, types and the
 constraints between them, and raises one `ConfigError` naming the key and the allowed values.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import os
+import types
 import typing
 
 import ml_collections
@@ -42,9 +46,8 @@ def base_config() -> ml_collections.ConfigDict:
     c.data.data_dir = ""
     c.data.manual_dir = ""
     c.data.train_split = "train"
-    c.data.train_subset = (
-        0  # >0: use only the first N examples of the train split (tests, runlocal)
-    )
+    # >0: use only the first N examples of the train split (tests, runlocal)
+    c.data.train_subset = 0
     c.data.eval_train_split = "train"
     c.data.eval_test_split = "validation"
     c.data.image_size = 224
@@ -54,9 +57,8 @@ def base_config() -> ml_collections.ConfigDict:
     c.data.std = (0.229, 0.224, 0.225)
     c.data.views = ("mocov2", "mocov2")
     c.data.recipes = ml_collections.ConfigDict()
-    c.data.device_ops = (
-        False  # True: colour/blur/solarize of each recipe run inside the jitted step
-    )
+    # True: colour/blur/solarize of each recipe run inside the jitted step
+    c.data.device_ops = False
     c.data.shuffle_buffer = 50_000
     c.data.cache = False
 
@@ -118,6 +120,16 @@ def base_config() -> ml_collections.ConfigDict:
         dict(num_train=-1, solver="ridge", l2_grid=(1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0))
     )
     return c
+
+
+def sibling(config_file: str, name: str) -> types.ModuleType:
+    """Load `<name>.py` from the folder of `config_file` (a config passes its `__file__`) as a
+    module: `configs/` is not a package, so this is how a config reuses another's `build`."""
+    path = os.path.join(os.path.dirname(os.path.abspath(config_file)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"_ssl_jax_config_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def runlocal(c: ml_collections.ConfigDict) -> None:
@@ -211,8 +223,8 @@ def validate(config: ml_collections.ConfigDict, *, num_devices: int) -> None:
     for key in ("mean", "std"):
         if len(config.data[key]) != config.data.channels:
             raise ConfigError(
-                f"config.data.{key} has {len(config.data[key])} values but config.data.channels="
-                f"{config.data.channels}; give one value per channel"
+                f"config.data.{key} has {len(config.data[key])} values but "
+                f"config.data.channels={config.data.channels}; give one value per channel"
             )
     for view in config.data.views:
         if view not in config.data.recipes:
@@ -228,8 +240,8 @@ def validate_eval_job(config: ml_collections.ConfigDict, *, num_devices: int) ->
     its data and model come from the pretraining run (`config.init`) and are checked there."""
     if not config.get("init"):
         raise ConfigError(
-            f"config.init is empty: the {config.job} job needs the pretraining workdir (or one of its "
-            "checkpoints/<step> folders): --config.init=WORKDIR"
+            f"config.init is empty: the {config.job} job needs the pretraining workdir "
+            "(or one of its checkpoints/<step> folders): --config.init=WORKDIR"
         )
     _allowed("encoder.weights", config.encoder.weights, ("online", "target"))
     if config.get("model") and config.model.get("dtype") is not None:
@@ -280,6 +292,17 @@ def use_local_data(c: ml_collections.ConfigDict, *, channels: int = 3) -> None:
     c.data.channels = channels
     c.data.mean = FASHION_MNIST_MEAN * channels
     c.data.std = FASHION_MNIST_STD * channels
+    c.data.cache = True
+
+
+def use_cifar10(c: ml_collections.ConfigDict) -> None:
+    """CIFAR-10 at 32 px: evaluation on the 'test' split without a centre crop, the MoCo/SCE CIFAR
+    code's mean/std (`CIFAR10_MEAN/STD`), decoded images cached in host memory."""
+    c.data.name = "cifar10"
+    c.data.eval_test_split = "test"
+    c.data.image_size = 32
+    c.data.eval_crop_fraction = 1.0
+    c.data.mean, c.data.std = CIFAR10_MEAN, CIFAR10_STD
     c.data.cache = True
 
 

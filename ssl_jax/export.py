@@ -58,9 +58,9 @@ def torchvision_state_dict(encoder, head: dict | None = None) -> dict[str, np.nd
             or bias.shape != kernel.shape[1:]
         ):
             raise ExportError(
-                f"the probe head has kernel {kernel.shape} / bias {bias.shape}, but the backbone's "
-                f"features have {encoder.feature_dim} dimensions: the head belongs to another "
-                "encoder"
+                f"the probe head has kernel {kernel.shape} / bias {bias.shape}, "
+                f"but the backbone's features have {encoder.feature_dim} dimensions: "
+                "the head belongs to another encoder"
             )
         sd["fc.weight"] = np.ascontiguousarray(kernel.T.astype(np.float32))
         sd["fc.bias"] = bias.astype(np.float32)
@@ -84,13 +84,13 @@ def detectron2_checkpoint(encoder) -> dict:
     model = encoder.config.model
     if model.stem != "imagenet":
         raise ExportError(
-            f"Detectron2's ResNet has the ImageNet stem (7x7/2 conv + max-pool); this run uses "
-            f"config.model.stem={model.stem!r}, which Detectron2 cannot load. Export "
-            "--format=torchvision instead."
+            "Detectron2's ResNet has the ImageNet stem (7x7/2 conv + max-pool); "
+            f"this run uses config.model.stem={model.stem!r}, which Detectron2 cannot load. "
+            "Export --format=torchvision instead."
         )
     if int(encoder.config.data.channels) != 3:
         raise ExportError(
-            f"Detectron2 feeds 3-channel images; this run was trained on "
+            "Detectron2 feeds 3-channel images; this run was trained on "
             f"config.data.channels={encoder.config.data.channels}. Export --format=torchvision."
         )
     sd = torchvision_state_dict(encoder)
@@ -156,10 +156,10 @@ def export(
         mean = [round(255 * m, 3) for m in encoder.config.data.mean]
         std = [round(255 * s, 3) for s in encoder.config.data.std]
         print(
-            f"wrote {len(ckpt['model'])} arrays (Detectron2 names) of step {encoder.step} to "
-            f"{out}\nfine-tune with MODEL.WEIGHTS {out} INPUT.FORMAT RGB "
-            "MODEL.RESNETS.STRIDE_IN_1X1 False "
-            f"MODEL.PIXEL_MEAN {mean} MODEL.PIXEL_STD {std} (configs/detectron2/*.yaml)"
+            f"wrote {len(ckpt['model'])} arrays (Detectron2 names) of step {encoder.step} "
+            f"to {out}\nfine-tune with MODEL.WEIGHTS {out} INPUT.FORMAT RGB "
+            f"MODEL.RESNETS.STRIDE_IN_1X1 False MODEL.PIXEL_MEAN {mean} MODEL.PIXEL_STD {std} "
+            "(configs/detectron2/*.yaml)"
         )
     return out
 

@@ -31,9 +31,8 @@ def main(argv) -> None:
     from ssl_jax.data.datasets import DataError
     from ssl_jax.evaluate import knn, linear_probe, pictures
 
-    logging.set_verbosity(
-        logging.WARNING
-    )  # orbax and clu are chatty at INFO; progress lines are printed
+    # orbax and clu are chatty at INFO; progress lines are printed
+    logging.set_verbosity(logging.WARNING)
     if os.environ.get("SSL_JAX_COORDINATOR"):  # multi-host: one process per host
         jax.distributed.initialize()
     config = FLAGS.config
@@ -49,8 +48,8 @@ def main(argv) -> None:
             knn.run(config, FLAGS.workdir)
         else:
             raise ConfigError(
-                f"config.job={config.job!r} is not known; allowed: 'pretrain', 'linear_probe', "
-                "'knn'"
+                f"config.job={config.job!r} is not known; "
+                "allowed: 'pretrain', 'linear_probe', 'knn'"
             )
     except (ConfigError, DataError, CheckpointError, train.TrainingError) as e:
         print(f"error: {e}", file=sys.stderr, flush=True)

@@ -349,9 +349,9 @@ def train_and_evaluate(
                 if not finite:
                     ckpt.wait()
                     raise TrainingError(
-                        f"non-finite loss between steps {last_good_step} and {done}; the run stopped "
-                        f"and the last good checkpoint (step {ckpt.latest_step()}) is kept in "
-                        f"{ckpt.directory}. Lower the learning rate or check the data."
+                        f"non-finite loss between steps {last_good_step} and {done}; "
+                        f"the run stopped and the last good checkpoint (step {ckpt.latest_step()}) "
+                        f"is kept in {ckpt.directory}. Lower the learning rate or check the data."
                     )
                 last_good_step = done
                 elapsed = time.time() - tick
@@ -430,8 +430,8 @@ def print_probe_table(config, state: TrainState, workdir: str) -> dict[str, floa
     )
     timings["raw pixels"] = time.time() - t0
     lines = [
-        f"Linear probe on {config.data.name} ({test_split}), features of {train_split}"
-        f"{'' if limit <= 0 else f' (first {limit})'}:",
+        f"Linear probe on {config.data.name} ({test_split}), "
+        f"features of {train_split}{'' if limit <= 0 else f' (first {limit})'}:",
         f"{'encoder':<14} {'top-1':>7} {'top-5':>7} {'l2':>8} {'time':>7}",
     ]
     for name, r in results.items():

@@ -483,8 +483,8 @@ def _gaussian_blur(images, u, *, p, sigma, kernel_size=0):
     if not kernel_size:
         if height is None or width is None:
             raise ValueError(
-                "gaussian_blur with kernel_size 0 needs a fixed image size: put it after a crop or "
-                "resize, or give kernel_size."
+                "gaussian_blur with kernel_size 0 needs a fixed image size: "
+                "put it after a crop or resize, or give kernel_size."
             )
         kernel_size = blur_kernel_size(min(height, width))
     sigmas = _lerp(u[:, 1], sigma[0], sigma[1])
@@ -686,8 +686,8 @@ def validate_recipe(name: str, recipe: Sequence[Mapping[str, Any]], channels: in
                 for key in ("saturation", "hue"):
                     check(
                         not params.get(key, 0.0),
-                        f"{key}={params.get(key)} needs 3 channels but config.data.channels == "
-                        f"{channels}; set it to 0 or use channels=3.",
+                        f"{key}={params.get(key)} needs 3 channels but "
+                        f"config.data.channels == {channels}; set it to 0 or use channels=3.",
                     )
         if kind == "grayscale":
             check(channels == 3, f"needs 3 channels but config.data.channels == {channels}.")

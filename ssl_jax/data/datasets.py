@@ -207,8 +207,8 @@ def _fashion_arrays(images_path: str, labels_path: str) -> tuple[np.ndarray, np.
         raise DataError(f"{images_path}: images of shape {images.shape[1:]}, expected (28, 28).")
     if labels.ndim != 1 or labels.shape[0] != images.shape[0]:
         raise DataError(
-            f"{labels_path}: {labels.shape[0]} labels for {images.shape[0]} images in "
-            f"{images_path}."
+            f"{labels_path}: {labels.shape[0]} labels for {images.shape[0]} "
+            f"images in {images_path}."
         )
     if labels.size and labels.max() > 9:
         raise DataError(f"{labels_path}: label {labels.max()} outside 0..9: corrupt file.")
@@ -433,8 +433,8 @@ def _list_folder(folder: str) -> tuple[tuple[str, ...], tuple[int, ...], bool]:
     files = [e for e in entries if _is_image(e) and os.path.isfile(os.path.join(folder, e))]
     if files and class_dirs:
         raise DataError(
-            f"image folder {folder!r} holds both image files and sub-folders {class_dirs[:3]}: use "
-            "either one sub-folder per class or a flat folder of images."
+            f"image folder {folder!r} holds both image files and sub-folders {class_dirs[:3]}: "
+            "use either one sub-folder per class or a flat folder of images."
         )
     if files:
         paths = tuple(os.path.join(folder, f) for f in files)

@@ -318,8 +318,8 @@ def _op_params(index: int, op: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         unknown, missing = set(params) - allowed, required - set(params)
         if unknown or missing:
             raise ValueError(
-                f"recipe op {index} ({name}): unknown keys {sorted(unknown)}, missing keys "
-                f"{sorted(missing)}; allowed {sorted(allowed)}."
+                f"recipe op {index} ({name}): unknown keys {sorted(unknown)}, "
+                f"missing keys {sorted(missing)}; allowed {sorted(allowed)}."
             )
     return name, params
 

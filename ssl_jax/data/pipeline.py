@@ -118,8 +118,8 @@ def _recipes(config: Any) -> list[tuple[str, Sequence[Any]]]:
     for name in data.views:
         if name not in data.recipes:
             raise ValueError(
-                f"config.data.views names recipe {name!r}, not in config.data.recipes "
-                f"{tuple(data.recipes)}."
+                f"config.data.views names recipe {name!r}, "
+                f"not in config.data.recipes {tuple(data.recipes)}."
             )
         recipe = tuple(data.recipes[name])
         augment.validate_recipe(name, recipe, channels)
@@ -243,8 +243,8 @@ def train_iterator(
         if not spec.shape.is_fully_defined():
             raise ValueError(
                 f"recipe {name!r} gives views of varying size {spec.shape} on "
-                f"{data.name}/{data.train_split}: end it with a random_resized_crop, center_crop "
-                "or a resize to an (h, w) pair."
+                f"{data.name}/{data.train_split}: end it with a random_resized_crop, "
+                "center_crop or a resize to an (h, w) pair."
             )
     ds = ds.batch(b, drop_remainder=True)
     ds = ds.map(finish, num_parallel_calls=parallel, deterministic=True).prefetch(tf.data.AUTOTUNE)

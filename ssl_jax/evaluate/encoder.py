@@ -216,8 +216,8 @@ def load_encoder(
     }
     if weights == "target" and not _has(checkpoint.metadata_tree(step_dir), params_key):
         raise checkpoint.CheckpointError(
-            f"weights='target' but the run in {run_dir} (method {config.get('method')!r}) has no "
-            "target network; use weights='online'"
+            f"weights='target' but the run in {run_dir} (method {config.get('method')!r}) "
+            "has no target network; use weights='online'"
         )
     m = config.model
     describe = f"config.model ({m.backbone}, stem {m.stem!r}, width {m.width})"
@@ -261,8 +261,8 @@ def global_eval_batches(
     pc, pi = jax.process_count(), jax.process_index()
     if (batch_size * pc) % mesh.size:
         raise ValueError(
-            f"eval batch size {batch_size} x {pc} processes is not divisible by the "
-            f"{mesh.size} devices; use a multiple of {mesh.size // math.gcd(mesh.size, pc)}"
+            f"eval batch size {batch_size} x {pc} processes is not divisible by the {mesh.size} "
+            f"devices; use a multiple of {mesh.size // math.gcd(mesh.size, pc)}"
         )
     total = datasets.num_examples(config.data, split)
     count = num_eval_batches(total, batch_size, pc, limit)

@@ -215,8 +215,8 @@ def run(config, workdir: str, *, mesh=None) -> dict:
         writer.flush()
         jobs.write_json(os.path.join(workdir, RESULT_FILE), record)
         lines = [
-            f"weighted kNN (τ {config.knn.temperature}) of {enc.checkpoint} on "
-            f"{data.data.name}: {bank.num_valid} memory rows, {queries.num_valid} queries"
+            f"weighted kNN (τ {config.knn.temperature}) of {enc.checkpoint} on {data.data.name}: "
+            f"{bank.num_valid} memory rows, {queries.num_valid} queries"
         ]
         for k, r in result.items():
             lines.append(

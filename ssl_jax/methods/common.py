@@ -85,8 +85,8 @@ def require_views(ctx: StepContext, count: int) -> None:
     views = ctx.config.data.views
     if len(views) != count:
         raise ConfigError(
-            f"config.data.views={tuple(views)} has {len(views)} views; method "
-            f"{ctx.config.method!r} needs exactly {count}"
+            f"config.data.views={tuple(views)} has {len(views)} views; "
+            f"method {ctx.config.method!r} needs exactly {count}"
         )
 
 

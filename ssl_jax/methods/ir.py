@@ -37,8 +37,8 @@ def check_config(ctx: common.StepContext) -> None:
     common.require_views(ctx, 1)
     if ctx.hp.bank_size != ctx.num_train_examples:
         raise ConfigError(
-            f"config.method_config.bank_size={ctx.hp.bank_size} differs from the number of training "
-            f"examples ({ctx.num_train_examples}); allowed: {ctx.num_train_examples}"
+            f"config.method_config.bank_size={ctx.hp.bank_size} differs from the number of "
+            f"training examples ({ctx.num_train_examples}); allowed: {ctx.num_train_examples}"
         )
     common.require_divisible(
         "config.method_config.bank_size", ctx.hp.bank_size, ctx.num_devices, "the device count"

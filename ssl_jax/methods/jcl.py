@@ -91,22 +91,22 @@ def check_config(ctx: common.StepContext) -> None:
         raise ConfigError(f"config.method_config.num_keys={hp.num_keys}: allowed 1, 2, ... (M')")
     if len(ctx.config.data.views) != hp.num_keys + 1:
         raise ConfigError(
-            f"config.data.views={tuple(ctx.config.data.views)} has {len(ctx.config.data.views)} "
-            f"views; JCL with num_keys={hp.num_keys} needs num_keys + 1 = {hp.num_keys + 1} (the "
-            f"query and M' keys). The jcl_* configs build them from M': pass it as "
-            f"`--config=FILE:keys=M'`"
+            f"config.data.views={tuple(ctx.config.data.views)} has "
+            f"{len(ctx.config.data.views)} views; JCL with num_keys={hp.num_keys} "
+            f"needs num_keys + 1 = {hp.num_keys + 1} (the query and M' keys). "
+            "The jcl_* configs build them from M': pass it as `--config=FILE:keys=M'`"
         )
     key_views = set(ctx.config.data.views[1:])
     if len(key_views) > 1:
         raise ConfigError(
-            f"config.data.views={tuple(ctx.config.data.views)}: the {hp.num_keys} key views must "
-            f"name one recipe (they go through the key encoder as one batch); got "
-            f"{sorted(key_views)}"
+            f"config.data.views={tuple(ctx.config.data.views)}: "
+            f"the {hp.num_keys} key views must name one recipe (they go through the "
+            f"key encoder as one batch); got {sorted(key_views)}"
         )
     if hp.lam_schedule not in LAM_SCHEDULES:
         raise ConfigError(
-            f"config.method_config.lam_schedule={hp.lam_schedule!r} is not allowed; allowed "
-            f"values: {list(LAM_SCHEDULES)}"
+            f"config.method_config.lam_schedule={hp.lam_schedule!r} is not allowed; "
+            f"allowed values: {list(LAM_SCHEDULES)}"
         )
     if hp.lam < 0:
         raise ConfigError(f"config.method_config.lam={hp.lam}: allowed λ ≥ 0")

@@ -98,8 +98,8 @@ class Hparams:
     def check(self) -> None:
         if self.loss_form not in LOSS_FORMS:
             raise ConfigError(
-                f"config.method_config.loss_form={self.loss_form!r} is not allowed; allowed "
-                f"values: {list(LOSS_FORMS)}"
+                f"config.method_config.loss_form={self.loss_form!r} is not allowed; "
+                f"allowed values: {list(LOSS_FORMS)}"
             )
         if not 0.0 <= self.coeff <= 1.0:
             raise ConfigError(f"config.method_config.coeff={self.coeff}: allowed [0, 1]")
@@ -141,8 +141,8 @@ def check_config(ctx: common.StepContext) -> None:
     num_views = len(config.data.views)
     if num_views < 2:
         raise ConfigError(
-            f"config.data.views={tuple(config.data.views)} has {num_views} view(s); method "
-            f"{config.method!r} needs at least 2 (target view(s) first, then online views)"
+            f"config.data.views={tuple(config.data.views)} has {num_views} view(s); "
+            f"method {config.method!r} needs at least 2 (target view(s) first, then online views)"
         )
     if hp.symmetric and not 1 <= hp.num_global_crops <= num_views:
         raise ConfigError(
@@ -176,8 +176,8 @@ def check_config(ctx: common.StepContext) -> None:
         if predictor.out_dim != config.model.projector.out_dim:
             raise ConfigError(
                 f"config.model.predictor.out_dim={predictor.out_dim} must equal "
-                f"config.model.projector.out_dim={config.model.projector.out_dim}: online "
-                "predictions are compared with target projections and the queue"
+                f"config.model.projector.out_dim={config.model.projector.out_dim}: "
+                "online predictions are compared with target projections and the queue"
             )
 
 

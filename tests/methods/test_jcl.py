@@ -123,9 +123,8 @@ def test_first_step_loss_is_losses_jcl_of_direct_features(runs):
         return out["projection"]
 
     q = losses.l2_normalize(project(init.params, init.batch_stats, views[0], 1))
-    target = optim.ema_update(
-        init.target_params, init.params, exp.ema_schedule(0)
-    )  # EMA before keys
+    # EMA before keys
+    target = optim.ema_update(init.target_params, init.params, exp.ema_schedule(0))
     x = jnp.concatenate(views[1:])  # crop-major
     perm = jax.random.permutation(loss_rng, x.shape[0])  # shuffle-BN over all M'·B keys, 4 groups
     k = project(target, init.target_batch_stats, x[perm], 4)[jnp.argsort(perm)]
