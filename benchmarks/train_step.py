@@ -13,7 +13,6 @@ ResNet + MLP head forward/backward on view 1, EMA key encoder (no grad) on view 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import sys
 import time
@@ -25,13 +24,7 @@ sys.path.insert(0, ROOT)
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-
-def load_config(path: str):
-    path, _, arg = path.partition(":")
-    spec = importlib.util.spec_from_file_location("bench_config", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.get_config(arg or None)
+from ssl_jax import configs  # noqa: E402
 
 
 def view_size(config) -> int:
@@ -136,7 +129,7 @@ def main() -> None:
     parser.add_argument("--dtype", default=None, help="float32 | bfloat16 (JAX compute dtype)")
     parser.add_argument("--override", nargs="*", default=[], help="key=value on the config")
     args = parser.parse_args()
-    config = load_config(args.config)
+    config = configs.load(args.config)
     config.global_batch_size = args.batch
     config.method_config.queue_size = max(
         args.batch, config.method_config.queue_size // args.batch * args.batch
@@ -144,12 +137,7 @@ def main() -> None:
     if args.dtype:
         config.model.dtype = args.dtype
     for item in args.override:
-        key, value = item.split("=", 1)
-        node = config
-        *parents, leaf = key.split(".")
-        for p in parents:
-            node = node[p]
-        node[leaf] = type(node[leaf])(eval(value)) if not isinstance(node[leaf], str) else value
+        configs.apply_override(config, item)
     print(
         f"devices: {jax.device_count()} × {jax.devices()[0].device_kind}; "
         f"{config.model.backbone} {config.model.stem} stem width {config.model.width}, "

@@ -1,13 +1,15 @@
 """Config defaults shared by every `configs/*.py` file, and validation before anything compiles.
 
 A config file calls `base_config()`, overrides what its paper says, and `finalize(config, arg)` applies
-`:runlocal`; a config that builds on another loads it with `sibling(__file__, name)`.
+`:runlocal`; a config that builds on another loads it with `sibling(__file__, name)`. Scripts load
+a config with `load('configs/X.py[:arg]')` and override fields with `apply_override(c, 'a.b=v')`.
 `validate(config)` (called by `main` before data or compilation) checks keys, types and the
 constraints between them, and raises one `ConfigError` naming the key and the allowed values.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import importlib.util
 import os
@@ -130,6 +132,46 @@ def sibling(config_file: str, name: str) -> types.ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def load(spec: str) -> ml_collections.ConfigDict:
+    """`configs/X.py[:arg]` → `get_config(arg)`, as `--config=` does (for scripts and notebooks)."""
+    path, _, arg = spec.partition(":")
+    if not os.path.isfile(path):
+        raise ConfigError(f"config file {path!r} does not exist")
+    return sibling(path, os.path.splitext(os.path.basename(path))[0]).get_config(arg or None)
+
+
+def apply_override(c: ml_collections.ConfigDict, assignment: str) -> None:
+    """`'a.b=value'` applied in place, as `--config.a.b=value` does: the value is parsed as a Python
+    literal when it is one (else kept as a string); an int given for a float field becomes a float;
+    an unknown key or a value of another type raises `ConfigError`."""
+    key, sep, text = assignment.partition("=")
+    if not sep:
+        raise ConfigError(f"an override is key=value, got {assignment!r}")
+    *parents, leaf = key.split(".")
+    node = c
+    for part in parents:
+        if part not in node:
+            raise ConfigError(f"config.{key}: {part!r} is not a key of the config")
+        node = node[part]
+    if leaf not in node:
+        raise ConfigError(f"config.{key} is not a key of the config")
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        value = text
+    old = node[leaf]
+    if isinstance(old, float) and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if isinstance(old, tuple) and isinstance(value, list):
+        value = tuple(value)
+    if old is not None and not isinstance(value, type(old)):
+        raise ConfigError(
+            f"config.{key}={value!r} has type {type(value).__name__}; "
+            f"the field holds {type(old).__name__} ({old!r})"
+        )
+    node[leaf] = value
 
 
 def runlocal(c: ml_collections.ConfigDict) -> None:

@@ -1,0 +1,154 @@
+"""Linear-probe and kNN accuracy of several pretraining configs × seeds at the same budget: the
+evidence tables of the README (SCE vs ReSSL vs MoCo v2, JCL vs MoCo v2).
+
+    python benchmarks/compare_methods.py --workdir=runs/compare --seeds=0,1 \
+        --configs=configs/scce_fashion_mnist.py,configs/ressl_fashion_mnist.py,configs/mocov2_fashion_mnist.py \
+        [--set=model.width=0.5 --set=total_steps=900 ...]
+
+Every `--set` override is applied to every config, so all runs share the budget (model, batch,
+steps, optimiser) and differ only in what the configs set that is not overridden (the method, its
+views). Each run pretrains in `WORKDIR/<config>_s<seed>` (a finished or interrupted run resumes
+from its checkpoints, so the script can be re-run), then fits the config's linear probe
+(`config.probe`: solver, l2 grid, train size) on frozen online-backbone features of the labelled
+train split and scores the test split, and runs the weighted kNN (`config.knn.k`,
+`config.knn.temperature`) on the same features. Baselines with the same probe: the first config's
+encoder at random init (one per seed) and raw pixels. Results are cached in each run's
+`compare.json`; the script prints a Markdown table (per-seed values, mean ± half-range) and writes
+it to `WORKDIR/table.md`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+import numpy as np  # noqa: E402
+
+from ssl_jax import configs  # noqa: E402
+
+
+def evaluate(config, variables, exp) -> dict[str, float]:
+    """Probe and kNN top-1 of one encoder's variables."""
+    from ssl_jax import train
+    from ssl_jax.evaluate import knn
+    from ssl_jax.evaluate.linear_probe import fit_linear_probe
+
+    tr_split, te_split = config.data.eval_train_split, config.data.eval_test_split
+    tr = train.extract_features(exp, variables, tr_split, config.probe.num_train)
+    te = train.extract_features(exp, variables, te_split)
+    probe = fit_linear_probe(
+        *tr, *te, l2_grid=tuple(config.probe.l2_grid), solver=config.probe.solver
+    )
+    nn = knn.weighted_knn(*tr, *te, k=config.knn.k, temperature=config.knn.temperature)
+    return {"probe": probe["top1"], "knn": nn["top1"]}
+
+
+def run_one(config, workdir: str, with_random: bool) -> dict:
+    from ssl_jax import train
+
+    cached = os.path.join(workdir, "compare.json")
+    if os.path.exists(cached):
+        with open(cached) as f:
+            result = json.load(f)
+        if "random" in result or not with_random:
+            return result
+    t0 = time.time()
+    state = train.train_and_evaluate(config, workdir)
+    pretrain_s = time.time() - t0
+    exp = train.build_experiment(config)
+    result = {
+        "pretrained": evaluate(
+            config, {"params": state.params, "batch_stats": state.batch_stats}, exp
+        ),
+        "pretrain_s": pretrain_s,
+        "steps": int(state.step),
+    }
+    if with_random:
+        init = train.init_or_restore(exp, None)
+        result["random"] = evaluate(
+            config, {"params": init.params, "batch_stats": init.batch_stats}, exp
+        )
+    with open(cached, "w") as f:
+        json.dump(result, f, indent=1)
+    return result
+
+
+def raw_pixels(config) -> float:
+    from ssl_jax import train
+    from ssl_jax.evaluate.linear_probe import fit_linear_probe
+
+    tr = train._raw_pixels(config, config.data.eval_train_split, config.probe.num_train)
+    te = train._raw_pixels(config, config.data.eval_test_split, -1)
+    return fit_linear_probe(
+        *tr, *te, l2_grid=tuple(config.probe.l2_grid), solver=config.probe.solver
+    )["top1"]
+
+
+def summary(values: list[float]) -> str:
+    v = 100 * np.asarray(values)
+    per_seed = " / ".join(f"{x:.2f}" for x in v)
+    spread = (v.max() - v.min()) / 2
+    return f"{v.mean():.2f} ± {spread:.2f} ({per_seed})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--configs", required=True, help="comma-separated config paths[:arg]")
+    parser.add_argument("--seeds", default="0,1")
+    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--set", action="append", default=[], help="key=value for every config")
+    args = parser.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",")]
+    paths = args.configs.split(",")
+    os.makedirs(args.workdir, exist_ok=True)
+    rows, first_config = {}, None
+    for path in paths:
+        name = os.path.splitext(os.path.basename(path.partition(":")[0]))[0]
+        name += path.partition(":")[2] and f"_{path.partition(':')[2].replace(',', '_')}"
+        for seed in seeds:
+            config = configs.load(path)
+            for assignment in args.set:
+                configs.apply_override(config, assignment)
+            config.seed = seed
+            config.final_probe_table = False
+            config.knn.every_steps = 0
+            first_config = first_config or config
+            print(f"== {name} seed {seed}", flush=True)
+            result = run_one(
+                config, os.path.join(args.workdir, f"{name}_s{seed}"), path == paths[0]
+            )
+            rows.setdefault(name, []).append(result)
+    lines = [
+        f"Fashion-MNIST-style probe table: {len(seeds)} seeds ({args.seeds}), "
+        f"overrides: {' '.join(args.set) or 'none'}",
+        "",
+        "| encoder | linear probe top-1 (%) | kNN top-1 (%) | pretrain time (s) |",
+        "|---|---|---|---|",
+    ]
+    for name, results in rows.items():
+        lines.append(
+            f"| {name} | {summary([r['pretrained']['probe'] for r in results])} "
+            f"| {summary([r['pretrained']['knn'] for r in results])} "
+            f"| {np.mean([r['pretrain_s'] for r in results]):.0f} |"
+        )
+    first = next(iter(rows.values()))
+    lines.append(
+        f"| random init | {summary([r['random']['probe'] for r in first])} "
+        f"| {summary([r['random']['knn'] for r in first])} | – |"
+    )
+    lines.append(f"| raw pixels | {100 * raw_pixels(first_config):.2f} | – | – |")
+    table = "\n".join(lines)
+    print(table, flush=True)
+    with open(os.path.join(args.workdir, "table.md"), "w") as f:
+        f.write(table + "\n")
+
+
+if __name__ == "__main__":
+    main()
