@@ -413,7 +413,13 @@ def print_probe_table(config, state: TrainState, workdir: str) -> dict[str, floa
         "random init": {"params": random_state.params, "batch_stats": random_state.batch_stats},
     }
     results, timings = {}, {}
+    print(
+        f"Linear probe ({config.probe.solver}): features of {train_split} and {test_split} for the "
+        "pretrained encoder, the same encoder at random init, and raw pixels",
+        flush=True,
+    )
     for name, variables in encoders.items():
+        print(f"  probe: {name} …", flush=True)
         t0 = time.time()
         tr = extract_features(exp, variables, train_split, limit)
         te = extract_features(exp, variables, test_split)
@@ -421,6 +427,7 @@ def print_probe_table(config, state: TrainState, workdir: str) -> dict[str, floa
             *tr, *te, l2_grid=tuple(config.probe.l2_grid), solver=config.probe.solver
         )
         timings[name] = time.time() - t0
+    print("  probe: raw pixels …", flush=True)
     t0 = time.time()
     results["raw pixels"] = fit_linear_probe(
         *_raw_pixels(config, train_split, limit),
