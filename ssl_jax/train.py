@@ -359,11 +359,13 @@ def train_and_evaluate(
                 if done > tick_step:
                     scalars["train/img_per_sec"] = rate
                 writer.write_scalars(done, scalars)
-                eta = (total - done) * config.global_batch_size / max(rate, 1e-9)
+                if done > tick_step:
+                    eta = (total - done) * config.global_batch_size / max(rate, 1e-9)
+                    speed = f"{rate:.1f} img/s | ETA {_format_eta(eta)}"
+                else:  # the first step of a process: compilation, no rate yet
+                    speed = "compiled"
                 print(
-                    f"step {done}/{total} | loss {scalars['train/loss']:.4f} | "
-                    f"{rate:.1f} img/s | ETA {_format_eta(eta)}",
-                    flush=True,
+                    f"step {done}/{total} | loss {scalars['train/loss']:.4f} | {speed}", flush=True
                 )
                 tick, tick_step = time.time(), done
             if save_now:
@@ -378,6 +380,10 @@ def train_and_evaluate(
                 print(f"step {done}: kNN top-1 {100 * result['eval/knn_top1']:.2f}%", flush=True)
                 tick = time.time()
             if stop.signal:
+                # The signal may have come after this step's save decision: save now (a no-op when
+                # this step is already saved) so that the message below is always true.
+                ckpt.wait()
+                ckpt.save(state, force=True)
                 ckpt.wait()
                 print(f"{stop.signal}: saved the checkpoint at step {done}; exiting.", flush=True)
                 break
