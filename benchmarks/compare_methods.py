@@ -126,7 +126,8 @@ def main() -> None:
             )
             rows.setdefault(name, []).append(result)
     lines = [
-        f"Fashion-MNIST-style probe table: {len(seeds)} seeds ({args.seeds}), "
+        f"{first_config.data.name} ({first_config.data.eval_test_split}): {len(seeds)} seeds "
+        f"({args.seeds}), "
         f"overrides: {' '.join(args.set) or 'none'}",
         "",
         "| encoder | linear probe top-1 (%) | kNN top-1 (%) | pretrain time (s) |",
