@@ -89,3 +89,21 @@ def test_bad_override_names_the_key(tmp_path):
     out, _ = proc.communicate(timeout=300)
     assert proc.returncode == 2, out
     assert "global_batch_size=101" in out and f"device count ({env_devices})" in out
+
+
+@pytest.mark.slow
+def test_default_job_prints_the_probe_table(tmp_path):
+    """The default job's last part: the probe table of pretrained / random init / raw pixels."""
+    proc = _main(
+        "--config=configs/scce_fashion_mnist.py:runlocal",
+        f"--workdir={tmp_path}",
+        "--config.total_steps=2",
+        "--config.probe.num_train=500",
+    )
+    out, _ = proc.communicate(timeout=900)
+    assert proc.returncode == 0, out
+    rows = {line.split("  ")[0]: line for line in out.splitlines()}
+    for name in ("pretrained", "random init", "raw pixels"):
+        assert name in rows and "%" in rows[name], out
+    table = (tmp_path / "probe_table.txt").read_text()
+    assert "raw pixels" in table and "(first 500)" in table
