@@ -341,8 +341,11 @@ def train_and_evaluate(
                 jax.block_until_ready(metrics)
                 tick, tick_step = time.time(), done
             is_last = done == end_step
-            log_now = done % config.log_every_steps == 0 or is_last or stop.signal
-            save_now = done % config.checkpoint_every_steps == 0 or is_last or stop.signal
+            # Read the signal once per step: a signal that arrives later is handled at the next
+            # step, never after this step's save decision (which would exit unsaved).
+            stopping = stop.signal
+            log_now = done % config.log_every_steps == 0 or is_last or stopping
+            save_now = done % config.checkpoint_every_steps == 0 or is_last or stopping
             if log_now or save_now:
                 scalars, finite = _mean_metrics(window)
                 window = []
@@ -356,14 +359,12 @@ def train_and_evaluate(
                 last_good_step = done
                 elapsed = time.time() - tick
                 rate = (done - tick_step) * config.global_batch_size / max(elapsed, 1e-9)
+                speed = "compiled"  # the first step of a process: compilation, no rate yet
                 if done > tick_step:
                     scalars["train/img_per_sec"] = rate
-                writer.write_scalars(done, scalars)
-                if done > tick_step:
                     eta = (total - done) * config.global_batch_size / max(rate, 1e-9)
                     speed = f"{rate:.1f} img/s | ETA {_format_eta(eta)}"
-                else:  # the first step of a process: compilation, no rate yet
-                    speed = "compiled"
+                writer.write_scalars(done, scalars)
                 print(
                     f"step {done}/{total} | loss {scalars['train/loss']:.4f} | {speed}", flush=True
                 )
@@ -379,13 +380,9 @@ def train_and_evaluate(
                 writer.write_scalars(done, result)
                 print(f"step {done}: kNN top-1 {100 * result['eval/knn_top1']:.2f}%", flush=True)
                 tick = time.time()
-            if stop.signal:
-                # The signal may have come after this step's save decision: save now (a no-op when
-                # this step is already saved) so that the message below is always true.
+            if stopping:
                 ckpt.wait()
-                ckpt.save(state, force=True)
-                ckpt.wait()
-                print(f"{stop.signal}: saved the checkpoint at step {done}; exiting.", flush=True)
+                print(f"{stopping}: saved the checkpoint at step {done}; exiting.", flush=True)
                 break
     ckpt.wait()
     writer.flush()
