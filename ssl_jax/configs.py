@@ -22,6 +22,7 @@ DATASETS = ("fashion_mnist", "cifar10", "cifar100", "stl10", "imagenet2012", "im
 BACKBONES = ("resnet18", "resnet34", "resnet50")
 STEMS = ("imagenet", "cifar")
 DTYPES = ("float32", "bfloat16")
+CONV_IMPLS = ("auto", "xla", "matmul")  # models/conv.py
 JOBS = ("pretrain", "linear_probe", "knn")
 EVAL_JOBS = ("linear_probe", "knn")  # jobs on a pretrained encoder (config.init)
 PROBE_PROTOCOLS = ("sgd", "fast")
@@ -70,6 +71,8 @@ def base_config() -> ml_collections.ConfigDict:
     c.model.width = 1.0
     c.model.dtype = "float32"
     c.model.zero_init_residual = False
+    # 'auto': im2col matmul for ≤2-px outputs on CPU, where XLA's conv is slow (models/conv.py)
+    c.model.conv_impl = "auto"
     c.model.projector = ml_collections.ConfigDict(
         dict(
             hidden_dims=(2048,),
@@ -248,6 +251,7 @@ def validate(config: ml_collections.ConfigDict, *, num_devices: int) -> None:
     _allowed("model.backbone", config.model.backbone, BACKBONES)
     _allowed("model.stem", config.model.stem, STEMS)
     _allowed("model.dtype", config.model.dtype, DTYPES)
+    _allowed("model.conv_impl", config.model.conv_impl, CONV_IMPLS)
     _allowed("optim.name", config.optim.name, ("sgd", "lars"))
     _allowed("optim.schedule", config.optim.schedule, ("cosine", "step", "constant"))
     _allowed("optim.lr_scaling", config.optim.lr_scaling, ("linear", "none"))

@@ -7,6 +7,7 @@ stem                'imagenet' | 'cifar'                 (default 'imagenet')
 width               float > 0                            (default 1.0)
 dtype               'float32' | 'bfloat16'               (compute dtype; default 'float32')
 zero_init_residual  bool                                 (default False, as torchvision)
+conv_impl           'auto' | 'xla' | 'matmul'            (default 'auto'; see models/conv.py)
 projector           head config (below), required
 predictor           None / absent = no predictor; a head config = a predictor unless its
                     `enabled` is False (so defaults may carry a disabled predictor's shape)
@@ -28,6 +29,7 @@ import jax.numpy as jnp
 import ml_collections
 
 from ssl_jax.models.batchnorm import BatchNorm
+from ssl_jax.models.conv import CONV_IMPLS
 from ssl_jax.models.heads import MLPHead
 from ssl_jax.models.resnet import ResNet, feature_dim
 
@@ -49,7 +51,16 @@ BACKBONES = {"resnet18": 18, "resnet34": 34, "resnet50": 50}
 STEMS = ("imagenet", "cifar")
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 
-_MODEL_KEYS = ("backbone", "stem", "width", "dtype", "zero_init_residual", "projector", "predictor")
+_MODEL_KEYS = (
+    "backbone",
+    "stem",
+    "width",
+    "dtype",
+    "zero_init_residual",
+    "conv_impl",
+    "projector",
+    "predictor",
+)
 _HEAD_KEYS = ("hidden_dims", "out_dim", "hidden_bias", "last_bias", "last_bn", "use_bn")
 _HEAD_BOOLS = ("hidden_bias", "last_bias", "last_bn", "use_bn")
 
@@ -168,12 +179,16 @@ def backbone_only(model_config: Any) -> ResNet:
     zero_init = cfg.get("zero_init_residual", False)
     if not isinstance(zero_init, bool):
         raise ValueError(f"model.zero_init_residual must be True or False, got {zero_init!r}")
+    conv_impl = cfg.get("conv_impl", "auto")
+    if conv_impl not in CONV_IMPLS:
+        raise ValueError(f"model.conv_impl must be one of {list(CONV_IMPLS)}, got {conv_impl!r}")
     return ResNet(
         depth=BACKBONES[name],
         stem=stem,
         width=float(width),
         dtype=_dtype(cfg.get("dtype", "float32"), "model.dtype"),
         zero_init_residual=zero_init,
+        conv_impl=conv_impl,
     )
 
 

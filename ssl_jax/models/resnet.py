@@ -23,6 +23,7 @@ import flax.linen as nn
 import jax.numpy as jnp
 
 from ssl_jax.models.batchnorm import BatchNorm
+from ssl_jax.models.conv import CONV_IMPLS, Conv2d
 
 # depth -> (block kind, blocks per stage)
 STAGES = {
@@ -40,6 +41,21 @@ conv_init = nn.initializers.variance_scaling(2.0, "fan_out", "normal")
 
 def _pad(k: int) -> tuple[tuple[int, int], tuple[int, int]]:
     return ((k, k), (k, k))
+
+
+def _conv(features: int, k: int, s: int, p: int, impl: str, dtype: Any, name: str) -> Conv2d:
+    """k×k conv, stride s, symmetric pad p, no bias, kaiming init (torch's layout of a conv)."""
+    return Conv2d(
+        features,
+        (k, k),
+        strides=(s, s),
+        padding=_pad(p),
+        kernel_init=conv_init,
+        impl=impl,
+        dtype=dtype,
+        param_dtype=jnp.float32,
+        name=name,
+    )
 
 
 def base_width(width: float) -> int:
@@ -62,21 +78,12 @@ class _Block(nn.Module):
     strides: int
     downsample: bool
     zero_init_last_bn: bool = False
+    conv_impl: str = "auto"
     dtype: Any = jnp.float32
 
     @nn.compact
     def __call__(self, x: jnp.ndarray, train: bool, bn_groups: int = 1) -> jnp.ndarray:
-        conv = lambda feats, k, s, p, name: nn.Conv(
-            feats,
-            (k, k),
-            strides=(s, s),
-            padding=_pad(p),
-            use_bias=False,
-            kernel_init=conv_init,
-            dtype=self.dtype,
-            param_dtype=jnp.float32,
-            name=name,
-        )
+        conv = lambda feats, k, s, p, name: _conv(feats, k, s, p, self.conv_impl, self.dtype, name)
         bn = lambda name, zero=False: BatchNorm(
             scale_init=nn.initializers.zeros if zero else nn.initializers.ones,
             dtype=self.dtype,
@@ -113,6 +120,7 @@ class ResNet(nn.Module):
       width: multiplier of every stage width.
       dtype: compute dtype (float32 or bfloat16); params, BN statistics and the output are float32.
       zero_init_residual: zero-init the gamma of the last BN of each block (torchvision option).
+      conv_impl: 'auto' | 'xla' | 'matmul' (`conv.Conv2d`; the parameters do not depend on it).
     """
 
     depth: int = 50
@@ -120,6 +128,7 @@ class ResNet(nn.Module):
     width: float = 1.0
     dtype: Any = jnp.float32
     zero_init_residual: bool = False
+    conv_impl: str = "auto"
 
     def __post_init__(self):
         if self.depth not in STAGES:
@@ -128,6 +137,10 @@ class ResNet(nn.Module):
             raise ValueError(f"ResNet stem must be one of {STEMS}, got {self.stem!r}")
         if not self.width > 0:
             raise ValueError(f"ResNet width must be > 0, got {self.width!r}")
+        if self.conv_impl not in CONV_IMPLS:
+            raise ValueError(
+                f"ResNet conv_impl must be one of {CONV_IMPLS}, got {self.conv_impl!r}"
+            )
         super().__post_init__()
 
     @property
@@ -144,17 +157,7 @@ class ResNet(nn.Module):
             k, s, p = 7, 2, 3
         else:
             k, s, p = 3, 1, 1
-        x = nn.Conv(
-            base,
-            (k, k),
-            strides=(s, s),
-            padding=_pad(p),
-            use_bias=False,
-            kernel_init=conv_init,
-            dtype=self.dtype,
-            param_dtype=jnp.float32,
-            name="conv1",
-        )(x)
+        x = _conv(base, k, s, p, self.conv_impl, self.dtype, "conv1")(x)
         x = nn.relu(BatchNorm(dtype=self.dtype, name="bn1")(x, train, bn_groups))
         if self.stem == "imagenet":
             # reduce_window pads with the init value -inf, as torch's MaxPool2d(3, 2, padding=1).
@@ -171,6 +174,7 @@ class ResNet(nn.Module):
                     strides=strides,
                     downsample=strides != 1 or in_planes != out_planes,
                     zero_init_last_bn=self.zero_init_residual,
+                    conv_impl=self.conv_impl,
                     dtype=self.dtype,
                     name=f"layer{i + 1}_{j}",
                 )(x, train, bn_groups)

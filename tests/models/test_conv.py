@@ -1,0 +1,100 @@
+"""Conv2d: the im2col-matmul path equals XLA's convolution (values and gradients), 'auto' picks the
+matmul only for tiny CPU outputs, and a ResNet's parameters and outputs do not depend on the
+implementation."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from model_testutil import max_rel_err, random_variables
+
+from ssl_jax.models import build_model, head_config
+from ssl_jax.models.conv import CPU_MATMUL_MAX_OUTPUT, Conv2d, matmul_conv, use_matmul
+from ssl_jax.models.resnet import ResNet
+
+
+def _xla_conv(x, kernel, strides, padding):
+    return jax.lax.conv_general_dilated(
+        x, kernel, strides, padding, dimension_numbers=("NHWC", "HWIO", "NHWC")
+    )
+
+
+@pytest.mark.parametrize(
+    "size, k, stride, pad",
+    [(7, 3, 1, 1), (8, 3, 2, 1), (7, 3, 2, 1), (2, 3, 1, 1), (1, 3, 1, 1), (9, 7, 2, 3),
+     (6, 1, 2, 0), (5, 1, 1, 0), (10, 3, 1, 0)],
+)  # fmt: skip
+def test_matmul_conv_equals_xla_conv_with_gradients(size, k, stride, pad):
+    rng = np.random.default_rng(size * 100 + k * 10 + stride)
+    with jax.enable_x64(True):
+        x = jnp.asarray(rng.normal(size=(3, size, size + 1, 4)))
+        kernel = jnp.asarray(rng.normal(size=(k, k, 4, 5)))
+        cotangent = None
+        outs, grads = [], []
+        for conv in (_xla_conv, matmul_conv):
+            f = lambda x, w, conv=conv: conv(x, w, (stride, stride), ((pad, pad), (pad, pad)))
+            y = f(x, kernel)
+            if cotangent is None:
+                cotangent = jnp.asarray(rng.normal(size=y.shape))
+            outs.append(y)
+            grad = jax.grad(lambda x, w, f=f, c=cotangent: jnp.sum(f(x, w) * c), (0, 1))
+            grads.append(jax.jit(grad)(x, kernel))
+        assert outs[0].shape == outs[1].shape
+        np.testing.assert_allclose(outs[1], outs[0], rtol=1e-10, atol=1e-10)
+        for g_matmul, g_xla in zip(grads[1], grads[0], strict=True):
+            np.testing.assert_allclose(g_matmul, g_xla, rtol=1e-10, atol=1e-10)
+
+
+def test_use_matmul():
+    on_cpu = jax.default_backend() == "cpu"
+    assert use_matmul("auto", CPU_MATMUL_MAX_OUTPUT, 1) == on_cpu
+    assert not use_matmul("auto", CPU_MATMUL_MAX_OUTPUT + 1, 1)
+    assert use_matmul("matmul", 56, 56)
+    assert not use_matmul("xla", 1, 1)
+    with pytest.raises(ValueError, match="conv impl must be one of"):
+        use_matmul("cudnn", 1, 1)
+
+
+def test_conv2d_parameter_is_flax_conv_kernel():
+    x = jnp.ones((2, 5, 5, 3))
+    variables = Conv2d(8, (3, 3), padding=((1, 1), (1, 1))).init(jax.random.key(0), x)
+    assert jax.tree.map(jnp.shape, variables) == {"params": {"kernel": (3, 3, 3, 8)}}
+
+
+def test_resnet_does_not_depend_on_conv_impl():
+    # 32 px, ImageNet stem: stages at 8, 4, 2, 1 px, so 'auto' mixes both paths on CPU. float64:
+    # train-mode BN over 4 images at 1 px amplifies float32 rounding (see test_resnet_torch.py).
+    shape = (4, 32, 32, 3)
+    with jax.enable_x64(True):
+        model = ResNet(depth=18, stem="imagenet", width=0.25, dtype=jnp.float64)
+        variables = random_variables(model, shape, seed=1, dtype=jnp.float64)
+        x = jnp.asarray(np.random.default_rng(2).normal(size=shape))
+        outs = {}
+        for impl in ("xla", "auto"):  # the matmul path alone: the test above
+            model = ResNet(depth=18, stem="imagenet", width=0.25, dtype=jnp.float64, conv_impl=impl)
+            init = jax.eval_shape(lambda x, m=model: m.init(jax.random.key(0), x, train=False), x)
+            assert jax.tree.map(jnp.shape, init) == jax.tree.map(jnp.shape, variables)
+
+            def loss(params, m=model):
+                y, _ = m.apply(
+                    {"params": params, "batch_stats": variables["batch_stats"]},
+                    x,
+                    train=True,
+                    mutable=["batch_stats"],
+                )
+                return jnp.sum(y**2), y
+
+            (_, y), grads = jax.jit(jax.value_and_grad(loss, has_aux=True))(variables["params"])
+            outs[impl] = (y, grads)
+        for impl in ("auto",):
+            assert max_rel_err(outs[impl][0], outs["xla"][0]) < 1e-9
+            errs = jax.tree.map(max_rel_err, outs[impl][1], outs["xla"][1])
+            assert max(jax.tree.leaves(errs)) < 1e-8, errs
+
+
+def test_build_model_rejects_unknown_conv_impl():
+    cfg = dict(backbone="resnet18", conv_impl="fft", projector=head_config((8,), 4))
+    with pytest.raises(ValueError, match="model.conv_impl must be one of"):
+        build_model(cfg)
+    with pytest.raises(ValueError, match="conv_impl"):
+        ResNet(depth=18, conv_impl="fft")
