@@ -58,6 +58,7 @@ def test_queue_receives_keys_in_fifo_order():
         ),
         (lambda c: setattr(c, "method", "nope"), "allowed values"),
         (lambda c: setattr(c.model, "backbone", "resnet101"), "model.backbone"),
+        (lambda c: setattr(c.model, "conv_impl", "fft"), "model.conv_impl"),
     ],
 )
 def test_bad_configs_fail_before_compiling(override, message):
