@@ -10,10 +10,11 @@ so checkpoints and the PyTorch export do not depend on the implementation. Imple
   `CPU_MATMUL_MAX_OUTPUT` pixels on a side, else 'xla'.
 
 Why: XLA:CPU's convolution is pathologically slow on tiny feature maps. Measured on the 2-core dev
-machine (`benchmarks/conv_impl.py`), one 3×3 conv at batch 64, forward / forward+backward (ms):
-2×2×128 channels 9.4 / 19.1 with 'xla' against 1.1 / 2.3 with 'matmul'; 1×1×256: 2.9 / 8.2
-against 0.8 / 2.3; at 7×7 and above the two are within ~25% and 'xla' wins at 14×14. A ResNet-18
-on 28-px inputs (ImageNet stem: stages at 7, 4, 2, 1 px) trains ~2× faster with 'auto'.
+machine (`benchmarks/conv_impl.py --layers`), one 3×3 conv at batch 64, forward / forward+backward
+(ms): 2×2×128 channels 9.4 / 19.1 with 'xla' against 1.1 / 2.3 with 'matmul'; 1×1×256: 2.9 / 8.2
+against 0.8 / 2.3; at 4×4 and above neither wins consistently (within ~2× either way, noisy). A
+ResNet-18 on 28-px inputs (ImageNet stem: stages at 7, 4, 2, 1 px) trains 2–3× faster with 'auto'
+(`benchmarks/conv_impl.py --resnets`).
 """
 
 from typing import Any
