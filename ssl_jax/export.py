@@ -21,6 +21,10 @@ online one.
   `configs/detectron2/*.yaml` (RGB input, ImageNet pixel mean/std in 0-255 units,
   `STRIDE_IN_1X1: False`, SyncBN), see docs/evaluation.md.
 
+A model of several ResNet encoders (`model.ENCODERS`, e.g. CMC's one per colour split) is exported
+one torchvision file per encoder, `encoder_path(out, name)` (`enc.pth` → `enc.<name>.pth`), and says
+so; such a model has no Detectron2 export (each encoder reads its own input channels).
+
 Files are written to a temporary name in the same folder and renamed: never half-written.
 """
 
@@ -41,12 +45,32 @@ class ExportError(ValueError):
     """The checkpoint cannot be exported in the requested format; the message says why."""
 
 
-def torchvision_state_dict(encoder, head: dict | None = None) -> dict[str, np.ndarray]:
-    """`{torchvision key: numpy array}` of an `Encoder`'s backbone (+ `fc` from a probe head
-    `{'kernel': [D, C], 'bias': [C]}`)."""
+def encoder_names(encoder) -> tuple[str, ...]:
+    """The model's ResNet encoders (`model.ENCODERS`): one for most methods, two for CMC-like
+    models (one per colour split)."""
+    return tuple(encoder.model.ENCODERS)
+
+
+def torchvision_state_dict(
+    encoder, head: dict | None = None, *, name: str | None = None
+) -> dict[str, np.ndarray]:
+    """`{torchvision key: numpy array}` of one ResNet of an `Encoder` (`name` in `ENCODERS`; default
+    the only one) (+ `fc` from a probe head `{'kernel': [D, C], 'bias': [C]}`)."""
     import jax
 
-    variables = jax.device_get(encoder.variables)
+    names = encoder_names(encoder)
+    if name is None:
+        if len(names) != 1:
+            raise ExportError(f"the model has {len(names)} encoders {list(names)}: name one")
+        name = names[0]
+    if name not in names:
+        raise ExportError(f"encoder {name!r} is not one of the model's {list(names)}")
+    if head is not None and len(names) != 1:
+        raise ExportError(
+            f"--head: the probe head reads the concatenated features of {len(names)} encoders; "
+            "a torchvision ResNet has one (export without --head)"
+        )
+    variables = jax.device_get(encoder.encoder_variables()[name])
     sd = flax_to_torchvision_state_dict(
         variables["params"], variables["batch_stats"], num_batches_tracked=encoder.step
     )
@@ -81,6 +105,12 @@ def detectron2_name(key: str) -> str:
 
 def detectron2_checkpoint(encoder) -> dict:
     """The Detectron2 pickle's content for an `Encoder` (ImageNet-stem, 3-channel ResNets only)."""
+    if len(encoder_names(encoder)) != 1:
+        raise ExportError(
+            f"the model has {len(encoder_names(encoder))} encoders {list(encoder_names(encoder))}, "
+            "each on its own input channels; Detectron2 feeds one 3-channel ResNet. "
+            "Export --format=torchvision (one file per encoder) instead."
+        )
     model = encoder.config.model
     if model.stem != "imagenet":
         raise ExportError(
@@ -116,8 +146,10 @@ def _atomic_write(out: str, write) -> None:
 
 def export(
     path: str, fmt: str, out: str, *, head: str | None = None, weights: str = "online"
-) -> str:
-    """Write the backbone of the run at `path` (workdir or checkpoint folder) to `out`."""
+) -> str | list[str]:
+    """Write the backbone of the run at `path` (workdir or checkpoint folder) to `out`; a model of
+    several encoders (`model.ENCODERS`) is written one file per encoder, `encoder_path(out, name)`,
+    and the list of paths is returned."""
     from ssl_jax.evaluate.encoder import load_encoder
 
     if fmt not in FORMATS:
@@ -140,6 +172,9 @@ def export(
         except FileNotFoundError as e:
             raise ExportError(str(e)) from e
     encoder = load_encoder(path, weights=weights)
+    names = encoder_names(encoder)
+    if fmt == "torchvision" and len(names) > 1:
+        return _export_each_encoder(encoder, out, names, probe_head, torch)
     if fmt == "torchvision":
         sd = torchvision_state_dict(encoder, probe_head)
         tensors = {k: torch.from_numpy(np.array(v, copy=True)) for k, v in sd.items()}
@@ -162,6 +197,30 @@ def export(
             "(configs/detectron2/*.yaml)"
         )
     return out
+
+
+def encoder_path(out: str, name: str) -> str:
+    """`encoder.pth` → `encoder.<name>.pth`: where the export writes each encoder of a model."""
+    root, ext = os.path.splitext(out)
+    return f"{root}.{name}{ext}"
+
+
+def _export_each_encoder(encoder, out: str, names, probe_head, torch) -> list[str]:
+    """A model of several encoders: one torchvision state_dict per encoder, said on stdout."""
+    if probe_head is not None:
+        torchvision_state_dict(encoder, probe_head)  # raises: one head, several encoders
+    paths = []
+    for name in names:
+        sd = torchvision_state_dict(encoder, name=name)
+        tensors = {k: torch.from_numpy(np.array(v, copy=True)) for k, v in sd.items()}
+        path = encoder_path(out, name)
+        _atomic_write(path, lambda tmp, t=tensors: torch.save(t, tmp))
+        paths.append(path)
+    print(
+        f"this run's model has {len(names)} encoders ({', '.join(names)}); wrote each "
+        f"(torchvision names, step {encoder.step}): {', '.join(paths)}"
+    )
+    return paths
 
 
 def main(argv) -> None:

@@ -14,15 +14,10 @@ from jax import lax
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from ssl_jax.losses import l2_normalize  # the one definition (memory.l2_normalize is the same)
 from ssl_jax.sharding import DATA_AXIS
 
 ROWS = P(DATA_AXIS, None)
-
-
-def l2_normalize(x: jnp.ndarray, axis: int = -1, eps: float = 1e-12) -> jnp.ndarray:
-    """x / max(||x||, eps), as torch.nn.functional.normalize."""
-    norm = jnp.linalg.norm(x.astype(jnp.float32), axis=axis, keepdims=True)
-    return x / jnp.maximum(norm, eps)
 
 
 def init_rows(

@@ -25,30 +25,44 @@ class TrainState(flax.struct.PyTreeNode):
     opt_state: PyTree
     target_params: PyTree  # {} for methods without a target network (IR)
     target_batch_stats: PyTree
-    buffers: dict  # method buffers: queue, queue_ptr, bank, ...
+    buffers: PyTree  # method buffers, any pytree: queue, queue_ptr, bank, labels, centroids, ...
     rng: jnp.ndarray  # raw uint32[2] key, checkpointable
 
 
-def state_shardings(abstract_state: TrainState, mesh: Mesh, buffer_specs: dict) -> TrainState:
+def buffer_shardings(mesh: Mesh, buffer_specs, buffers):
+    """NamedShardings of the buffers from `buffer_specs`, a pytree prefix of them: a spec at a node
+    applies to every leaf below it (e.g. `{'banks': memory.ROWS, 'ptr': P()}` for a dict of banks)."""
+    is_spec = lambda x: isinstance(x, P)
+    return jax.tree.map(
+        lambda spec, sub: jax.tree.map(lambda _: NamedSharding(mesh, spec), sub),
+        buffer_specs,
+        buffers,
+        is_leaf=is_spec,
+    )
+
+
+def state_shardings(abstract_state: TrainState, mesh: Mesh, buffer_specs) -> TrainState:
     """NamedShardings for every leaf: buffers as the method says (queues/banks P('data')), rest replicated."""
     replicated = NamedSharding(mesh, P())
     shardings = jax.tree.map(lambda _: replicated, abstract_state)
-    buffers = {name: NamedSharding(mesh, buffer_specs[name]) for name in abstract_state.buffers}
-    return shardings.replace(buffers=buffers)
+    return shardings.replace(buffers=buffer_shardings(mesh, buffer_specs, abstract_state.buffers))
 
 
 def create_train_state(
-    rng: jax.Array, *, model, tx, method, hp, ctx, sample_input: jax.ShapeDtypeStruct, mesh: Mesh
+    rng: jax.Array, *, tx, method, ctx, sample_input: jax.ShapeDtypeStruct
 ) -> TrainState:
-    """Initialise the state directly in its sharded layout: eval_shape → shardings → jit(out_shardings)."""
-    buffer_specs = method.buffer_specs(hp)
+    """Initialise the state directly in its sharded layout: eval_shape → shardings → jit(out_shardings).
+
+    The model is `ctx.model` (the method's `build_model`); the buffers come from `method.init_buffers`
+    with shardings from `method.buffer_specs`."""
+    model, mesh = ctx.model, ctx.mesh
 
     def init(rng):
         init_rng, buffer_rng, state_rng = jax.random.split(rng, 3)
         dummy = jnp.zeros(sample_input.shape, sample_input.dtype)
         variables = model.init({"params": init_rng}, dummy, train=False)
         params, batch_stats = variables["params"], variables.get("batch_stats", {})
-        uses_target = getattr(method, "USES_TARGET", True)
+        uses_target = method.USES_TARGET
         return TrainState(
             step=jnp.zeros((), jnp.int32),
             params=params,
@@ -56,10 +70,10 @@ def create_train_state(
             opt_state=tx.init(params),
             target_params=jax.tree.map(jnp.copy, params) if uses_target else {},
             target_batch_stats=jax.tree.map(jnp.copy, batch_stats) if uses_target else {},
-            buffers=method.init_buffers(buffer_rng, hp, ctx),
+            buffers=method.init_buffers(buffer_rng, ctx),
             rng=state_rng,
         )
 
     abstract = jax.eval_shape(init, rng)
-    shardings = state_shardings(abstract, mesh, buffer_specs)
+    shardings = state_shardings(abstract, mesh, method.buffer_specs(ctx))
     return jax.jit(init, out_shardings=shardings)(rng)

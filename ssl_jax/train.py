@@ -23,10 +23,9 @@ from absl import logging
 from ssl_jax import checkpoint, configs, optim, sharding
 from ssl_jax.data import datasets, device_augment, pipeline
 from ssl_jax.evaluate import knn
-from ssl_jax.evaluate.encoder import split_features, uint8_feature_fn
+from ssl_jax.evaluate.encoder import RowEmbedder, split_features, uint8_feature_fn
 from ssl_jax.methods import METHODS
-from ssl_jax.methods.common import StepContext
-from ssl_jax.models import build_model
+from ssl_jax.methods.common import StepContext, StepInput
 from ssl_jax.state import TrainState, create_train_state, state_shardings
 from ssl_jax.writers import create_writer
 
@@ -72,7 +71,7 @@ def build_experiment(config: ml_collections.ConfigDict, mesh=None) -> Experiment
         if config.total_steps > 0
         else max(1, int(math.ceil(config.num_epochs * steps_per_epoch)))
     )
-    model = build_model(config.model)
+    model = method.build_model(config)
     ctx = StepContext(
         model=model,
         mesh=mesh,
@@ -82,8 +81,7 @@ def build_experiment(config: ml_collections.ConfigDict, mesh=None) -> Experiment
         total_steps=total_steps,
         steps_per_epoch=steps_per_epoch,
     )
-    if hasattr(method, "check_config"):
-        method.check_config(ctx)
+    method.check_config(ctx)
     tx, lr_schedule = optim.make_optimizer(
         config.optim,
         total_steps=total_steps,
@@ -131,9 +129,12 @@ def prepare_views(config, views, rng):
 
 
 def make_train_step(exp: Experiment):
-    """The pure step (state, batch) → (state, metrics); jitted with the state donated."""
+    """The pure step (state, batch) → (state, metrics); jitted with the state donated.
+
+    The order of operations is the method protocol's (`methods/common.py`): EMA before the keys or
+    after the optimiser, the loss and its gradient, the optimiser, the buffer update."""
     method, ctx, tx = exp.method, exp.ctx, exp.tx
-    uses_target = getattr(method, "USES_TARGET", True)
+    uses_target = method.USES_TARGET
 
     def train_step(state: TrainState, batch):
         rng = jax.random.fold_in(state.rng, state.step)
@@ -142,21 +143,28 @@ def make_train_step(exp: Experiment):
         target_params = state.target_params
         if uses_target and method.EMA_BEFORE_KEYS:
             target_params = optim.ema_update(target_params, state.params, momentum)
-        target = {"params": target_params, "batch_stats": state.target_batch_stats}
-        views = prepare_views(exp.config, batch["views"], view_rng)
+        inp = StepInput(
+            step=state.step,
+            rng=loss_rng,
+            views=tuple(prepare_views(exp.config, batch["views"], view_rng)),
+            batch=batch,
+            buffers=state.buffers,
+            target={"params": target_params, "batch_stats": state.target_batch_stats}
+            if uses_target
+            else None,
+        )
 
         def loss_fn(params):
-            return method.loss_fn(
-                ctx, params, state.batch_stats, target, state.buffers, views, batch, loss_rng
-            )
+            return method.loss_fn(ctx, params, state.batch_stats, inp)
 
-        (loss, aux), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
+        (loss, out), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
         updates, opt_state = tx.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         if uses_target and not method.EMA_BEFORE_KEYS:
             target_params = optim.ema_update(target_params, params, momentum)
-        buffers = method.update_buffers(ctx, state.buffers, aux["updates"], batch)
-        metrics = {f"train/{k}": v for k, v in aux["metrics"].items()}
+        buffers = method.update_buffers(ctx, inp, out.updates)
+        metrics = {f"train/{k}": v for k, v in out.metrics.items()}
+        metrics.update({f"train/{k}": v for k, v in method.buffer_metrics(ctx, buffers).items()})
         metrics.update(
             {
                 "train/loss": loss,
@@ -166,18 +174,13 @@ def make_train_step(exp: Experiment):
         )
         if uses_target:
             metrics["train/ema_momentum"] = momentum
-        for name, buf in buffers.items():
-            if buf.ndim == 2:
-                metrics[f"train/{name}_mean_norm"] = jnp.mean(jnp.linalg.norm(buf, axis=-1))
         new_state = state.replace(
             step=state.step + 1,
             params=params,
-            batch_stats=aux["batch_stats"],
+            batch_stats=out.batch_stats,
             opt_state=opt_state,
             target_params=target_params,
-            target_batch_stats=aux["target_batch_stats"]
-            if uses_target
-            else state.target_batch_stats,
+            target_batch_stats=out.target_batch_stats if uses_target else state.target_batch_stats,
             buffers=buffers,
         )
         return new_state, metrics
@@ -197,29 +200,36 @@ def jit_train_step(exp: Experiment, state: TrainState):
 
 
 def init_or_restore(exp: Experiment, ckpt: checkpoint.Checkpointer | None) -> TrainState:
-    """This workdir's latest checkpoint if there is one (said in the log), else a fresh state."""
+    """This workdir's latest checkpoint if there is one (said in the log), else a fresh state.
+
+    A fresh state is not yet prepared: `prepare_fresh_state` runs the method's `prepare_buffers`."""
     rng = jax.random.PRNGKey(exp.config.seed)
     init = functools.partial(
-        create_train_state,
-        model=exp.ctx.model,
-        tx=exp.tx,
-        method=exp.method,
-        hp=exp.ctx.hp,
-        ctx=exp.ctx,
-        sample_input=exp.sample_input,
-        mesh=exp.mesh,
+        create_train_state, tx=exp.tx, method=exp.method, ctx=exp.ctx, sample_input=exp.sample_input
     )
     latest = ckpt.latest_step() if ckpt is not None else None
     if latest is None:
         return init(rng)
     abstract = jax.eval_shape(init, rng)
-    shardings = state_shardings(abstract, exp.mesh, exp.method.buffer_specs(exp.ctx.hp))
+    shardings = state_shardings(abstract, exp.mesh, exp.method.buffer_specs(exp.ctx))
     abstract = jax.tree.map(
         lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s), abstract, shardings
     )
     logging.info("Resuming from the checkpoint at step %d in %s", latest, ckpt.directory)
     print(f"Resuming from the checkpoint at step {latest} in {ckpt.directory}", flush=True)
     return ckpt.restore(abstract, latest)
+
+
+def prepare_fresh_state(exp: Experiment, state: TrainState) -> TrainState:
+    """The method's `prepare_buffers` hook, once before step 0 of a new run (never on resume: the
+    restored state holds its result). It gets a `RowEmbedder` over the train split."""
+    embedder = RowEmbedder(
+        exp.config,
+        exp.mesh,
+        num_rows=exp.ctx.num_train_examples,
+        batch_size=exp.config.global_batch_size // jax.process_count(),
+    )
+    return exp.method.prepare_buffers(exp.ctx, state, embedder)
 
 
 class _StopRequest:
@@ -311,6 +321,8 @@ def train_and_evaluate(
     )
     first_batch = next(data)
     state = init_or_restore(exp, ckpt)
+    if ckpt.latest_step() is None:
+        state = prepare_fresh_state(exp, state)
     if jax.process_index() == 0:
         checkpoint.write_config(workdir, config)
     writer = create_writer(workdir)

@@ -2,8 +2,10 @@
 
 `load_encoder(path)` is the one way the linear probe, kNN, export checks, pictures and notebooks get
 features: `path` is a pretraining workdir (its latest checkpoint) or one checkpoint folder
-(`WORKDIR/checkpoints/<step>`). Only the backbone's arrays are read (online or target/EMA weights,
-params and BN statistics); the model comes from the run's `config.json`.
+(`WORKDIR/checkpoints/<step>`). The model is the run's method's (`METHODS[config.method].build_model`,
+from the run's `config.json`), its online or target/EMA variables are read, and features come from
+the model's one `features` method (one encoder's pooled features, or a two-encoder model's
+concatenation): nothing here knows the parameter tree's layout.
 
 ```
 enc = load_encoder("runs/mocov2")              # online weights of the latest checkpoint
@@ -32,9 +34,8 @@ from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from ssl_jax import checkpoint, sharding
+from ssl_jax import checkpoint, memory, sharding
 from ssl_jax.data import datasets, device_augment, pipeline
-from ssl_jax.models import backbone_only
 
 WEIGHTS = ("online", "target")
 _STATE_KEYS = {
@@ -52,8 +53,8 @@ class Encoder:
 
     Attributes:
       config: the pretraining run's config (`config.json`).
-      variables: `{'params', 'batch_stats'}` of the backbone (ResNet names, see models/resnet.py).
-      model: the flax ResNet (`backbone_only(config.model)`).
+      variables: `{'params', 'batch_stats'}` of the whole model (backbone(s) and heads).
+      model: the method's flax model (`features`, `feature_dim`, `ENCODERS`).
       step: training step of the checkpoint.
       weights: 'online' or 'target'.
       checkpoint: the checkpoint folder read.
@@ -80,7 +81,18 @@ class Encoder:
 
     def apply(self, variables, x: jax.Array) -> jax.Array:
         """Pure forward (for use inside other jitted code): normalised `[N, H, W, C]` → `[N, D]`."""
-        return self.model.apply(variables, x, train=False)
+        return self.model.apply(variables, x, train=False, method="features")
+
+    def encoder_variables(self) -> dict[str, dict]:
+        """`{name: {'params', 'batch_stats'}}` of each ResNet encoder of the model (`ENCODERS`: one
+        for the default model, two for a two-encoder model such as CMC's), e.g. for the export."""
+        return {
+            name: {
+                "params": self.variables["params"][name],
+                "batch_stats": self.variables["batch_stats"].get(name, {}),
+            }
+            for name in self.model.ENCODERS
+        }
 
     def normalize(self, images) -> jax.Array:
         """uint8 pixels `[N, H, W, C]` → model input, with the run's `data.mean` / `data.std`."""
@@ -106,7 +118,7 @@ class Encoder:
         data = data_config or self.config.data
         key = (_model_key(self.model), tuple(data.mean), tuple(data.std), self.config.model.dtype)
         if key not in _FEATURE_FNS:
-            _FEATURE_FNS[key] = uint8_feature_fn(self.model.apply, data, self.config)
+            _FEATURE_FNS[key] = uint8_feature_fn(features_apply(self.model), data, self.config)
         return _FEATURE_FNS[key]
 
     def split_features(
@@ -131,19 +143,20 @@ _FEATURE_FNS: dict[tuple, FeatureFn] = {}
 
 
 def _model_key(model) -> tuple:
-    return (
-        model.depth,
-        model.stem,
-        model.width,
-        str(jnp.dtype(model.dtype)),
-        model.zero_init_residual,
+    return (type(model).__name__, repr(model))
+
+
+def features_apply(model) -> Callable:
+    """`(variables, x, train) → model.features(x)`: the one way every evaluator gets features."""
+    return lambda variables, x, train=False: model.apply(
+        variables, x, train=train, method="features"
     )
 
 
 def _jitted_apply(model) -> Callable:
     key = _model_key(model)
     if key not in _APPLY_FNS:
-        _APPLY_FNS[key] = jax.jit(lambda variables, x: model.apply(variables, x, train=False))
+        _APPLY_FNS[key] = jax.jit(functools.partial(features_apply(model), train=False))
     return _APPLY_FNS[key]
 
 
@@ -199,7 +212,7 @@ def load_encoder(
         overrides = model_config.to_dict() if hasattr(model_config, "to_dict") else model_config
         config.model.update({k: v for k, v in overrides.items() if v is not None})
     try:
-        model = backbone_only(config.model)
+        model = _build_model(config)
     except ValueError as e:
         raise checkpoint.CheckpointError(f"{run_dir}/config.json: {e}") from e
     mesh = sharding.make_mesh() if mesh is None else mesh
@@ -210,8 +223,8 @@ def load_encoder(
     as_struct = lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=replicated)
     params_key, stats_key = _STATE_KEYS[weights]
     wanted = {
-        params_key: {"backbone": jax.tree.map(as_struct, abstract["params"])},
-        stats_key: {"backbone": jax.tree.map(as_struct, abstract.get("batch_stats", {}))},
+        params_key: jax.tree.map(as_struct, abstract["params"]),
+        stats_key: jax.tree.map(as_struct, abstract.get("batch_stats", {})),
         "step": jax.ShapeDtypeStruct((), jnp.int32, sharding=replicated),
     }
     if weights == "target" and not _has(checkpoint.metadata_tree(step_dir), params_key):
@@ -222,16 +235,23 @@ def load_encoder(
     m = config.model
     describe = f"config.model ({m.backbone}, stem {m.stem!r}, width {m.width})"
     restored = checkpoint.restore_subtree(step_dir, wanted, describe=describe)
-    variables = {
-        "params": restored[params_key]["backbone"],
-        "batch_stats": restored[stats_key]["backbone"],
-    }
+    variables = {"params": restored[params_key], "batch_stats": restored[stats_key]}
     return Encoder(config, variables, model, int(restored["step"]), weights, step_dir, mesh)
+
+
+def _build_model(config):
+    """The run's model, built by its method (`METHODS[config.method].build_model`)."""
+    from ssl_jax.methods import METHODS  # methods import models/losses only: no cycle
+
+    method = config.get("method", "mocov2")
+    if method not in METHODS:
+        raise ValueError(f"config.method={method!r} is not known; allowed: {sorted(METHODS)}")
+    return METHODS[method].build_model(config)
 
 
 def _has(tree: dict, key: str) -> bool:
     sub = tree.get(key)
-    return isinstance(sub, dict) and bool(sub.get("backbone"))
+    return isinstance(sub, dict) and bool(sub)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -373,3 +393,53 @@ def _writer(feature_fn, rows, rows3):
         return feats.at[i].set(f), labels.at[i].set(jnp.where(m, y, -1)), mask.at[i].set(m)
 
     return write
+
+
+class RowEmbedder:
+    """Embeds every example of a split and writes it at its row of a table sharded over `data`
+    (`memory.ROWS`): row i = embedding of the split's example i (`index`), for i < `num_rows`.
+
+    Built on the same sharded eval batches as the feature extraction (eval-mode preprocessing:
+    resize + centre crop at `data.image_size`); the table is never gathered (each device writes the
+    rows it owns, `memory.write_rows`). For `prepare_buffers` hooks, e.g. InterCLR's bank of the
+    whole train set before step 0.
+    """
+
+    def __init__(self, config, mesh: Mesh, *, num_rows: int, batch_size: int, split: str = ""):
+        self.config, self.mesh = config, mesh
+        self.num_rows, self.batch_size = num_rows, batch_size
+        self.split = split or config.data.train_split
+        self._writers: dict = {}
+
+    def embed_rows(self, table: jax.Array, embed_fn: Callable, variables) -> jax.Array:
+        """`table [num_rows, D]` with row i ← `embed_fn(variables, x_i)`; `embed_fn` maps normalised
+        float images `[B, H, W, C]` to `[B, D]` (e.g. the projection of the query encoder). Returns
+        the new table (the argument is donated)."""
+        if table.shape[0] != self.num_rows:
+            raise ValueError(f"table has {table.shape[0]} rows; the split has {self.num_rows}")
+        key = id(embed_fn)
+        if key not in self._writers:
+            self._writers[key] = (embed_fn, self._writer(embed_fn))
+        write = self._writers[key][1]
+        for batch in global_eval_batches(
+            self.config,
+            self.split,
+            mesh=self.mesh,
+            batch_size=self.batch_size,
+            limit=self.num_rows,
+        ):
+            table = write(variables, batch["image"], batch["index"], batch["mask"], table)
+        return table
+
+    def _writer(self, embed_fn):
+        mean, std = tuple(self.config.data.mean), tuple(self.config.data.std)
+        dtype = jnp.bfloat16 if self.config.model.dtype == "bfloat16" else jnp.float32
+        mesh = self.mesh
+
+        @functools.partial(jax.jit, donate_argnums=(4,))
+        def write(variables, images, index, mask, table):
+            rows = embed_fn(variables, device_augment.normalize(images, mean, std, dtype))
+            index = jnp.where(mask, index, table.shape[0])  # padding: no device owns it → dropped
+            return memory.write_rows(table, index, rows.astype(table.dtype), mesh)
+
+        return write

@@ -1,16 +1,35 @@
-"""Helpers shared by the methods: the step context, forwards of the online and target networks, shuffle-BN."""
+"""The method protocol and the helpers the methods share: step context, step input/output,
+forwards of the online and target networks, shuffle-BN, default model and buffer hooks.
+
+A method is a module of pure functions satisfying `Method` (checked for every entry of
+`methods.METHODS` by the tests). The engine (`train.make_train_step`) calls, per step:
+
+```
+target = EMA(target, online) if EMA_BEFORE_KEYS        # MoCo-style timing
+inp = StepInput(step, rng, views, batch, buffers, target)
+(loss, out), grads = value_and_grad(loss_fn)(ctx, params, batch_stats, inp)
+params = optimiser(params, grads)
+target = EMA(target, params) if not EMA_BEFORE_KEYS    # BYOL/SCE timing
+buffers = update_buffers(ctx, inp, out.updates)
+metrics = {train/<k>: out.metrics[k]} ∪ {train/<k>: buffer_metrics(ctx, buffers)[k]}
+```
+and once, before step 0 of a fresh run (never on resume), `prepare_buffers(ctx, state, embedder)`.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
+import flax.struct
 import jax
 import jax.numpy as jnp
 import ml_collections
 from jax.sharding import Mesh
 
 from ssl_jax.configs import ConfigError
+
+PyTree = Any
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,6 +51,113 @@ class StepContext:
     @property
     def embed_dim(self) -> int:
         return self.config.model.projector.out_dim
+
+
+@flax.struct.dataclass
+class StepInput:
+    """Everything a step hands the method (all arrays, built inside the jitted step).
+
+    step:    int32 scalar, the number of updates applied before this step (0 at the first step).
+    rng:     the method's PRNG key of this step (`fold_in(state.rng, step)`, then split).
+    views:   tuple of normalised (and, with `data.device_ops`, colour-augmented) float views
+             `[B, h_v, w_v, C]`, one per entry of `config.data.views`.
+    batch:   the global batch dict (`index` int32 `[B]`, `label` int32 `[B]`, uint8 `views`).
+    buffers: the method's buffers (any pytree: queues, pointers, banks, label banks, centroids).
+    target:  `{'params', 'batch_stats'}` of the EMA network (already updated when
+             `EMA_BEFORE_KEYS`), or None for methods without one.
+    """
+
+    step: jax.Array
+    rng: jax.Array
+    views: tuple
+    batch: dict
+    buffers: PyTree
+    target: PyTree = None
+
+
+@flax.struct.dataclass
+class StepOutput:
+    """What `loss_fn` returns beside the loss.
+
+    metrics:            `{name: scalar}`, logged as `train/<name>`.
+    batch_stats:        the online network's new BN running statistics.
+    target_batch_stats: the target network's new BN statistics (None without a target).
+    updates:            what `update_buffers` needs (already stop-gradiented), any pytree.
+    """
+
+    metrics: dict
+    batch_stats: PyTree
+    target_batch_stats: PyTree = None
+    updates: PyTree = None
+
+
+@runtime_checkable
+class Method(Protocol):
+    """A method module. `Hparams` is a frozen dataclass whose fields are the allowed keys of
+    `config.method_config` (ranges via `configs.hparams_from_config`)."""
+
+    EMA_BEFORE_KEYS: bool  # target EMA before the keys (MoCo) or after the optimiser (SCE)
+    USES_TARGET: bool  # False: no EMA network (IR); StepInput.target is None
+    Hparams: type
+
+    def hparams(self, config: ml_collections.ConfigDict) -> Any:
+        """`Hparams` from `config.method_config` (unknown keys, types and ranges rejected)."""
+
+    def check_config(self, ctx: StepContext) -> None:
+        """Raise `ConfigError` for constraints between the config and the run (views, sizes)."""
+
+    def build_model(self, config: ml_collections.ConfigDict) -> Any:
+        """The flax module: `__call__(x, train, bn_groups, use_predictor)` and `features(x)`, a
+        `feature_dim` and `ENCODERS` (names of its ResNet sub-modules, for the export)."""
+
+    def buffer_specs(self, ctx: StepContext) -> PyTree:
+        """PartitionSpecs as a pytree prefix of the buffers (`memory.ROWS` for queues and banks)."""
+
+    def init_buffers(self, rng: jax.Array, ctx: StepContext) -> PyTree:
+        """Fresh buffers (traced inside a jit whose out_shardings follow `buffer_specs`)."""
+
+    def prepare_buffers(self, ctx: StepContext, state: Any, embedder: Any) -> Any:
+        """Once before step 0 of a fresh run, never on resume: e.g. fill a bank with features of
+        the whole train set (`embedder.embed_rows`). Returns the state."""
+
+    def loss_fn(
+        self, ctx: StepContext, params: PyTree, batch_stats: PyTree, inp: StepInput
+    ) -> tuple[jax.Array, StepOutput]:
+        """The scalar loss (differentiated in `params`) and its `StepOutput`."""
+
+    def update_buffers(self, ctx: StepContext, inp: StepInput, updates: PyTree) -> PyTree:
+        """New buffers after the loss (queue/bank writes through `memory`)."""
+
+    def buffer_metrics(self, ctx: StepContext, buffers: PyTree) -> dict:
+        """`{name: scalar}` of the new buffers, logged as `train/<name>` (cheap: runs every step)."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Defaults a method module assigns when it has nothing of its own (`build_model = common.build_model`).
+
+
+def build_model(config: ml_collections.ConfigDict):
+    """backbone → projector [→ predictor] from `config.model` (`models.SSLModel`)."""
+    from ssl_jax.models import build_model as build_ssl_model
+
+    return build_ssl_model(config.model)
+
+
+def prepare_buffers(ctx: StepContext, state, embedder):
+    """No preparation: the buffers `init_buffers` made are the ones step 0 sees."""
+    del ctx, embedder
+    return state
+
+
+def no_buffer_metrics(ctx: StepContext, buffers) -> dict:
+    del ctx, buffers
+    return {}
+
+
+def queue_metrics(ctx: StepContext, buffers) -> dict:
+    """Mean L2 norm of the queue's rows (1 for normalised keys; JCL's mean keys are shorter)."""
+    del ctx
+    return {"queue_mean_norm": jnp.mean(jnp.linalg.norm(buffers["queue"], axis=-1))}
 
 
 def bn_groups(requested: int, ctx: StepContext) -> int:

@@ -4,6 +4,8 @@ The bank `[N, D]` holds one L2-normalised embedding per training example, indexe
 over devices. Per step: K negatives drawn uniformly from the bank (the positive, the sample's own stale
 entry, is column 0), loss `losses.ir_nce`, then `bank[i] ← normalize(m·bank[i] + (1−m)·q_i)`.
 Official Ring code: m = 0 (replace); Wu et al. and CMC: m = 0.5 (our default, set by config).
+No bank statistic is logged per step (`buffer_metrics`): a norm over N rows each step is not free at
+ImageNet scale, and the bank's rows are normalised on every write.
 """
 
 from __future__ import annotations
@@ -19,6 +21,10 @@ from ssl_jax.methods import common
 
 EMA_BEFORE_KEYS = False
 USES_TARGET = False  # no momentum encoder: the bank is the slow-moving target
+
+build_model = common.build_model
+prepare_buffers = common.prepare_buffers
+buffer_metrics = common.no_buffer_metrics
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,35 +55,35 @@ def check_config(ctx: common.StepContext) -> None:
         )
 
 
-def buffer_specs(hp: Hparams) -> dict:
+def buffer_specs(ctx: common.StepContext) -> dict:
     return {"bank": memory.ROWS}
 
 
-def init_buffers(rng, hp: Hparams, ctx: common.StepContext) -> dict:
-    return {"bank": memory.random_rows(rng, hp.bank_size, ctx.embed_dim)}
+def init_buffers(rng, ctx: common.StepContext) -> dict:
+    return {"bank": memory.random_rows(rng, ctx.hp.bank_size, ctx.embed_dim)}
 
 
-def loss_fn(ctx, params, batch_stats, target, buffers, views, batch, rng):
+def loss_fn(ctx, params, batch_stats, inp: common.StepInput):
     hp: Hparams = ctx.hp
-    out, new_stats = common.forward(ctx, params, batch_stats, views[0])
-    q = memory.l2_normalize(out["projection"])
-    index = batch["index"]
-    noise = jax.random.randint(rng, (q.shape[0], hp.num_negatives), 0, hp.bank_size, jnp.int32)
+    out, new_stats = common.forward(ctx, params, batch_stats, inp.views[0])
+    q = losses.l2_normalize(out["projection"])
+    index = inp.batch["index"]
+    noise = jax.random.randint(inp.rng, (q.shape[0], hp.num_negatives), 0, hp.bank_size, jnp.int32)
     columns = jnp.concatenate([index[:, None], noise], axis=1)
-    sims = memory.row_similarities(buffers["bank"], q, columns, ctx.mesh)  # [B, 1+K]
+    sims = memory.row_similarities(inp.buffers["bank"], q, columns, ctx.mesh)  # [B, 1+K]
     loss = losses.ir_nce(sims, hp.temperature)
     metrics = {"pos_sim": jnp.mean(sims[:, 0]), "neg_sim": jnp.mean(sims[:, 1:])}
-    return loss, {
-        "metrics": metrics,
-        "batch_stats": new_stats,
-        "target_batch_stats": {},
-        "updates": {"embeddings": jax.lax.stop_gradient(q)},
-    }
+    return loss, common.StepOutput(
+        metrics=metrics,
+        batch_stats=new_stats,
+        updates={"embeddings": jax.lax.stop_gradient(q)},
+    )
 
 
-def update_buffers(ctx, buffers: dict, updates: dict, batch) -> dict:
+def update_buffers(ctx, inp: common.StepInput, updates: dict) -> dict:
     m = ctx.hp.bank_momentum
-    index = batch["index"]
-    old = memory.read_rows(buffers["bank"], index, ctx.mesh)
-    new = memory.l2_normalize(m * old + (1.0 - m) * updates["embeddings"])
-    return {"bank": memory.write_rows(buffers["bank"], index, new, ctx.mesh)}
+    index = inp.batch["index"]
+    bank = inp.buffers["bank"]
+    old = memory.read_rows(bank, index, ctx.mesh)
+    new = losses.l2_normalize(m * old + (1.0 - m) * updates["embeddings"])
+    return {"bank": memory.write_rows(bank, index, new, ctx.mesh)}

@@ -12,9 +12,8 @@ Official `MoCoUnlimitedKeysDefault` + `main_moco.py`, paper Eq. 8 and Algorithm 
 
 λ schedule (`lam_schedule`): 'linear_epoch' (official code, the default) `λ_t = λ·(e + 1)/E` with
 the 0-based epoch `e = step // steps_per_epoch` and `E = ceil(total_steps / steps_per_epoch)`
-epochs, constant within an epoch; 'constant' `λ_t = λ`. The step counter that feeds it is the
-method's own scalar buffer `step` (the step function does not pass the step to `loss_fn`),
-checkpointed with the queue so resume is exact.
+epochs, constant within an epoch; 'constant' `λ_t = λ`. The step that feeds it is the engine's
+(`StepInput.step`, the state's step counter), so resume is exact.
 """
 
 from __future__ import annotations
@@ -24,13 +23,22 @@ import math
 
 import jax
 import jax.numpy as jnp
-from jax.sharding import PartitionSpec as P
 
-from ssl_jax import losses, memory
+from ssl_jax import losses
 from ssl_jax.configs import ConfigError, hparams_from_config
 from ssl_jax.methods import common, mocov2
 
 EMA_BEFORE_KEYS = True  # as MoCo: momentum update, then the keys
+USES_TARGET = True
+
+build_model = common.build_model
+prepare_buffers = common.prepare_buffers
+buffer_metrics = common.queue_metrics
+# queue init normalize(randn) as the official code (only real entries are un-normalised means)
+buffer_specs = mocov2.buffer_specs
+init_buffers = mocov2.init_buffers
+# memory.enqueue writes the rows as given: μ keeps its norm < 1, as the official queue.
+update_buffers = mocov2.update_buffers
 
 LAM_SCHEDULES = ("linear_epoch", "constant")
 
@@ -129,15 +137,6 @@ def check_config(ctx: common.StepContext) -> None:
         )
 
 
-def buffer_specs(hp: Hparams) -> dict:
-    return {**mocov2.buffer_specs(hp), "step": P()}
-
-
-def init_buffers(rng, hp: Hparams, ctx: common.StepContext) -> dict:
-    # queue: normalize(randn) as the official code (only real entries are un-normalised means)
-    return {**mocov2.init_buffers(rng, hp, ctx), "step": jnp.zeros((), jnp.int32)}
-
-
 def key_embeddings(ctx: common.StepContext, target: dict, key_views, rng):
     """The M' key crops through the EMA encoder in one forward (shuffle-BN over all M'·B of them).
 
@@ -155,17 +154,17 @@ def key_embeddings(ctx: common.StepContext, target: dict, key_views, rng):
         groups=common.bn_groups(hp.key_bn_groups, ctx) if hp.shuffle_bn else 1,
     )
     k = out_k["projection"].reshape(num_keys, batch, -1)
-    return memory.l2_normalize(k), new_target_stats
+    return losses.l2_normalize(k), new_target_stats
 
 
-def loss_fn(ctx, params, batch_stats, target, buffers, views, batch, rng):
+def loss_fn(ctx, params, batch_stats, inp: common.StepInput):
     hp: Hparams = ctx.hp
-    out_q, new_stats = common.forward(ctx, params, batch_stats, views[0])
-    q = memory.l2_normalize(out_q["projection"])
-    keys, new_target_stats = key_embeddings(ctx, target, views[1:], rng)
+    out_q, new_stats = common.forward(ctx, params, batch_stats, inp.views[0])
+    q = losses.l2_normalize(out_q["projection"])
+    keys, new_target_stats = key_embeddings(ctx, inp.target, inp.views[1:], inp.rng)
     mean_key = jnp.mean(keys.astype(jnp.float32), axis=0)  # μ, not re-normalised
-    queue = buffers["queue"]
-    lam = lam_at(ctx, buffers["step"])
+    queue = inp.buffers["queue"]
+    lam = lam_at(ctx, inp.step)
     loss = losses.jcl(q, keys, queue, hp.temperature, lam)
     qf = jax.lax.stop_gradient(q).astype(jnp.float32)
     centred = jnp.einsum("mbd,bd->mb", keys - mean_key[None], qf)
@@ -176,17 +175,9 @@ def loss_fn(ctx, params, batch_stats, target, buffers, views, batch, rng):
         "mean_key_norm": jnp.mean(jnp.linalg.norm(mean_key, axis=-1)),
         "q_sigma_q": jnp.mean(jnp.square(centred)),  # qᵀΣq, the spread of the keys along q
     }
-    return loss, {
-        "metrics": metrics,
-        "batch_stats": new_stats,
-        "target_batch_stats": new_target_stats,
-        "updates": {"keys": jax.lax.stop_gradient(mean_key)},
-    }
-
-
-def update_buffers(ctx, buffers: dict, updates: dict, batch) -> dict:
-    # memory.enqueue writes the rows as given: μ keeps its norm < 1, as the official queue.
-    return {
-        **mocov2.update_buffers(ctx, buffers, updates, batch),
-        "step": buffers["step"] + 1,
-    }
+    return loss, common.StepOutput(
+        metrics=metrics,
+        batch_stats=new_stats,
+        target_batch_stats=new_target_stats,
+        updates={"keys": jax.lax.stop_gradient(mean_key)},
+    )

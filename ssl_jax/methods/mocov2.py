@@ -17,6 +17,11 @@ from ssl_jax.configs import hparams_from_config
 from ssl_jax.methods import common
 
 EMA_BEFORE_KEYS = True  # MoCo: momentum update, then keys
+USES_TARGET = True
+
+build_model = common.build_model
+prepare_buffers = common.prepare_buffers
+buffer_metrics = common.queue_metrics
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,44 +49,45 @@ def check_config(ctx: common.StepContext) -> None:
     )
 
 
-def buffer_specs(hp: Hparams) -> dict:
+def buffer_specs(ctx: common.StepContext) -> dict:
     return {"queue": memory.ROWS, "queue_ptr": P()}
 
 
-def init_buffers(rng, hp: Hparams, ctx: common.StepContext) -> dict:
+def init_buffers(rng, ctx: common.StepContext) -> dict:
     return {
-        "queue": memory.random_rows(rng, hp.queue_size, ctx.embed_dim),
+        "queue": memory.random_rows(rng, ctx.hp.queue_size, ctx.embed_dim),
         "queue_ptr": jnp.zeros((), jnp.int32),
     }
 
 
-def loss_fn(ctx, params, batch_stats, target, buffers, views, batch, rng):
+def loss_fn(ctx, params, batch_stats, inp: common.StepInput):
     hp: Hparams = ctx.hp
-    out_q, new_stats = common.forward(ctx, params, batch_stats, views[0])
-    q = memory.l2_normalize(out_q["projection"])
+    out_q, new_stats = common.forward(ctx, params, batch_stats, inp.views[0])
+    q = losses.l2_normalize(out_q["projection"])
     out_k, new_target_stats = common.target_forward(
         ctx,
-        target,
-        views[1],
-        rng,
+        inp.target,
+        inp.views[1],
+        inp.rng,
         shuffle=hp.shuffle_bn,
         groups=common.bn_groups(hp.key_bn_groups, ctx) if hp.shuffle_bn else 1,
     )
-    k = memory.l2_normalize(out_k["projection"])
-    queue = buffers["queue"]
+    k = losses.l2_normalize(out_k["projection"])
+    queue = inp.buffers["queue"]
     loss = losses.info_nce(q, k, queue, hp.temperature)
     metrics = {
         "pos_sim": jnp.mean(jnp.sum(q * k, axis=-1)),
         "neg_sim": jnp.mean(q @ jax.lax.stop_gradient(queue).T),
     }
-    return loss, {
-        "metrics": metrics,
-        "batch_stats": new_stats,
-        "target_batch_stats": new_target_stats,
-        "updates": {"keys": jax.lax.stop_gradient(k)},
-    }
+    return loss, common.StepOutput(
+        metrics=metrics,
+        batch_stats=new_stats,
+        target_batch_stats=new_target_stats,
+        updates={"keys": jax.lax.stop_gradient(k)},
+    )
 
 
-def update_buffers(ctx, buffers: dict, updates: dict, batch) -> dict:
+def update_buffers(ctx, inp: common.StepInput, updates: dict) -> dict:
+    buffers = inp.buffers
     queue, ptr = memory.enqueue(buffers["queue"], buffers["queue_ptr"], updates["keys"], ctx.mesh)
     return {"queue": queue, "queue_ptr": ptr}

@@ -15,10 +15,14 @@ from ssl_jax import losses
 from ssl_jax.configs import hparams_from_config
 from ssl_jax.methods.sce import (  # noqa: F401  (the method interface, shared with SCE)
     EMA_BEFORE_KEYS,
+    USES_TARGET,
+    buffer_metrics,
     buffer_specs,
+    build_model,
     check_config,
     init_buffers,
     loss_fn,
+    prepare_buffers,
     update_buffers,
 )
 

@@ -44,6 +44,11 @@ from ssl_jax.configs import ConfigError, hparams_from_config
 from ssl_jax.methods import common
 
 EMA_BEFORE_KEYS = False  # SCE: EMA in on_train_batch_end, after the optimiser step
+USES_TARGET = True
+
+build_model = common.build_model
+prepare_buffers = common.prepare_buffers
+buffer_metrics = common.queue_metrics
 
 LOSS_FORMS = ("sce", "eq9")
 
@@ -181,20 +186,20 @@ def check_config(ctx: common.StepContext) -> None:
             )
 
 
-def buffer_specs(hp) -> dict:
+def buffer_specs(ctx: common.StepContext) -> dict:
     return {"queue": memory.ROWS, "queue_ptr": P()}
 
 
-def init_buffers(rng, hp, ctx: common.StepContext) -> dict:
+def init_buffers(rng, ctx: common.StepContext) -> dict:
     return {
-        "queue": memory.random_rows(rng, hp.queue_size, ctx.embed_dim),
+        "queue": memory.random_rows(rng, ctx.hp.queue_size, ctx.embed_dim),
         "queue_ptr": jnp.zeros((), jnp.int32),
     }
 
 
 def online_embedding(out: dict) -> jnp.ndarray:
     """The online branch's output: the predictor's when the model has one, else the projection."""
-    return memory.l2_normalize(out["prediction"] if "prediction" in out else out["projection"])
+    return losses.l2_normalize(out["prediction"] if "prediction" in out else out["projection"])
 
 
 def target_keys(ctx, target: dict, views, rng) -> tuple[dict, dict]:
@@ -215,14 +220,15 @@ def target_keys(ctx, target: dict, views, rng) -> tuple[dict, dict]:
             shuffle=hp.shuffle_bn,
             groups=groups,
         )
-        keys[i] = memory.l2_normalize(out["projection"])
+        keys[i] = losses.l2_normalize(out["projection"])
     return keys, stats
 
 
-def loss_fn(ctx, params, batch_stats, target, buffers, views, batch, rng):
+def loss_fn(ctx, params, batch_stats, inp: common.StepInput):
     hp = ctx.hp
-    queue = buffers["queue"]
-    keys, new_target_stats = target_keys(ctx, target, views, rng)
+    views = inp.views
+    queue = inp.buffers["queue"]
+    keys, new_target_stats = target_keys(ctx, inp.target, views, inp.rng)
     queries, stats = {}, batch_stats
     for j in online_views(hp, len(views)):
         out, stats = common.forward(ctx, params, stats, views[j])
@@ -237,15 +243,16 @@ def loss_fn(ctx, params, batch_stats, target, buffers, views, batch, rng):
         "key_queue_sim": jnp.mean(keys[key_views(hp)[0]] @ jax.lax.stop_gradient(queue).T),
     }
     all_keys = jnp.concatenate([keys[i] for i in key_views(hp)], axis=0)
-    return loss, {
-        "metrics": metrics,
-        "batch_stats": stats,
-        "target_batch_stats": new_target_stats,
-        "updates": {"keys": jax.lax.stop_gradient(all_keys)},
-    }
+    return loss, common.StepOutput(
+        metrics=metrics,
+        batch_stats=stats,
+        target_batch_stats=new_target_stats,
+        updates={"keys": jax.lax.stop_gradient(all_keys)},
+    )
 
 
-def update_buffers(ctx, buffers: dict, updates: dict, batch) -> dict:
+def update_buffers(ctx, inp: common.StepInput, updates: dict) -> dict:
     """FIFO write of the gathered keys of every target view, once per step (after the loss)."""
+    buffers = inp.buffers
     queue, ptr = memory.enqueue(buffers["queue"], buffers["queue_ptr"], updates["keys"], ctx.mesh)
     return {"queue": queue, "queue_ptr": ptr}

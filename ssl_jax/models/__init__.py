@@ -72,11 +72,21 @@ class SSLModel(nn.Module):
     `features` `[N, D_backbone]`, `projection` `[N, d]` and, when a predictor exists and
     `use_predictor`, `prediction` `[N, d']`. No L2 normalisation here (the methods do it).
     `model.apply(variables, x, train=False, method=SSLModel.features)` runs the backbone only.
+
+    The model protocol every method's model follows (evaluation and export rely on nothing else):
+    `features(x)` `[N, feature_dim]`, `feature_dim`, and `ENCODERS`, the names of its ResNet
+    sub-modules (one here; a two-encoder model such as CMC's names both, and the export writes each).
     """
 
     backbone: ResNet
     projector: MLPHead
     predictor: MLPHead | None = None
+
+    ENCODERS = ("backbone",)
+
+    @property
+    def feature_dim(self) -> int:
+        return self.backbone.feature_dim
 
     def __call__(
         self, x: jnp.ndarray, train: bool, bn_groups: int = 1, use_predictor: bool = True

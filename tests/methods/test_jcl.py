@@ -64,7 +64,7 @@ def load_config(name: str, arg: str | None = None):
 
 
 def _place(host_state, exp):
-    shardings = state_shardings(host_state, exp.mesh, exp.method.buffer_specs(exp.ctx.hp))
+    shardings = state_shardings(host_state, exp.mesh, exp.method.buffer_specs(exp.ctx))
     return jax.device_put(host_state, shardings)
 
 
@@ -139,7 +139,7 @@ def test_first_step_loss_is_losses_jcl_of_direct_features(runs):
     after = run["buffers"][0]
     np.testing.assert_allclose(after["queue"][:b], mu, rtol=1e-3, atol=1e-5)
     np.testing.assert_array_equal(after["queue"][b:], init.buffers["queue"][b:])
-    assert int(after["queue_ptr"]) == b and int(after["step"]) == 1
+    assert int(after["queue_ptr"]) == b and "step" not in after  # λ reads the engine's step
     norms = np.linalg.norm(run["buffers"][1]["queue"][: 2 * b], axis=1)
     assert np.all(norms < 0.999) and np.all(norms > 0.1)
     np.testing.assert_allclose(
@@ -151,7 +151,7 @@ def test_lambda_metric_follows_the_epoch_ramp(runs):
     # 2 steps per epoch, 6 steps → 3 epochs: λ·1/3 at steps 0, 1 and λ·2/3 at step 2
     lams = [m["train/lambda"] for m in runs[1]["metrics"]]
     np.testing.assert_allclose(lams, [2 / 3, 2 / 3, 4 / 3], rtol=1e-6)
-    assert int(runs[8]["final"].buffers["step"]) == STEPS
+    assert int(runs[8]["final"].step) == STEPS
 
 
 def test_one_vs_eight_devices(runs):
@@ -206,13 +206,21 @@ def test_one_key_is_mocov2(runs):
     target = {"params": init.target_params, "batch_stats": init.target_batch_stats}
     rng = jax.random.PRNGKey(3)
     moco_hp = mocov2.Hparams(temperature=0.2, queue_size=64, shuffle_bn=True, key_bn_groups=4)
-    args = (init.params, init.batch_stats, target, init.buffers, views, None, rng)
-    loss_jcl, aux_jcl = jcl.loss_fn(
+    inp = common.StepInput(
+        step=jnp.zeros((), jnp.int32),
+        rng=rng,
+        views=tuple(views),
+        batch={},
+        buffers=init.buffers,
+        target=target,
+    )
+    args = (init.params, init.batch_stats, inp)
+    loss_jcl, out_jcl = jcl.loss_fn(
         dataclasses.replace(exp.ctx, hp=dataclasses.replace(exp.ctx.hp, num_keys=1)), *args
     )
-    loss_moco, aux_moco = mocov2.loss_fn(dataclasses.replace(exp.ctx, hp=moco_hp), *args)
+    loss_moco, out_moco = mocov2.loss_fn(dataclasses.replace(exp.ctx, hp=moco_hp), *args)
     np.testing.assert_allclose(loss_jcl, loss_moco, rtol=1e-5)
-    np.testing.assert_allclose(aux_jcl["updates"]["keys"], aux_moco["updates"]["keys"], atol=1e-6)
+    np.testing.assert_allclose(out_jcl.updates["keys"], out_moco.updates["keys"], atol=1e-6)
 
 
 @pytest.mark.parametrize(
@@ -311,7 +319,7 @@ def test_fashion_mnist_runlocal_end_to_end(tmp_path):
     config.total_steps = 2
     config.knn.every_steps = 0
     state = train.train_and_evaluate(config, str(tmp_path))
-    assert int(jax.device_get(state.step)) == 2 and int(jax.device_get(state.buffers["step"])) == 2
+    assert int(jax.device_get(state.step)) == 2
     records = [r for r in read_metrics(str(tmp_path)) if "train/loss" in r]
     assert records and all(math.isfinite(r["train/loss"]) for r in records)
     assert all(r["train/lambda"] == pytest.approx(2.0) for r in records)  # 1 epoch: λ·1/1

@@ -81,7 +81,7 @@ def _initial_state(exp):
         _INITIAL_STATES[key] = jax.device_get(state)
         return state, _INITIAL_STATES[key]
     host = _INITIAL_STATES[key]
-    shardings = state_shardings(host, exp.mesh, exp.method.buffer_specs(exp.ctx.hp))
+    shardings = state_shardings(host, exp.mesh, exp.method.buffer_specs(exp.ctx))
     return jax.device_put(host, shardings), host
 
 
