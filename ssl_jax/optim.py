@@ -374,7 +374,12 @@ def _labels(groups: Mapping[str, Mapping[str, Any]], params: Any, where: str) ->
 
 
 def make_optimizer(
-    optim_config: Any, *, total_steps: int, steps_per_epoch: int, global_batch_size: int
+    optim_config: Any,
+    *,
+    total_steps: int,
+    steps_per_epoch: int,
+    global_batch_size: int,
+    where: str = "optim",
 ) -> tuple[optax.GradientTransformation, optax.Schedule]:
     """`(transformation, lr schedule of the default group)` for `config.optim`.
 
@@ -386,8 +391,9 @@ def make_optimizer(
     Adam (torch.optim.Adam, coupled weight decay): `g <- g + wd * p`, then `optax.scale_by_adam`.
     With `exclude_1d`, 1-D params (BN, biases) get neither weight decay nor the trust ratio.
     With `param_groups`, `optax.multi_transform` of one such transformation per group.
+    `where` names the config block in error messages (e.g. 'probe.optim').
     """
-    cfg = check_config(optim_config, global_batch_size=global_batch_size)
+    cfg = check_config(optim_config, where, global_batch_size=global_batch_size)
     steps = dict(
         total_steps=total_steps,
         steps_per_epoch=steps_per_epoch,
@@ -401,7 +407,7 @@ def make_optimizer(
     for name, group in cfg["param_groups"].items():
         transforms[name] = _transformation(group, _schedule(group, **steps))
     groups = cfg["param_groups"]
-    labels = lambda params: _labels(groups, params, "optim")
+    labels = lambda params: _labels(groups, params, where)
     return optax.multi_transform(transforms, labels), schedule
 
 

@@ -303,6 +303,14 @@ def test_invalid_optim_config(overrides, match):
 def test_check_config_names_its_block_and_fills_defaults():
     with pytest.raises(ConfigError, match=r"config\.probe\.optim\.base_lr=-1\.0"):
         optim.check_config({"name": "sgd", "base_lr": -1.0}, "probe.optim")
+    with pytest.raises(ConfigError, match=r"config\.probe\.optim\.momentum=1\.5"):
+        optim.make_optimizer(
+            {"name": "sgd", "base_lr": 0.1, "momentum": 1.5},
+            total_steps=10,
+            steps_per_epoch=1,
+            global_batch_size=256,
+            where="probe.optim",
+        )
     cfg = optim.check_config({"name": "sgd", "base_lr": 0.1})
     assert cfg["momentum"] == 0.9 and cfg["schedule"] == "cosine" and cfg["param_groups"] == {}
     # final_lr against the peak needs the batch size when the lr is scaled by it
