@@ -12,7 +12,7 @@ b1, b2, eps        Adam's moment decays in [0, 1) and eps > 0      (default 0.9,
 weight_decay       float >= 0, coupled (added to the gradient)     (default 0)
 schedule           'cosine' | 'step' | 'constant'                  (default 'cosine')
 warmup_epochs      float >= 0; linear warm-up from 0 to the peak lr (default 0)
-decay_epochs       non-negative epochs in ascending order, 'step' only        (default ())
+decay_epochs       epochs >= 0 in ascending order, 'step' only    (default ())
 decay_factor       float in (0, 1], 'step' only                    (default 0.1)
 final_lr           float in [0, peak lr], cosine end value         (default 0)
 trust_coefficient  float > 0, LARS eta                             (default 1e-3)
@@ -42,7 +42,7 @@ then `--config.optim.param_groups.head.base_lr=0.5` overrides it from the comman
 
 `check_config(optim_config)` / `check_ema_config(ema_config)` raise `ssl_jax.configs.ConfigError`
 naming `config.optim.<key>=<value>` and what is allowed; `make_optimizer` / `ema_momentum_schedule`
-call them, and so does `configs.validate`.
+call them, and `configs.validate` should call them rather than copy their rules.
 """
 
 import math
