@@ -28,6 +28,8 @@ import flax.linen as nn
 import jax.numpy as jnp
 import ml_collections
 
+from ssl_jax.configs import ConfigError
+from ssl_jax.models import resnet as _resnet
 from ssl_jax.models.batchnorm import BatchNorm
 from ssl_jax.models.conv import CONV_IMPLS
 from ssl_jax.models.heads import MLPHead
@@ -43,6 +45,7 @@ __all__ = [
     "backbone_only",
     "build_head",
     "build_model",
+    "check_config",
     "feature_dim",
     "head_config",
 ]
@@ -223,3 +226,76 @@ def build_model(model_config: Any) -> SSLModel:
         else:
             _check_keys(pred_cfg, (*_HEAD_KEYS, "enabled"), "model.predictor")
     return SSLModel(backbone=backbone, projector=projector, predictor=predictor)
+
+
+def _model_error(where: str, key: str, value: Any, allowed: str) -> ConfigError:
+    return ConfigError(f"config.{where}.{key}={value!r} is not allowed; allowed: {allowed}")
+
+
+def _check_head(cfg: Any, where: str) -> None:
+    if not isinstance(cfg, Mapping | ml_collections.ConfigDict):
+        raise ConfigError(f"config.{where} must be a head config (hidden_dims, out_dim, ...)")
+    cfg = _as_dict(cfg, where)
+    enabled = cfg.pop("enabled", True)
+    if not isinstance(enabled, bool):
+        raise _model_error(where, "enabled", enabled, "True or False")
+    unknown = sorted(set(cfg) - set(_HEAD_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"config.{where} has unknown key(s) {unknown}; allowed keys: {_HEAD_KEYS}"
+        )
+    if not enabled:
+        return
+    for key in ("hidden_dims", "out_dim"):
+        if key not in cfg:
+            raise ConfigError(f"config.{where}.{key} is required")
+    hidden = cfg["hidden_dims"]
+    if not isinstance(hidden, tuple | list) or not all(
+        isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in hidden
+    ):
+        raise _model_error(where, "hidden_dims", hidden, "a tuple of positive ints, e.g. (2048,)")
+    out_dim = cfg["out_dim"]
+    if not isinstance(out_dim, int) or isinstance(out_dim, bool) or out_dim < 1:
+        raise _model_error(where, "out_dim", out_dim, "an int >= 1")
+    for key in _HEAD_BOOLS:
+        if key in cfg and not isinstance(cfg[key], bool):
+            raise _model_error(where, key, cfg[key], "True or False")
+
+
+def check_config(model_config: Any, where: str = "model") -> None:
+    """Check `config.model` (schema in the module docstring) without building anything.
+
+    Raises `ssl_jax.configs.ConfigError` naming `config.model.<key>=<value>` and the allowed
+    values, which come from the builders' own tables: the backbones whose depth `resnet.STAGES`
+    builds, `resnet.STEMS`, `DTYPES` and `conv.CONV_IMPLS` (those `ResNet` checks too).
+    """
+    cfg = _as_dict(model_config, where)
+    unknown = sorted(set(cfg) - set(_MODEL_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"config.{where} has unknown key(s) {unknown}; allowed keys: {list(_MODEL_KEYS)}"
+        )
+    choices = {
+        "backbone": (cfg.get("backbone"), [n for n, d in BACKBONES.items() if d in _resnet.STAGES]),
+        "stem": (cfg.get("stem", "imagenet"), list(_resnet.STEMS)),
+        "dtype": (cfg.get("dtype", "float32"), list(DTYPES)),
+        "conv_impl": (cfg.get("conv_impl", "auto"), list(CONV_IMPLS)),
+    }
+    for key, (value, allowed) in choices.items():
+        if not isinstance(value, str) or value not in allowed:
+            raise ConfigError(
+                f"config.{where}.{key}={value!r} is not allowed; allowed values: {allowed}"
+            )
+    width = cfg.get("width", 1.0)
+    if isinstance(width, bool) or not isinstance(width, int | float) or not width > 0:
+        raise _model_error(where, "width", width, "a number > 0")
+    zero_init = cfg.get("zero_init_residual", False)
+    if not isinstance(zero_init, bool):
+        raise _model_error(where, "zero_init_residual", zero_init, "True or False")
+    if cfg.get("projector") is None:
+        raise ConfigError(
+            f"config.{where}.projector is required (a head config: hidden_dims, out_dim, ...)"
+        )
+    _check_head(cfg["projector"], f"{where}.projector")
+    if cfg.get("predictor") is not None:
+        _check_head(cfg["predictor"], f"{where}.predictor")
