@@ -202,3 +202,33 @@ def ema_update(target: Any, online: Any, momentum: Any) -> Any:
     return jax.tree.map(
         lambda t, o: (momentum * t + (1.0 - momentum) * o).astype(t.dtype), target, online
     )
+
+
+# placeholder: replaced by the optim/models owner at merge
+def _check_allowed(key: str, value: Any, allowed: tuple) -> None:
+    from ssl_jax.configs import ConfigError
+
+    if value not in allowed:
+        raise ConfigError(f"config.{key}={value!r} is not allowed; allowed values: {list(allowed)}")
+
+
+# placeholder: replaced by the optim/models owner at merge
+def check_config(optim_config: Any) -> None:
+    """The keys of `config.optim` whose allowed values this module owns; raises ConfigError."""
+    from ssl_jax.configs import ConfigError
+
+    _check_allowed("optim.name", optim_config.name, ("sgd", "lars"))
+    _check_allowed("optim.schedule", optim_config.schedule, ("cosine", "step", "constant"))
+    _check_allowed("optim.lr_scaling", optim_config.lr_scaling, ("linear", "none"))
+    if not optim_config.base_lr > 0:
+        raise ConfigError(f"config.optim.base_lr={optim_config.base_lr!r}: allowed (0, inf)")
+
+
+# placeholder: replaced by the optim/models owner at merge
+def check_ema_config(ema_config: Any) -> None:
+    """`config.ema`: the schedule and the base momentum in [0, 1]; raises ConfigError."""
+    from ssl_jax.configs import ConfigError
+
+    _check_allowed("ema.schedule", ema_config.schedule, ("constant", "cosine"))
+    if not 0.0 <= ema_config.base <= 1.0:
+        raise ConfigError(f"config.ema.base={ema_config.base} must be in [0, 1]")

@@ -213,3 +213,21 @@ def build_model(model_config: Any) -> SSLModel:
         else:
             _check_keys(pred_cfg, (*_HEAD_KEYS, "enabled"), "model.predictor")
     return SSLModel(backbone=backbone, projector=projector, predictor=predictor)
+
+
+# placeholder: replaced by the optim/models owner at merge
+def check_config(model_config: Any) -> None:
+    """The keys of `config.model` whose allowed values this module owns; raises ConfigError."""
+    from ssl_jax.configs import ConfigError
+
+    for key, allowed in (
+        ("backbone", tuple(BACKBONES)),
+        ("stem", STEMS),
+        ("dtype", tuple(DTYPES)),
+        ("conv_impl", CONV_IMPLS),
+    ):
+        if model_config[key] not in allowed:
+            raise ConfigError(
+                f"config.model.{key}={model_config[key]!r} is not allowed; "
+                f"allowed values: {list(allowed)}"
+            )
