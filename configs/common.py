@@ -10,6 +10,7 @@ imports this package.
 from __future__ import annotations
 
 import ast
+import types
 
 import ml_collections
 
@@ -25,14 +26,15 @@ IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
-def parse_arg(arg: str | None, **spec) -> ml_collections.ConfigDict:
+def parse_arg(arg: str | None, **spec) -> types.SimpleNamespace:
     """The `get_config(arg)` argument as flags (big_vision's `parse_arg`): `'runlocal,keys=8'` →
-    `ConfigDict(runlocal=True, keys=8)`. Every config accepts `runlocal` (default False); `spec`
-    names the config's other arguments with their defaults, whose type the given value must have
-    (a bare name sets a bool to True). An unknown name raises `ConfigError` listing the allowed ones.
+    `namespace(runlocal=True, keys=8)` (not a ConfigDict, where `keys` is a method). Every config
+    accepts `runlocal` (default False); `spec` names the config's other arguments with their
+    defaults, whose type a given value must have (a bare name sets a bool to True). An unknown name
+    raises `ConfigError` listing the allowed ones.
     """
     spec = {"runlocal": False, **spec}
-    flags = ml_collections.ConfigDict(spec)
+    flags = types.SimpleNamespace(**spec)
     allowed = ", ".join(
         repr(k) if isinstance(v, bool) else f"'{k}=<{type(v).__name__}>'" for k, v in spec.items()
     )
@@ -61,7 +63,7 @@ def parse_arg(arg: str | None, **spec) -> ml_collections.ConfigDict:
                     f"config argument {item!r}: {name} takes a {type(default).__name__} "
                     f"(default {default!r})"
                 )
-        flags[name] = value
+        setattr(flags, name, value)
     return flags
 
 
@@ -136,3 +138,11 @@ def runlocal(c: ml_collections.ConfigDict) -> None:
         c.evals.knn.update(every_steps=1_000_000, num_train=256, num_test=128, batch_size=64, k=20)
     if "probe_table" in c.evals:
         c.evals.probe_table.update(num_train=512, batch_size=64)
+
+
+def jcl_views(view: str, num_keys: int) -> tuple[str, ...]:
+    """JCL's views from M' (`:keys=N` of the jcl_* configs): view 0 the query, views 1..M' the keys,
+    all of recipe `view` (the official `MultiCropsTransform(k_crops=M' + 1)`)."""
+    if not isinstance(num_keys, int) or num_keys < 1:
+        raise ConfigError(f"config argument keys={num_keys!r}: allowed keys=1, keys=2, ...")
+    return (view,) * (num_keys + 1)
