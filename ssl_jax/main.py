@@ -1,7 +1,7 @@
 """Command line: `python -m ssl_jax.main --config=configs/X.py[:runlocal] --workdir=DIR [--config.a.b=v]`.
 
-Picks the job from `config.job`: 'pretrain' (then, with `config.final_probe_table`, the
-linear-probe table of the default job and its pictures), 'linear_probe' (`configs/linear_probe.py`)
+Picks the job from `config.job`: 'pretrain' (then, with a `config.evals.probe_table` evaluator that
+runs, the linear-probe table of the default job and its pictures), 'linear_probe' (`configs/linear_probe.py`)
 or 'knn' (`configs/knn.py`). All logic lives in importable modules.
 """
 
@@ -39,7 +39,8 @@ def main(argv) -> None:
     try:
         if config.job == "pretrain":
             state = train.train_and_evaluate(config, FLAGS.workdir)
-            if config.final_probe_table:
+            probe_table = config.evals.get("probe_table")
+            if probe_table is not None and probe_table.every_steps != -1:
                 train.print_probe_table(config, state, FLAGS.workdir)
                 pictures.write_all(FLAGS.workdir)
         elif config.job == "linear_probe":

@@ -34,7 +34,7 @@ def test_runlocal_config_runs_from_the_command_line(tmp_path, config):
         f"--config=configs/{config}",
         f"--workdir={tmp_path}",
         "--config.total_steps=2",
-        "--config.final_probe_table=False",
+        "--config.evals.probe_table.every_steps=-1",
     )
     out, _ = proc.communicate(timeout=900)
     assert proc.returncode == 0, out
@@ -51,7 +51,7 @@ def test_sigterm_saves_a_checkpoint_and_exits(tmp_path):
         "--config.total_steps=100000",
         "--config.log_every_steps=1",
         "--config.checkpoint_every_steps=100000",
-        "--config.final_probe_table=False",
+        "--config.evals.probe_table.every_steps=-1",
     )
     lines = []
     deadline = time.time() + 900
@@ -98,7 +98,7 @@ def test_default_job_prints_the_probe_table(tmp_path):
         "--config=configs/scce_fashion_mnist.py:runlocal",
         f"--workdir={tmp_path}",
         "--config.total_steps=2",
-        "--config.probe.num_train=500",
+        "--config.evals.probe_table.num_train=500",
     )
     out, _ = proc.communicate(timeout=900)
     assert proc.returncode == 0, out
