@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import difflib
 import importlib.util
 import math
 import os
@@ -160,6 +161,16 @@ def load(spec: str) -> ml_collections.ConfigDict:
     return module.get_config(arg or None)
 
 
+def _suggest(node, name: str) -> str:
+    """'; did you mean 'x'? (keys here: [...])' for an unknown key `name` of `node`."""
+    if not isinstance(node, ml_collections.ConfigDict):
+        return f" ({type(node).__name__} value, no keys)"
+    keys = sorted(node.keys())
+    close = difflib.get_close_matches(name, keys, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"{hint} (keys here: {keys})"
+
+
 def apply_override(c: ml_collections.ConfigDict, assignment: str) -> None:
     """`'a.b=value'` applied in place, as `--config.a.b=value` does: the value is parsed as a Python
     literal when it is one (else kept as a string); an int given for a float field becomes a float;
@@ -168,13 +179,15 @@ def apply_override(c: ml_collections.ConfigDict, assignment: str) -> None:
     if not sep:
         raise ConfigError(f"an override is key=value, got {assignment!r}")
     *parents, leaf = key.split(".")
-    node = c
+    node, path = c, "config"
     for part in parents:
-        if part not in node:
-            raise ConfigError(f"config.{key}: {part!r} is not a key of the config")
-        node = node[part]
-    if leaf not in node:
-        raise ConfigError(f"config.{key} is not a key of the config")
+        if not isinstance(node, ml_collections.ConfigDict) or part not in node:
+            raise ConfigError(
+                f"config.{key}: {part!r} is not a key of {path}{_suggest(node, part)}"
+            )
+        node, path = node[part], f"{path}.{part}"
+    if not isinstance(node, ml_collections.ConfigDict) or leaf not in node:
+        raise ConfigError(f"config.{key} is not a key of the config{_suggest(node, leaf)}")
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError):
