@@ -6,7 +6,7 @@ batch 256, 3 epochs, SGD lr 0.06 wd 5e-4 cosine, the SimCLR/MoCo crop+flip+jitte
 colour ops grayscale images cannot have. After pretraining it fits a linear probe on frozen features
 of the pretrained encoder, the same encoder at random init and raw pixels (`evals.probe_table`; no
 kNN monitor). `ir_fashion_mnist.py` and `jcl_fashion_mnist.py` repeat these numbers for their method
-(tests check that the configs differ only in the method).
+(a test checks that `jcl_fashion_mnist.py` differs from this file only in the method).
 `:runlocal` trains 6 steps of 32 images at width 1/8.
 """
 
