@@ -31,6 +31,7 @@ sys.path.insert(0, ROOT)
 import jax  # noqa: E402
 from train_step import jax_img_per_sec  # noqa: E402
 
+from configs import common  # noqa: E402
 from ssl_jax import configs  # noqa: E402
 
 
@@ -81,7 +82,7 @@ def main() -> None:
     for device_ops in (False, True):
         config = configs.load(args.config)
         if args.local_data:
-            configs.use_local_data(config, channels=3)
+            common.fashion_mnist_data(config, channels=3)
         config.global_batch_size = args.batch
         hp = config.method_config
         if "queue_size" in hp:

@@ -9,9 +9,9 @@ Every `--set` override is applied to every config, so all runs share the budget 
 steps, optimiser) and differ only in what the configs set that is not overridden (the method, its
 views). Each run pretrains in `WORKDIR/<config>_s<seed>` (a finished or interrupted run resumes
 from its checkpoints, so the script can be re-run), then fits the config's linear probe
-(`config.probe`: solver, l2 grid, train size) on frozen online-backbone features of the labelled
-train split and scores the test split, and runs the weighted kNN (`config.knn.k`,
-`config.knn.temperature`) on the same features. Baselines with the same probe: the first config's
+(`config.evals.probe_table`: solver, l2 grid, train size, batch size) on frozen online-backbone
+features of the labelled train split and scores the test split, and runs the weighted kNN
+(`config.evals.knn.k`, `.temperature`) on the same features. Baselines with the same probe: the first config's
 encoder at random init (one per seed) and raw pixels. Results are cached in each run's
 `compare.json`; the script prints a Markdown table (per-seed values, mean ± half-range) and writes
 it to `WORKDIR/table.md`.
@@ -41,12 +41,11 @@ def evaluate(config, variables, exp) -> dict[str, float]:
     from ssl_jax.evaluate.linear_probe import fit_linear_probe
 
     tr_split, te_split = config.data.eval_train_split, config.data.eval_test_split
-    tr = train.extract_features(exp, variables, tr_split, config.probe.num_train)
-    te = train.extract_features(exp, variables, te_split)
-    probe = fit_linear_probe(
-        *tr, *te, l2_grid=tuple(config.probe.l2_grid), solver=config.probe.solver
-    )
-    nn = knn.weighted_knn(*tr, *te, k=config.knn.k, temperature=config.knn.temperature)
+    pt, k = config.evals.probe_table, config.evals.knn
+    tr = train.extract_features(exp, variables, tr_split, pt.num_train, batch_size=pt.batch_size)
+    te = train.extract_features(exp, variables, te_split, batch_size=pt.batch_size)
+    probe = fit_linear_probe(*tr, *te, l2_grid=tuple(pt.l2_grid), solver=pt.solver)
+    nn = knn.weighted_knn(*tr, *te, k=k.k, temperature=k.temperature)
     return {"probe": probe["top1"], "knn": nn["top1"]}
 
 
@@ -84,11 +83,10 @@ def raw_pixels(config) -> float:
     from ssl_jax import train
     from ssl_jax.evaluate.linear_probe import fit_linear_probe
 
-    tr = train._raw_pixels(config, config.data.eval_train_split, config.probe.num_train)
+    pt = config.evals.probe_table
+    tr = train._raw_pixels(config, config.data.eval_train_split, pt.num_train)
     te = train._raw_pixels(config, config.data.eval_test_split, -1)
-    return fit_linear_probe(
-        *tr, *te, l2_grid=tuple(config.probe.l2_grid), solver=config.probe.solver
-    )["top1"]
+    return fit_linear_probe(*tr, *te, l2_grid=tuple(pt.l2_grid), solver=pt.solver)["top1"]
 
 
 def summary(values: list[float]) -> str:
@@ -117,8 +115,8 @@ def main() -> None:
             for assignment in args.set:
                 configs.apply_override(config, assignment)
             config.seed = seed
-            config.final_probe_table = False
-            config.knn.every_steps = 0
+            config.evals.probe_table.every_steps = -1  # this script fits the probe itself
+            config.evals.knn.every_steps = -1
             first_config = first_config or config
             print(f"== {name} seed {seed}", flush=True)
             result = run_one(

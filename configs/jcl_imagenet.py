@@ -6,42 +6,66 @@ ResNet-50, 224 px, MLP head 2048-2048-128, batch 256, SGD lr 0.03, momentum 0.9,
 over 200 epochs, queue 65536 of mean keys, m 0.999 (updated before the keys), shuffle-BN over all
 key crops (one BN group per device), `k_crops=5` MoCo v2 crops per image → M' = 4 keys, τ 0.2,
 `--jcl_lambda 2.0` ramped per epoch as λ·(epoch+1)/epochs. The paper's Sec. 4.1 numbers (M' = 5, λ
-4.0, batch 512, lr 0.06) are `jcl_imagenet_paper.py`. `:runlocal` keeps the ResNet-50 but trains a
-few steps on 256 Fashion-MNIST images (ImageNet is not on CPU CI).
+4.0, batch 512, lr 0.06) are `jcl_imagenet_paper.py`. Everything but the method is
+`mocov2_imagenet.py`'s numbers (JCL = MoCo v2 + M' key crops + the λ term), including the kNN
+monitor (every 25,000 steps, 100,000 training images). `:runlocal` keeps the ResNet-50 but trains a
+few steps on 256 Fashion-MNIST images (ImageNet is not on CPU CI) with a 256-entry queue.
 `:keys=N` sets M' (and so the views), e.g. `--config=configs/jcl_imagenet.py:keys=8,runlocal`.
-Built on `mocov2_imagenet.py` (JCL = MoCo v2 + M' key crops + the λ term); `from_mocov2` makes
-`jcl_cifar10.py` and `jcl_fashion_mnist.py` from their MoCo v2 configs the same way, and
-`jcl_imagenet_paper.py` edits `build`.
 """
 
-from ssl_jax import configs
-from ssl_jax.methods import jcl
+import os
+import sys
 
+import ml_collections
 
-def from_mocov2(parent, arg=None, edit=None):
-    """The MoCo v2 config `configs/<parent>.py` made JCL with the released code's numbers: M' = 4
-    keys (`k_crops=5`), λ 2.0 ramped per epoch as λ·(epoch+1)/epochs; τ, queue, m, shuffle-BN, data,
-    encoder and optimiser stay MoCo v2's. `edit(config)` (another jcl_* config's numbers) runs
-    next, then `:keys=N`; all before `:runlocal`."""
-    keys, arg = jcl.split_config_arg(arg)  # `:keys=N` sets M' (and so the views)
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
+    sys.path.insert(0, _ROOT)
 
-    def to_jcl(c):
-        c.method = "jcl"
-        c.method_config.update(num_keys=4, lam=2.0, lam_schedule="linear_epoch")
-        if edit is not None:
-            edit(c)
-        if keys:
-            c.method_config.num_keys = keys
-        # one pipeline: view 0 is the query, views 1..M' the keys (MultiCropsTransform(k_crops))
-        c.data.views = c.data.views[:1] * (c.method_config.num_keys + 1)
-
-    return configs.sibling(__file__, parent).build(arg, edit=to_jcl)
-
-
-def build(arg=None, edit=None):
-    """This config; `edit(config)` (`jcl_imagenet_paper.py`) runs after JCL's numbers are set."""
-    return from_mocov2("mocov2_imagenet", arg, edit)
+from configs import common  # noqa: E402
+from ssl_jax import configs  # noqa: E402
+from ssl_jax.data import recipes  # noqa: E402
+from ssl_jax.models import head_config  # noqa: E402
 
 
 def get_config(arg=None):
-    return build(arg)
+    a = common.parse_arg(arg, keys=4)  # M' = 4: the released script's `k_crops=5`
+    c = configs.base_config()
+    c.method = "jcl"
+    c.method_config = ml_collections.ConfigDict(
+        dict(
+            temperature=0.2,
+            queue_size=65536,
+            shuffle_bn=True,
+            key_bn_groups=0,
+            num_keys=a.keys,
+            lam=2.0,
+            lam_schedule="linear_epoch",
+        )
+    )
+    c.ema.base = 0.999
+    c.ema.schedule = "constant"
+
+    common.imagenet_data(c)
+    if a.runlocal:  # ImageNet is not on CPU CI
+        common.fashion_mnist_data(c, channels=3)
+        c.method_config.queue_size = 256
+    c.data.views = common.jcl_views("mocov2", a.keys)
+    c.data.recipes = ml_collections.ConfigDict({"mocov2": recipes.mocov2(c.data.image_size)})
+
+    c.model.backbone = "resnet50"
+    c.model.stem = "imagenet"
+    c.model.projector = head_config((2048,), 128, use_bn=False)  # MLP 2048-2048-128
+
+    c.global_batch_size = 256
+    c.num_epochs = 200.0
+    c.optim.name = "sgd"
+    c.optim.base_lr = 0.03
+    c.optim.weight_decay = 1e-4
+    c.optim.schedule = "cosine"
+    c.evals.knn.update(every_steps=25_000, num_train=100_000)
+    if a.runlocal:
+        common.runlocal(c)
+        c.model.width = 1.0  # the real ResNet-50
+        c.model.projector.hidden_dims = (64,)
+    return c

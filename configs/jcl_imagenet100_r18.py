@@ -7,34 +7,69 @@ E, the setting of the ablations and of the Fig. 3 visualisation). Not stated in 
 3 did not survive extraction): the rest "strictly follow[s] MoCo v2" (Sec. 4.1), so m 0.999, queue
 65536, SGD momentum 0.9, wd 1e-4, MLP head 512-512-128 (hidden = feature width as MoCo v2's
 `--mlp`), MoCo v2 augmentation at 224 px, shuffle-BN with one BN group per device, and the code's
-per-epoch λ ramp.
+per-epoch λ ramp (`jcl_imagenet_paper.py`'s numbers but for what the ablation setting changes).
+kNN monitor every 10,000 steps on the first 50,000 training images (ours).
 
 Data: an image folder with one sub-folder per class, `train/` and `val/` (as CMC's ImageNet-100):
-`--config.data.data_dir=/path/to/imagenet100`. `:runlocal` keeps the ResNet-18 but trains a few
-steps on 256 Fashion-MNIST images.
+`--config.data.data_dir=/path/to/imagenet100`. `:runlocal` keeps the ResNet-18 at full width but
+trains a few steps on 256 Fashion-MNIST images.
 `:keys=N` sets M' (and so the views): `--config=configs/jcl_imagenet100_r18.py:keys=5`.
-Built on `jcl_imagenet_paper.py` (M' and λ from the paper, MoCo v2 elsewhere); this file sets what
-the ablation setting changes.
 """
 
-from ssl_jax import configs
+import os
+import sys
 
+import ml_collections
 
-def _imagenet100_r18(c):
-    c.method_config.num_keys = 9
-    c.data.name = "image_folder"
-    c.data.data_dir = ""  # the ImageNet-100 folder (train/, val/)
-    c.data.train_split = "train"
-    c.data.eval_train_split = "train"
-    c.data.eval_test_split = "val"
-    c.model.backbone = "resnet18"
-    c.model.projector.hidden_dims = (512,)  # hidden = feature width, as MoCo v2's `--mlp`
-    c.global_batch_size = 128
-    c.num_epochs = 100.0
-    c.optim.base_lr = 0.1
-    c.knn.every_steps = 10_000
-    c.knn.num_train = 50_000
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
+    sys.path.insert(0, _ROOT)
+
+from configs import common  # noqa: E402
+from ssl_jax import configs  # noqa: E402
+from ssl_jax.data import recipes  # noqa: E402
+from ssl_jax.models import head_config  # noqa: E402
 
 
 def get_config(arg=None):
-    return configs.sibling(__file__, "jcl_imagenet_paper").build(arg, edit=_imagenet100_r18)
+    a = common.parse_arg(arg, keys=9)  # M' = 9 (paper supplementary E)
+    c = configs.base_config()
+    c.method = "jcl"
+    c.method_config = ml_collections.ConfigDict(
+        dict(
+            temperature=0.2,
+            queue_size=65536,
+            shuffle_bn=True,
+            key_bn_groups=0,
+            num_keys=a.keys,
+            lam=4.0,
+            lam_schedule="linear_epoch",
+        )
+    )
+    c.ema.base = 0.999
+    c.ema.schedule = "constant"
+
+    common.imagenet_data(c)
+    common.image_folder_data(c, test_split="val")  # the ImageNet-100 folder (train/, val/)
+    if a.runlocal:  # ImageNet is not on CPU CI
+        common.fashion_mnist_data(c, channels=3)
+        c.method_config.queue_size = 256
+    c.data.views = common.jcl_views("mocov2", a.keys)
+    c.data.recipes = ml_collections.ConfigDict({"mocov2": recipes.mocov2(c.data.image_size)})
+
+    c.model.backbone = "resnet18"
+    c.model.stem = "imagenet"
+    c.model.projector = head_config((512,), 128, use_bn=False)  # hidden = feature width, as `--mlp`
+
+    c.global_batch_size = 128
+    c.num_epochs = 100.0
+    c.optim.name = "sgd"
+    c.optim.base_lr = 0.1
+    c.optim.weight_decay = 1e-4
+    c.optim.schedule = "cosine"
+    c.evals.knn.update(every_steps=10_000, num_train=50_000)
+    if a.runlocal:
+        common.runlocal(c)
+        c.model.width = 1.0  # the real ResNet-18
+        c.model.projector.hidden_dims = (64,)
+    return c

@@ -9,21 +9,26 @@ Dataset and encoder come from the pretraining run unless `--config.data.<key>=` 
 `runlocal`: the first 1024 training and 512 test images.
 """
 
+import os
+import sys
+
 import ml_collections
 
-from ssl_jax import configs
-from ssl_jax.evaluate import jobs
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
+    sys.path.insert(0, _ROOT)
+
+from configs import common  # noqa: E402
+from ssl_jax.evaluate import jobs  # noqa: E402
 
 
 def get_config(arg=None):
-    args = [a for a in (arg or "").split(",") if a]
-    if any(a != "runlocal" for a in args):
-        raise configs.ConfigError(f"config argument {arg!r} is not known; allowed: 'runlocal'")
+    a = common.parse_arg(arg)
     c = jobs.job_config("knn")
     c.knn = ml_collections.ConfigDict(
         dict(ks=(20, 200), temperature=0.07, batch_size=256, num_train=-1, num_test=-1)
     )
-    if "runlocal" in args:
+    if a.runlocal:
         c.knn.num_train = 1024
         c.knn.num_test = 512
         c.knn.batch_size = 128

@@ -25,10 +25,18 @@ from the pretraining run (`config.init`) unless `--config.data.<key>=` overrides
 `runlocal`: a few epochs on the first 512 training and 1000 test images (CPU smoke run).
 """
 
+import os
+import sys
+
 import ml_collections
 
-from ssl_jax import configs
-from ssl_jax.evaluate import jobs
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
+    sys.path.insert(0, _ROOT)
+
+from configs import common  # noqa: E402
+from ssl_jax import configs  # noqa: E402
+from ssl_jax.evaluate import jobs  # noqa: E402
 
 PRESETS = ("moco", "sce", "ring", "fast")
 
@@ -54,10 +62,9 @@ def _optim(**kw) -> ml_collections.ConfigDict:
 
 
 def get_config(arg=None):
-    args = [a for a in (arg or "").split(",") if a]
-    unknown = [a for a in args if a not in (*PRESETS, "runlocal")]
-    chosen = [a for a in args if a in PRESETS]
-    if unknown or len(chosen) > 1:
+    a = common.parse_arg(arg, **dict.fromkeys(PRESETS, False))
+    chosen = [p for p in PRESETS if getattr(a, p)]
+    if len(chosen) > 1:
         raise configs.ConfigError(
             f"config argument {arg!r}: give at most one preset of {list(PRESETS)}, optionally "
             "with 'runlocal' (e.g. 'fast,runlocal')"
@@ -81,8 +88,9 @@ def get_config(arg=None):
     p.num_train = -1  # >0: only the first N training images
     p.num_test = -1  # >0: only the first N test images
     # fast: the default job's probe-table solver and grid ('ridge' closed form | 'lbfgs' softmax)
-    p.solver = configs.base_config().probe.solver
-    p.l2_grid = tuple(configs.base_config().probe.l2_grid)
+    probe_table = configs.base_config().evals.probe_table
+    p.solver = probe_table.solver
+    p.l2_grid = tuple(probe_table.l2_grid)
     p.iterations = 200  # fast, 'lbfgs': L-BFGS iterations
 
     if preset == "sce":
@@ -97,7 +105,7 @@ def get_config(arg=None):
         p.input = "features"
         p.eval_batch_size = 512
 
-    if "runlocal" in args:
+    if a.runlocal:
         p.num_train = 512
         p.num_test = 1000
         p.eval_batch_size = 128

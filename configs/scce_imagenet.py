@@ -23,45 +23,70 @@ optimiser and transform yamls it names); the paper agrees on every number unless
   run in tf.data, the colour ops (jitter, grayscale, blur, solarize) on the accelerator inside the
   jitted step (`data.device_ops=True`) with per-example keys, as the official pipeline does them on
   the GPU with Kornia; `data.device_ops=False` runs them on the host (same distributions,
-  tests/data/test_device_augment_sce.py). `scce_imagenet_multicrop.py` adds the 4 local crops
-  (`build(arg, multicrop=True)`). `:runlocal` keeps the architecture at width 1/8 and trains a few
+  tests/data/test_device_augment_sce.py). `scce_imagenet_multicrop.py` adds the 4 local crops.
+  kNN monitor every 5000 steps on the first 100,000 training images (ours). `:runlocal` keeps the architecture at width 1/8 and trains a few
   steps on Fashion-MNIST (3 channels) at 28 px (local crops scaled by 28/224), with a 256-entry
   queue.
 """
 
+import os
+import sys
+
 import ml_collections
 
-from ssl_jax import configs
-from ssl_jax.data import recipes
-from ssl_jax.models import head_config
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
+    sys.path.insert(0, _ROOT)
+
+from configs import common  # noqa: E402
+from ssl_jax import configs  # noqa: E402
+from ssl_jax.data import recipes  # noqa: E402
+from ssl_jax.models import head_config  # noqa: E402
 
 
-def build(arg=None, method="sce", multicrop=False):
+def get_config(arg=None):
+    a = common.parse_arg(arg)
     c = configs.base_config()
-    c.method = method
-    c.method_config = configs.sibling(__file__, "scce_cifar10").method_config(
-        method,
-        queue_size=65536,
-        temperature_m=0.07,
-        symmetric=True,
-        num_global_crops=2,
-        shuffle_bn=False,
-        key_bn_groups=0,
+    c.method = "sce"
+    c.method_config = ml_collections.ConfigDict(
+        dict(
+            temperature=0.1,
+            temperature_m=0.07,
+            coeff=0.5,
+            queue_size=65536,
+            symmetric=True,
+            num_global_crops=2,
+            shuffle_bn=False,  # SyncBN everywhere
+            key_bn_groups=0,
+        )
     )
-    c.data.name = "imagenet2012"
-    c.data.eval_test_split = "validation"
-    c.data.image_size = 224
-    c.data.eval_crop_fraction = 0.875
-    c.data.mean, c.data.std = configs.IMAGENET_MEAN, configs.IMAGENET_STD
-    c.data.shuffle_buffer = 50_000
+    c.ema.base = 0.99
+    c.ema.schedule = "cosine"
+
+    common.imagenet_data(c)
     c.data.device_ops = True  # colour ops in the jitted step, as the official Kornia GPU pipeline
+    if a.runlocal:  # ImageNet is not on CPU CI
+        common.fashion_mnist_data(c, channels=3)
+        c.method_config.queue_size = 256  # divides the 2 × 32 keys of a runlocal step
+    size = c.data.image_size
+    kernel = 0 if a.runlocal else 23  # Kornia GaussianBlur 23×23 on every crop in the official code
+    views = {
+        "strong_alpha": recipes.strong_alpha(size, kernel_size=kernel),
+        # the 2-crop transform (two_crops_gpu_mocov3.yaml) does not flip view 1
+        "strong_beta": recipes.strong_beta(size, kernel_size=kernel, flip=False),
+    }
+    c.data.views = tuple(views)
+    c.data.recipes = ml_collections.ConfigDict(views)
+
     c.model.backbone = "resnet50"
     c.model.stem = "imagenet"
-    hidden = (4096, 4096) if multicrop else (2048, 2048)  # multi-crop yaml: projector.hidden_dims
-    c.model.projector = head_config(hidden, 256, hidden_bias=False, last_bias=False, last_bn=True)
+    c.model.projector = head_config(
+        (2048, 2048), 256, hidden_bias=False, last_bias=False, last_bn=True
+    )
     c.model.predictor = head_config(
         (4096,), 256, hidden_bias=False, last_bias=False, last_bn=False, enabled=True
     )
+
     c.global_batch_size = 4096
     c.num_epochs = 200.0
     c.optim.name = "lars"
@@ -73,31 +98,8 @@ def build(arg=None, method="sce", multicrop=False):
     c.optim.exclude_1d = True
     c.optim.schedule = "cosine"
     c.optim.warmup_epochs = 10.0
-    c.ema.base = 0.99
-    c.ema.schedule = "cosine"
-    c.knn.every_steps = 5000
-    c.knn.num_train = 100_000
-    runlocal = configs.is_runlocal(arg)
-    if runlocal:
-        configs.use_local_data(c)
-        c.method_config.queue_size = 256  # divides the 2 × 32 keys of a runlocal step
+    c.evals.knn.update(every_steps=5000, num_train=100_000)
+    if a.runlocal:
         c.optim.warmup_epochs = 0.25  # 2 of the 6 runlocal steps
-    size = c.data.image_size
-    kernel = 0 if runlocal else 23  # Kornia GaussianBlur 23×23 on every crop in the official code
-    views = {
-        "strong_alpha": recipes.strong_alpha(size, kernel_size=kernel),
-        # the multi-crop transform (five_crops_gpu_sce.yaml) flips view 1, the 2-crop one does not
-        "strong_beta": recipes.strong_beta(size, kernel_size=kernel, flip=multicrop),
-    }
-    if multicrop:
-        for local_size, scale in recipes.sce_local_crops(size):
-            views[f"local{local_size}"] = recipes.strong_gamma(
-                local_size, scale=scale, kernel_size=kernel
-            )
-    c.data.views = tuple(views)
-    c.data.recipes = ml_collections.ConfigDict(views)
-    return configs.finalize(c, arg)
-
-
-def get_config(arg=None):
-    return build(arg, "sce")
+        common.runlocal(c)
+    return c

@@ -15,23 +15,71 @@ into `val/<wnid>/` first, otherwise the kNN monitor / probe have no labelled tes
 `:runlocal` trains on Fashion-MNIST.
 """
 
-from ssl_jax import configs
+import os
+import sys
 
+import ml_collections
 
-def _tiny_imagenet(c):
-    c.data.name = "image_folder"
-    c.data.data_dir = ""  # the tiny-imagenet-200 folder
-    c.data.train_split = "train"
-    c.data.eval_train_split = "train"
-    c.data.eval_test_split = "val"
-    c.data.image_size = 64
-    c.data.mean, c.data.std = configs.IMAGENET_MEAN, configs.IMAGENET_STD
-    c.data.cache = True
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
+    sys.path.insert(0, _ROOT)
 
-
-def build(arg=None, method="sce"):
-    return configs.sibling(__file__, "scce_cifar10").build(arg, method, edit=_tiny_imagenet)
+from configs import common  # noqa: E402
+from ssl_jax import configs  # noqa: E402
+from ssl_jax.data import recipes  # noqa: E402
+from ssl_jax.models import head_config  # noqa: E402
 
 
 def get_config(arg=None):
-    return build(arg, "sce")
+    a = common.parse_arg(arg)
+    c = configs.base_config()
+    c.method = "sce"
+    c.method_config = ml_collections.ConfigDict(
+        dict(
+            temperature=0.1,
+            temperature_m=0.05,
+            coeff=0.5,
+            queue_size=4096,
+            symmetric=False,  # view 0 (soft) → target, view 1 (strong) → online
+            shuffle_bn=True,
+            key_bn_groups=8,  # SplitBN, `simulate_n_devices: 8`
+        )
+    )
+    c.ema.base = 0.99
+    c.ema.schedule = "constant"
+
+    common.cifar10_data(c)
+    common.image_folder_data(c, test_split="val")  # the tiny-imagenet-200 folder
+    c.data.image_size = 64
+    c.data.mean, c.data.std = common.IMAGENET_MEAN, common.IMAGENET_STD
+    c.data.cache = True
+    if a.runlocal:  # not on CPU CI
+        common.fashion_mnist_data(c, channels=3)
+        c.method_config.queue_size = 256  # divides the 32 keys of a runlocal step
+    size = c.data.image_size
+    c.data.views = ("soft", "strong")
+    c.data.recipes = ml_collections.ConfigDict(
+        {"soft": recipes.cifar_soft(size), "strong": recipes.cifar_strong(size)}
+    )
+
+    c.model.backbone = "resnet18"
+    c.model.stem = "cifar"
+    c.model.projector = head_config((512,), 128, hidden_bias=False)
+    c.model.predictor.enabled = False
+
+    c.global_batch_size = 256
+    c.num_epochs = 200.0
+    c.optim.name = "sgd"
+    c.optim.base_lr = 0.06
+    c.optim.lr_scaling = "linear"
+    c.optim.momentum = 0.9
+    c.optim.nesterov = False
+    c.optim.weight_decay = 5e-4
+    c.optim.exclude_1d = False
+    c.optim.schedule = "cosine"
+    c.optim.warmup_epochs = 5.0
+    c.evals.knn.every_steps = 2000
+    if a.runlocal:
+        c.optim.warmup_epochs = 0.25  # 2 of the 6 runlocal steps
+        common.runlocal(c)
+    return c

@@ -1,7 +1,7 @@
 """Command line: `python -m ssl_jax.main --config=configs/X.py[:runlocal] --workdir=DIR [--config.a.b=v]`.
 
-Picks the job from `config.job`: 'pretrain' (then, with `config.final_probe_table`, the
-linear-probe table of the default job and its pictures), 'linear_probe' (`configs/linear_probe.py`)
+Picks the job from `config.job`: 'pretrain' (then, with a `config.evals.probe_table` evaluator that
+runs, the linear-probe table of the default job and its pictures), 'linear_probe' (`configs/linear_probe.py`)
 or 'knn' (`configs/knn.py`). All logic lives in importable modules.
 """
 
@@ -39,7 +39,8 @@ def main(argv) -> None:
     try:
         if config.job == "pretrain":
             state = train.train_and_evaluate(config, FLAGS.workdir)
-            if config.final_probe_table:
+            probe_table = config.evals.get("probe_table")
+            if probe_table is not None and probe_table.every_steps != -1:
                 train.print_probe_table(config, state, FLAGS.workdir)
                 pictures.write_all(FLAGS.workdir)
         elif config.job == "linear_probe":
@@ -56,5 +57,45 @@ def main(argv) -> None:
         sys.exit(2)
 
 
+def _flag_error(argv: list[str], error: Exception) -> str | None:
+    """One line for a command line that absl / ml_collections could not parse: the `ConfigError` of
+    the first `--config.a.b=v` override that `configs.apply_override` rejects (unknown key, wrong
+    type), of the config file's `:arg`, or the flags' own first line; None for an error that is not
+    the command line's (a bug in a config file keeps its traceback)."""
+    from ssl_jax import configs
+
+    if isinstance(error, configs.ConfigError):
+        return str(error)
+    args = argv[1:]
+    spec = next((a.partition("=")[2] for a in args if a.startswith("--config=")), None)
+    if spec is None and "--config" in args[:-1]:
+        spec = args[args.index("--config") + 1]
+    if spec:
+        try:
+            config = configs.load(spec)
+            for a in args:
+                if a.startswith("--config.") and "=" in a:
+                    configs.apply_override(config, a[len("--config.") :])
+        except configs.ConfigError as e:
+            return str(e)
+    if isinstance(error, flags.Error):
+        return str(error).strip().splitlines()[0]
+    return None
+
+
+def parse_flags(argv: list[str]) -> list[str]:
+    """absl's flag parsing, with a command-line mistake (unknown `--config.` key, a value of the
+    wrong type, an unknown `:arg`) reported as one `error:` line and exit status 2 — as the
+    validation errors — instead of a traceback."""
+    try:
+        return FLAGS(argv)
+    except (flags.Error, KeyError, AttributeError, TypeError, ValueError) as e:
+        message = _flag_error(argv, e)
+        if message is None:
+            raise
+        print(f"error: {message}", file=sys.stderr, flush=True)
+        sys.exit(2)
+
+
 if __name__ == "__main__":
-    app.run(main)
+    app.run(main, flags_parser=parse_flags)

@@ -272,7 +272,7 @@ def features_fn(exp: Experiment):
     return uint8_feature_fn(apply, exp.config.data, exp.config)
 
 
-def extract_features(exp: Experiment, variables, split: str, limit: int = -1):
+def extract_features(exp: Experiment, variables, split: str, limit: int = -1, *, batch_size: int):
     """Features and labels of a labelled split, every example once (padding masked out)."""
     return split_features(
         features_fn(exp),
@@ -280,23 +280,22 @@ def extract_features(exp: Experiment, variables, split: str, limit: int = -1):
         exp.config,
         split,
         mesh=exp.mesh,
-        batch_size=exp.config.knn.batch_size,
+        batch_size=batch_size,
         limit=limit,
     )
 
 
 def knn_monitor(exp: Experiment, state: TrainState) -> dict[str, float]:
-    config = exp.config
+    e = exp.config.evals.knn
+    data = exp.config.data
     variables = {"params": state.params, "batch_stats": state.batch_stats}
     train_f, train_y = extract_features(
-        exp, variables, config.data.eval_train_split, config.knn.num_train
+        exp, variables, data.eval_train_split, e.num_train, batch_size=e.batch_size
     )
     test_f, test_y = extract_features(
-        exp, variables, config.data.eval_test_split, config.knn.num_test
+        exp, variables, data.eval_test_split, e.num_test, batch_size=e.batch_size
     )
-    result = knn.weighted_knn(
-        train_f, train_y, test_f, test_y, k=config.knn.k, temperature=config.knn.temperature
-    )
+    result = knn.weighted_knn(train_f, train_y, test_f, test_y, k=e.k, temperature=e.temperature)
     return {"eval/knn_top1": result["top1"], "eval/knn_top5": result["top5"]}
 
 
@@ -338,6 +337,8 @@ def train_and_evaluate(
         exp.mesh.size,
     )
     step_fn = jit_train_step(exp, state)
+    # evals.knn.every_steps: N > 0 at N, 2N, ... and the last step; 0 the last step; -1 never
+    knn_every = config.evals.knn.every_steps if "knn" in config.evals else -1
     end_step = total if stop_after_steps is None else min(total, start_step + stop_after_steps)
     window: list[dict] = []
     last_good_step = start_step
@@ -384,8 +385,8 @@ def train_and_evaluate(
             if save_now:
                 ckpt.save(state, force=True)
             if (
-                config.knn.every_steps > 0
-                and (done % config.knn.every_steps == 0 or done == total)
+                knn_every != -1
+                and ((knn_every > 0 and done % knn_every == 0) or done == total)
                 and datasets.has_labels(config.data, config.data.eval_train_split)
             ):
                 result = knn_monitor(exp, state)
@@ -404,7 +405,8 @@ def train_and_evaluate(
 def _raw_pixels(config, split: str, limit: int):
     """Flattened pixel values in [0, 1] of a labelled split (the 'no encoder' probe baseline)."""
     xs, ys = [], []
-    for batch in pipeline.eval_iterator(config, split, batch_size=config.knn.batch_size):
+    batch_size = config.evals.probe_table.batch_size
+    for batch in pipeline.eval_iterator(config, split, batch_size=batch_size):
         keep = batch["mask"]
         xs.append(batch["image"][keep].reshape(int(keep.sum()), -1).astype(np.float32) / 255.0)
         ys.append(batch["label"][keep])
@@ -421,7 +423,8 @@ def print_probe_table(config, state: TrainState, workdir: str) -> dict[str, floa
 
     exp = build_experiment(config)
     train_split, test_split = config.data.eval_train_split, config.data.eval_test_split
-    limit = config.probe.num_train
+    probe = config.evals.probe_table
+    limit = probe.num_train
     random_state = init_or_restore(exp, None)
     encoders = {
         "pretrained": {"params": state.params, "batch_stats": state.batch_stats},
@@ -429,17 +432,17 @@ def print_probe_table(config, state: TrainState, workdir: str) -> dict[str, floa
     }
     results, timings = {}, {}
     print(
-        f"Linear probe ({config.probe.solver}): features of {train_split} and {test_split} for the "
+        f"Linear probe ({probe.solver}): features of {train_split} and {test_split} for the "
         "pretrained encoder, the same encoder at random init, and raw pixels",
         flush=True,
     )
     for name, variables in encoders.items():
         print(f"  probe: {name} …", flush=True)
         t0 = time.time()
-        tr = extract_features(exp, variables, train_split, limit)
-        te = extract_features(exp, variables, test_split)
+        tr = extract_features(exp, variables, train_split, limit, batch_size=probe.batch_size)
+        te = extract_features(exp, variables, test_split, batch_size=probe.batch_size)
         results[name] = fit_linear_probe(
-            *tr, *te, l2_grid=tuple(config.probe.l2_grid), solver=config.probe.solver
+            *tr, *te, l2_grid=tuple(probe.l2_grid), solver=probe.solver
         )
         timings[name] = time.time() - t0
     print("  probe: raw pixels …", flush=True)
@@ -447,8 +450,8 @@ def print_probe_table(config, state: TrainState, workdir: str) -> dict[str, floa
     results["raw pixels"] = fit_linear_probe(
         *_raw_pixels(config, train_split, limit),
         *_raw_pixels(config, test_split, -1),
-        l2_grid=tuple(config.probe.l2_grid),
-        solver=config.probe.solver,
+        l2_grid=tuple(probe.l2_grid),
+        solver=probe.solver,
     )
     timings["raw pixels"] = time.time() - t0
     lines = [

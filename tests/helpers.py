@@ -3,6 +3,7 @@
 import ml_collections
 import numpy as np
 
+from configs import common
 from ssl_jax import configs
 
 TINY_RECIPE = (
@@ -14,7 +15,7 @@ TINY_RECIPE = (
 def tiny_config(method: str = "mocov2", **method_config) -> ml_collections.ConfigDict:
     """A seconds-long Fashion-MNIST run: 16-px views, ResNet-18 at width 1/8, batch 16."""
     c = configs.base_config()
-    configs.use_local_data(c, channels=1)
+    common.fashion_mnist_data(c, channels=1)
     c.method = method
     c.data.image_size = 16
     c.data.train_subset = 64
@@ -30,8 +31,8 @@ def tiny_config(method: str = "mocov2", **method_config) -> ml_collections.Confi
     c.optim.base_lr = 0.1
     c.log_every_steps = 1
     c.checkpoint_every_steps = 2
-    c.knn.every_steps = 0
-    c.knn.batch_size = 32
+    c.evals.knn.update(every_steps=-1, batch_size=32)
+    c.evals.probe_table.batch_size = 32
     if method == "mocov2":
         c.data.views = ("tiny", "tiny")
         c.method_config = ml_collections.ConfigDict(

@@ -1,7 +1,17 @@
-"""`configs.load` / `configs.apply_override`: what scripts and notebooks use instead of the flags."""
+"""`configs.load` / `configs.apply_override` (what scripts and notebooks use instead of the flags), the
+config files (flat, loadable from anywhere, valid), `configs/common.py` and validation."""
 
+import dataclasses
+import glob
+import os
+import re
+import subprocess
+import sys
+
+import ml_collections
 import pytest
 
+from configs import common
 from ssl_jax import configs
 
 
@@ -42,3 +52,346 @@ def test_apply_override_rejects_bad_input(assignment, message):
     c = configs.load("configs/scce_fashion_mnist.py")
     with pytest.raises(configs.ConfigError, match=message):
         configs.apply_override(c, assignment)
+
+
+# --------------------------------------------------------------------------------------------------
+# The config files: flat, loadable by path from anywhere, valid with and without `:runlocal`
+# --------------------------------------------------------------------------------------------------
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFIG_FILES = sorted(
+    p
+    for p in glob.glob(os.path.join(ROOT, "configs", "*.py"))
+    if os.path.basename(p) not in ("__init__.py", "common.py")
+)
+EVAL_JOB_FILES = ("knn.py", "linear_probe.py")
+PRETRAIN_FILES = [p for p in CONFIG_FILES if os.path.basename(p) not in EVAL_JOB_FILES]
+
+
+def _name(path):
+    return os.path.basename(path)[:-3]
+
+
+@pytest.mark.parametrize("arg", [None, "runlocal"])
+@pytest.mark.parametrize("path", CONFIG_FILES, ids=_name)
+def test_every_config_loads_and_validates(path, arg):
+    """No data is read: `validate` checks keys, types, ranges and the evals on 8 devices (an eval
+    job without `config.init` stops at that one, by design)."""
+    c = configs.load(path + (f":{arg}" if arg else ""))
+    if c.job == "pretrain":
+        configs.validate(c, num_devices=8)
+        assert set(c.evals) == {"knn", "probe_table"}
+        assert "knn" not in c and "probe" not in c and "final_probe_table" not in c
+    else:
+        with pytest.raises(configs.ConfigError, match="config.init"):
+            configs.validate(c, num_devices=8)
+        c.init = "/some/workdir"
+        configs.validate(c, num_devices=8)
+
+
+@pytest.mark.parametrize("path", CONFIG_FILES, ids=_name)
+def test_config_files_are_flat(path):
+    """One file shows one run's numbers: no config loads or imports another config file."""
+    source = open(path).read()
+    others = {_name(p) for p in CONFIG_FILES} - {_name(path)}
+    for pattern in ("sibling(", "spec_from_file_location", "configs.load(", "edit=", "def build("):
+        assert pattern not in source, (path, pattern)
+    imported = set(re.findall(r"from configs import (\w+)", source))
+    imported |= set(re.findall(r"from configs\.(\w+) import", source))
+    assert imported <= {"common"} and not imported & others, imported
+    assert not hasattr(configs, "sibling")
+
+
+def test_default_job_configs_run_the_probe_table_without_a_knn_monitor():
+    for name in ("scce", "mocov2", "jcl", "ir", "ressl"):
+        c = configs.load(f"{ROOT}/configs/{name}_fashion_mnist.py")
+        assert c.evals.probe_table.every_steps == 0, name  # only at the last step
+        assert c.evals.knn.every_steps == -1, name  # never
+        local = configs.load(f"{ROOT}/configs/{name}_fashion_mnist.py:runlocal")
+        assert local.evals.probe_table.num_train == 512 and local.evals.knn.k == 20
+
+
+def test_configs_load_by_path_from_another_directory(tmp_path):
+    """`--config=/abs/path/configs/X.py:arg` as ml_collections' config_flags loads it, from a
+    directory where neither `configs` nor `ssl_jax` is importable."""
+    code = (
+        "import sys\n"
+        "from absl import flags\n"
+        "from ml_collections import config_flags\n"
+        "config_flags.DEFINE_config_file('config')\n"
+        "flags.FLAGS(['prog', '--config=' + sys.argv[1]])\n"
+        "c = flags.FLAGS.config\n"
+        "print(c.method, len(c.data.views), c.seed, c.data.name)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    spec = os.path.join(ROOT, "configs", "jcl_cifar10.py") + ":keys=2,runlocal"
+    out = subprocess.run(
+        [sys.executable, "-c", code, spec],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["jcl", "3", "0", "fashion_mnist"]
+
+
+def test_parse_arg():
+    a = common.parse_arg("runlocal,keys=8", keys=4)
+    assert (a.runlocal, a.keys) == (True, 8)
+    a = common.parse_arg(None, keys=4, imagenet2012=False)
+    assert (a.runlocal, a.keys, a.imagenet2012) == (False, 4, False)
+    assert common.parse_arg(" runlocal , ").runlocal
+    with pytest.raises(
+        configs.ConfigError, match="'runlocall' is not known; allowed: 'runlocal', 'keys=<int>'"
+    ):
+        common.parse_arg("runlocall", keys=4)
+    with pytest.raises(configs.ConfigError, match="keys takes a int"):
+        common.parse_arg("keys=many", keys=4)
+    with pytest.raises(configs.ConfigError, match="needs a value"):
+        common.parse_arg("keys", keys=4)
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("configs/mocov2_cifar10.py:keys=8", "'keys=8' is not known; allowed: 'runlocal'"),
+        ("configs/jcl_cifar10.py:keys=0", "keys=1, keys=2"),
+        ("configs/linear_probe.py:moco,sce", "at most one preset"),
+        ("configs/knn.py:fast", "'fast' is not known"),
+    ],
+)
+def test_config_arguments_are_checked(spec, message):
+    with pytest.raises(configs.ConfigError, match=message):
+        configs.load(os.path.join(ROOT, spec))
+
+
+def test_jcl_keys_argument_sets_the_views():
+    for name, default in (
+        ("jcl_imagenet", 4),
+        ("jcl_imagenet_paper", 5),
+        ("jcl_imagenet100_r18", 9),
+    ):
+        c = configs.load(f"{ROOT}/configs/{name}.py")
+        assert c.method_config.num_keys == default and len(c.data.views) == default + 1
+        c = configs.load(f"{ROOT}/configs/{name}.py:keys=2,runlocal")
+        assert c.method_config.num_keys == 2 and len(c.data.views) == 3
+
+
+def test_readme_and_docs_name_configs_that_exist():
+    """Every `configs/X.py[:arg]` the README, the docs and the config docstrings name loads."""
+    texts = [open(os.path.join(ROOT, "README.md")).read()]
+    texts += [open(p).read() for p in glob.glob(os.path.join(ROOT, "docs", "*.md"))]
+    texts += [open(p).read() for p in CONFIG_FILES]
+    specs = set()
+    for text in texts:
+        specs |= set(re.findall(r"configs/([a-z0-9_]+\.py(?::[a-z0-9_,=]+)?)", text))
+        # `{jcl,mocov2}_fashion_mnist.py` and plain names in backticks
+        for a, b in re.findall(r"configs/\{([a-z0-9_,]+)\}(_[a-z0-9_]+\.py)", text):
+            specs |= {f"{x}{b}" for x in a.split(",")}
+        # config names in backticks (`scce_cifar10.py`); other files (`main_lincls.py`) are not ours
+        named = re.findall(
+            r"`((?:mocov2|ir|jcl|scce|ressl)_[a-z0-9_]+\.py(?::[a-z0-9_,=]+)?)`", text
+        )
+        specs |= set(named)
+    known = {os.path.basename(p) for p in CONFIG_FILES}
+    assert len(specs) > 20
+    for spec in sorted(specs):
+        if spec.startswith("common.py"):
+            continue
+        assert spec.partition(":")[0] in known, spec
+        configs.load(os.path.join(ROOT, "configs", spec))
+
+
+# --------------------------------------------------------------------------------------------------
+# Validation: ranges, evals, method hyper-parameters
+# --------------------------------------------------------------------------------------------------
+
+
+def _local():
+    return configs.load(os.path.join(ROOT, "configs/scce_fashion_mnist.py:runlocal"))
+
+
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("total_steps", 0, r"config.total_steps=0: allowed -1 \(from epochs\) or > 0"),
+        ("total_steps", -2, r"config.total_steps=-2: allowed \[-1, inf\)"),
+        ("log_every_steps", 0, r"config.log_every_steps=0: allowed \[1, inf\)"),
+        ("checkpoint_every_steps", 0, "config.checkpoint_every_steps=0"),
+        ("keep_checkpoints", 0, "config.keep_checkpoints=0"),
+        ("global_batch_size", 12, "config.global_batch_size=12 must be a positive multiple"),
+        ("data.image_size", 0, "config.data.image_size=0"),
+        ("data.train_subset", -1, r"config.data.train_subset=-1: allowed \[0, inf\)"),
+        ("data.shuffle_buffer", 0, "config.data.shuffle_buffer=0"),
+        (
+            "data.eval_crop_fraction",
+            0.0,
+            r"config.data.eval_crop_fraction=0.0: allowed \(0.0, 1.0\]",
+        ),
+        ("data.eval_crop_fraction", 1.5, "config.data.eval_crop_fraction=1.5"),
+        ("data.name", "mnist", "config.data.name='mnist' is not allowed"),
+        ("model.stem", "tiny", "config.model.stem='tiny'"),
+        ("optim.name", "rmsprop", "config.optim.name=.rmsprop."),
+        ("optim.base_lr", -1.0, "config.optim.base_lr=-1.0 is not allowed"),
+        ("ema.schedule", "linear", "config.ema.schedule='linear'"),
+        (
+            "evals.knn.type",
+            "linear",
+            r"config.evals.knn.type='linear' is not allowed.*'knn', 'probe_table'",
+        ),
+        ("evals.knn.every_steps", -2, r"config.evals.knn.every_steps=-2: allowed \[-1, inf\)"),
+        ("evals.knn.k", 0, r"config.evals.knn.k=0: allowed \[1, inf\)"),
+        ("evals.knn.temperature", 0.0, r"config.evals.knn.temperature=0.0: allowed \(0.0, inf\)"),
+        ("evals.knn.num_train", 0, "config.evals.knn.num_train=0: allowed -1"),
+        ("evals.knn.num_test", -2, "config.evals.knn.num_test=-2"),
+        (
+            "evals.knn.batch_size",
+            60,
+            r"config.evals.knn.batch_size=60 must be a positive multiple of the device count \(8\)",
+        ),
+        (
+            "evals.probe_table.solver",
+            "sgd",
+            "config.evals.probe_table.solver='sgd'.*'ridge', 'lbfgs'",
+        ),
+        ("evals.probe_table.l2_grid", (0.1, -1.0), "config.evals.probe_table.l2_grid=-1.0"),
+        ("evals.probe_table.num_train", 0, "config.evals.probe_table.num_train=0"),
+        ("evals.probe_table.batch_size", 0, "config.evals.probe_table.batch_size=0"),
+    ],
+)
+def test_validate_names_the_key_and_the_allowed_values(key, value, message):
+    c = _local()
+    *parents, leaf = key.split(".")
+    node = c
+    for p in parents:
+        node = node[p]
+    node[leaf] = value
+    with pytest.raises(configs.ConfigError, match=message):
+        configs.validate(c, num_devices=8)
+
+
+def test_validate_seed_is_an_int():
+    c = _local().to_dict()
+    c["seed"] = "0"  # a ConfigDict keeps the type of a field; a config built from a dict may not
+    with pytest.raises(configs.ConfigError, match="config.seed='0': allowed an int"):
+        configs.validate(ml_collections.ConfigDict(c), num_devices=8)
+
+
+def test_validate_num_epochs_only_counts_without_total_steps():
+    c = _local()
+    c.num_epochs = 0.0
+    configs.validate(c, num_devices=8)  # total_steps=6 sets the length
+    c.total_steps = -1
+    with pytest.raises(configs.ConfigError, match=r"config.num_epochs=0.0: allowed \(0.0, inf\)"):
+        configs.validate(c, num_devices=8)
+
+
+def test_evals_entries_are_checked_by_type():
+    c = _local()
+    c.evals.knn.kk = 3
+    with pytest.raises(
+        configs.ConfigError, match=r"config.evals.knn.kk is not a key of a 'knn' evaluator"
+    ):
+        configs.validate(c, num_devices=8)
+    c = _local()
+    c.evals.probe_table.k = 3
+    with pytest.raises(configs.ConfigError, match="config.evals.probe_table.k is not a key"):
+        configs.validate(c, num_devices=8)
+    c = _local()
+    c.evals.knn2 = ml_collections.ConfigDict(dict(every_steps=10))
+    with pytest.raises(configs.ConfigError, match="config.evals.knn2 must be a dict with a 'type'"):
+        configs.validate(c, num_devices=8)
+    c = _local()
+    del c.evals.knn
+    del c.evals.probe_table
+    configs.validate(c, num_devices=8)  # no evaluator at all is fine
+
+
+def test_a_disabled_evaluator_needs_no_device_multiple_batch():
+    c = _local()
+    c.evals.knn.update(every_steps=-1, batch_size=500)
+    configs.validate(c, num_devices=8)
+    c.evals.knn.every_steps = 0
+    with pytest.raises(configs.ConfigError, match="config.evals.knn.batch_size=500"):
+        configs.validate(c, num_devices=8)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Hparams:
+    temperature: float = configs.hp_field(0.2, low=0.0, low_open=True)
+    momentum: float = configs.hp_field(0.99, low=0.0, high=1.0)
+    fraction: float = configs.hp_field(0.5, low=0.0, high=1.0, low_open=True, high_open=True)
+    queue_size: int = configs.hp_field(4096, low=1)
+    form: str = configs.hp_field("eq8", choices=("eq8", "eq9"))
+    free: float = 3.0
+
+
+def _hparams(**method_config):
+    c = ml_collections.ConfigDict(dict(method="toy", method_config=method_config))
+    return configs.hparams_from_config(_Hparams, c)
+
+
+def test_hp_field_ranges_are_checked_by_hparams_from_config():
+    hp = _hparams(temperature=1, momentum=1.0, fraction=0.25, queue_size=1, form="eq9", free=-5.0)
+    assert hp.temperature == 1.0 and isinstance(hp.temperature, float) and hp.form == "eq9"
+    assert _hparams() == _Hparams()  # the defaults are in range
+    bad = [
+        (dict(temperature=-1.0), r"^config.method_config.temperature=-1.0: allowed \(0.0, inf\)$"),
+        (dict(temperature=0.0), r"temperature=0.0: allowed \(0.0, inf\)"),
+        (dict(momentum=1.5), r"^config.method_config.momentum=1.5: allowed \[0.0, 1.0\]$"),
+        (dict(fraction=1.0), r"fraction=1.0: allowed \(0.0, 1.0\)"),
+        (dict(queue_size=0), r"queue_size=0: allowed \[1, inf\)"),
+        (
+            dict(form="eq7"),
+            r"config.method_config.form='eq7' is not allowed; allowed values: \['eq8', 'eq9'\]",
+        ),
+        (dict(temperature="hot"), "temperature='hot' has type str"),
+        (dict(temprature=0.1), "temprature is not a field of method 'toy'"),
+    ]
+    for mc, message in bad:
+        with pytest.raises(configs.ConfigError, match=message):
+            _hparams(**mc)
+
+
+def test_hp_field_metadata_is_plain_dataclass_metadata():
+    f = {f.name: f for f in dataclasses.fields(_Hparams)}
+    assert f["temperature"].default == 0.2
+    assert f["form"].metadata["ssl_jax_choices"] == ("eq8", "eq9")
+    assert "ssl_jax_range" not in f["free"].metadata
+
+
+def test_apply_override_suggests_the_close_key():
+    c = _local()
+    with pytest.raises(configs.ConfigError, match="did you mean 'base_lr'"):
+        configs.apply_override(c, "optim.base_lrr=1")
+    with pytest.raises(
+        configs.ConfigError, match="'evalz' is not a key of config; did you mean 'evals'"
+    ):
+        configs.apply_override(c, "evalz.knn.k=1")
+    configs.apply_override(c, "evals.knn.every_steps=100")
+    assert c.evals.knn.every_steps == 100
+
+
+def test_overrides_named_in_the_readme_and_docs_are_keys():
+    """`--config.a.b=` in the README, the docs and the config docstrings names a key of a pretraining
+    config (or, `init`, of the evaluation jobs)."""
+    texts = [open(os.path.join(ROOT, "README.md")).read()]
+    texts += [open(p).read() for p in glob.glob(os.path.join(ROOT, "docs", "*.md"))]
+    texts += [open(p).read() for p in CONFIG_FILES]
+    keys = {k for t in texts for k in re.findall(r"--config\.([a-z_][a-z0-9_.]*[a-z0-9_])=", t)}
+    pretrain = configs.load(os.path.join(ROOT, "configs/jcl_fashion_mnist.py"))
+    job = configs.load(os.path.join(ROOT, "configs/knn.py"))
+    assert "evals.probe_table.num_train" in keys
+    for key in sorted(keys - {"a.b"}):
+        for c in (pretrain, job):
+            node = c
+            for part in key.split("."):
+                node = node.get(part) if isinstance(node, ml_collections.ConfigDict) else None
+            if node is not None or key == "init":  # the eval jobs' placeholder (None)
+                break
+        else:
+            raise AssertionError(f"--config.{key}= is not a key of the configs")

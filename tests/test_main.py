@@ -34,7 +34,7 @@ def test_runlocal_config_runs_from_the_command_line(tmp_path, config):
         f"--config=configs/{config}",
         f"--workdir={tmp_path}",
         "--config.total_steps=2",
-        "--config.final_probe_table=False",
+        "--config.evals.probe_table.every_steps=-1",
     )
     out, _ = proc.communicate(timeout=900)
     assert proc.returncode == 0, out
@@ -51,7 +51,7 @@ def test_sigterm_saves_a_checkpoint_and_exits(tmp_path):
         "--config.total_steps=100000",
         "--config.log_every_steps=1",
         "--config.checkpoint_every_steps=100000",
-        "--config.final_probe_table=False",
+        "--config.evals.probe_table.every_steps=-1",
     )
     lines = []
     deadline = time.time() + 900
@@ -98,7 +98,7 @@ def test_default_job_prints_the_probe_table(tmp_path):
         "--config=configs/scce_fashion_mnist.py:runlocal",
         f"--workdir={tmp_path}",
         "--config.total_steps=2",
-        "--config.probe.num_train=500",
+        "--config.evals.probe_table.num_train=500",
     )
     out, _ = proc.communicate(timeout=900)
     assert proc.returncode == 0, out
@@ -107,3 +107,77 @@ def test_default_job_prints_the_probe_table(tmp_path):
         assert name in rows and "%" in rows[name], out
     table = (tmp_path / "probe_table.txt").read_text()
     assert "raw pixels" in table and "(first 500)" in table
+
+
+def _run_main(*args):
+    """`python -m ssl_jax.main ARGS` to completion, stdout and stderr apart."""
+    env = dict(
+        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", TF_CPP_MIN_LOG_LEVEL="2"
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "ssl_jax.main", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _error_lines(stderr: str) -> list[str]:
+    """stderr without the native libraries' start-up log lines (TensorFlow / XLA)."""
+    noise = ("WARNING: All log messages before absl::InitializeLog()",)
+    return [
+        line
+        for line in stderr.splitlines()
+        if line.strip()
+        and not line.startswith(noise)
+        and not (line[:1] in "IWE" and line[1:5].isdigit())
+    ]
+
+
+@pytest.mark.parametrize(
+    "arg, message",
+    [
+        (
+            "--config.optim.base_lrr=1",
+            "error: config.optim.base_lrr is not a key of the config; did you mean 'base_lr'?",
+        ),
+        (
+            "--config.optim.base_lr=abc",
+            "error: config.optim.base_lr='abc' has type str; the field holds float (0.06)",
+        ),
+        (
+            "--config.optimm.base_lr=1",
+            "error: config.optimm.base_lr: 'optimm' is not a key of config; did you mean 'optim'?",
+        ),
+        (
+            "--config=configs/mocov2_fashion_mnist.py:runlocall",
+            "error: config argument 'runlocall' is not known; allowed: 'runlocal'",
+        ),
+    ],
+)
+def test_command_line_mistakes_are_one_error_line(tmp_path, arg, message):
+    """A mistyped `--config.` key, a value of the wrong type or an unknown `:arg`: one `error:` line
+    on stderr and exit status 2, as the validation errors, not a traceback from flag parsing."""
+    config = "--config=configs/mocov2_fashion_mnist.py:runlocal"
+    args = [arg] if arg.startswith("--config=") else [config, arg]
+    result = _run_main(*args, f"--workdir={tmp_path / 'run'}")
+    assert result.returncode == 2, result.stderr
+    lines = _error_lines(result.stderr)
+    assert len(lines) == 1 and lines[0].startswith(message), result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_negative_learning_rate_is_rejected_before_the_data_is_read(tmp_path):
+    result = _run_main(
+        "--config=configs/ir_fashion_mnist.py",
+        f"--workdir={tmp_path}",
+        f"--config.data.data_dir={tmp_path / 'nowhere'}",  # reading it would be a DataError
+        "--config.optim.base_lr=-1",
+    )
+    assert result.returncode == 2, result.stderr
+    lines = _error_lines(result.stderr)
+    # the message is optim.check_config's (its owner words it); one line naming the key
+    assert len(lines) == 1 and lines[0].startswith("error: config.optim.base_lr=-1"), result.stderr

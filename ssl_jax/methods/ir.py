@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from ssl_jax import losses, memory
-from ssl_jax.configs import ConfigError, hparams_from_config
+from ssl_jax.configs import ConfigError, hp_field, hparams_from_config
 from ssl_jax.methods import common
 
 EMA_BEFORE_KEYS = False
@@ -29,10 +29,10 @@ buffer_metrics = common.no_buffer_metrics
 
 @dataclasses.dataclass(frozen=True)
 class Hparams:
-    temperature: float = 0.07
-    num_negatives: int = 4096
-    bank_size: int = 1_281_167  # must equal the number of training examples
-    bank_momentum: float = 0.5
+    temperature: float = hp_field(0.07, low=0.0, low_open=True)
+    num_negatives: int = hp_field(4096, low=1)
+    bank_size: int = hp_field(1_281_167, low=1)  # must equal the number of training examples
+    bank_momentum: float = hp_field(0.5, low=0.0, high=1.0, high_open=True)
 
 
 def hparams(config) -> Hparams:
@@ -49,10 +49,6 @@ def check_config(ctx: common.StepContext) -> None:
     common.require_divisible(
         "config.method_config.bank_size", ctx.hp.bank_size, ctx.num_devices, "the device count"
     )
-    if not 0.0 <= ctx.hp.bank_momentum < 1.0:
-        raise ConfigError(
-            f"config.method_config.bank_momentum={ctx.hp.bank_momentum}: allowed [0, 1)"
-        )
 
 
 def buffer_specs(ctx: common.StepContext) -> dict:

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 
 from ssl_jax import losses
-from ssl_jax.configs import ConfigError, hparams_from_config
+from ssl_jax.configs import ConfigError, hp_field, hparams_from_config
 from ssl_jax.methods import common, mocov2
 
 EMA_BEFORE_KEYS = True  # as MoCo: momentum update, then the keys
@@ -45,13 +45,17 @@ LAM_SCHEDULES = ("linear_epoch", "constant")
 
 @dataclasses.dataclass(frozen=True)
 class Hparams:
-    temperature: float = 0.2
-    queue_size: int = 65536
-    num_keys: int = 4  # M' (official k_crops = 5 → 4 keys; paper Sec. 4.1 uses 5)
-    lam: float = 2.0  # λ (official script 2.0; paper Sec. 4.1 4.0)
-    lam_schedule: str = "linear_epoch"  # 'linear_epoch' (code: λ·(epoch+1)/epochs) | 'constant'
+    temperature: float = hp_field(0.2, low=0.0, low_open=True)
+    queue_size: int = hp_field(65536, low=1)
+    num_keys: int = hp_field(4, low=1)  # M' (official k_crops = 5 → 4 keys; paper Sec. 4.1 uses 5)
+    lam: float = hp_field(2.0, low=0.0)  # λ (official script 2.0; paper Sec. 4.1 4.0)
+    lam_schedule: str = hp_field(
+        "linear_epoch", choices=LAM_SCHEDULES
+    )  # 'linear_epoch' (code: λ·(epoch+1)/epochs) | 'constant'
     shuffle_bn: bool = True
-    key_bn_groups: int = 0  # BN groups of the key forward; 0 = one per device (DDP shuffle-BN)
+    key_bn_groups: int = hp_field(
+        0, low=0
+    )  # BN groups of the key forward; 0 = one per device (DDP shuffle-BN)
 
 
 def hparams(config) -> Hparams:
@@ -73,30 +77,8 @@ def lam_at(ctx: common.StepContext, step) -> jax.Array:
     return hp.lam * (epoch + 1).astype(jnp.float32) / epochs
 
 
-def split_config_arg(arg: str | None) -> tuple[int | None, str]:
-    """`get_config(arg)` of the jcl_* configs: pulls `keys=M'` out of e.g. 'runlocal,keys=8' (the
-    key views are listed in `config.data.views`, so M' is picked before the views are built).
-
-    Returns (M' or None, the rest of the argument for `configs.finalize`).
-    """
-    keys, rest = None, []
-    for a in (arg or "").split(","):
-        if a.startswith("keys="):
-            try:
-                keys = int(a[len("keys=") :])
-            except ValueError:
-                raise ConfigError(f"config argument {a!r}: allowed keys=1, keys=2, ...") from None
-            if keys < 1:
-                raise ConfigError(f"config argument {a!r}: allowed keys=1, keys=2, ...")
-        elif a:
-            rest.append(a)
-    return keys, ",".join(rest)
-
-
 def check_config(ctx: common.StepContext) -> None:
     hp: Hparams = ctx.hp
-    if hp.num_keys < 1:
-        raise ConfigError(f"config.method_config.num_keys={hp.num_keys}: allowed 1, 2, ... (M')")
     if len(ctx.config.data.views) != hp.num_keys + 1:
         raise ConfigError(
             f"config.data.views={tuple(ctx.config.data.views)} has "
@@ -111,13 +93,6 @@ def check_config(ctx: common.StepContext) -> None:
             f"the {hp.num_keys} key views must name one recipe (they go through the "
             f"key encoder as one batch); got {sorted(key_views)}"
         )
-    if hp.lam_schedule not in LAM_SCHEDULES:
-        raise ConfigError(
-            f"config.method_config.lam_schedule={hp.lam_schedule!r} is not allowed; "
-            f"allowed values: {list(LAM_SCHEDULES)}"
-        )
-    if hp.lam < 0:
-        raise ConfigError(f"config.method_config.lam={hp.lam}: allowed λ ≥ 0")
     # one μ per image is enqueued: the queue holds a whole number of global batches (as MoCo)
     common.require_divisible(
         "config.method_config.queue_size",

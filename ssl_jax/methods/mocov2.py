@@ -13,7 +13,7 @@ import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
 from ssl_jax import losses, memory
-from ssl_jax.configs import hparams_from_config
+from ssl_jax.configs import hp_field, hparams_from_config
 from ssl_jax.methods import common
 
 EMA_BEFORE_KEYS = True  # MoCo: momentum update, then keys
@@ -26,10 +26,12 @@ buffer_metrics = common.queue_metrics
 
 @dataclasses.dataclass(frozen=True)
 class Hparams:
-    temperature: float = 0.2
-    queue_size: int = 65536
+    temperature: float = hp_field(0.2, low=0.0, low_open=True)
+    queue_size: int = hp_field(65536, low=1)
     shuffle_bn: bool = True
-    key_bn_groups: int = 0  # BN groups of the key forward; 0 = one per device (DDP shuffle-BN)
+    key_bn_groups: int = hp_field(
+        0, low=0
+    )  # BN groups of the key forward; 0 = one per device (DDP shuffle-BN)
 
 
 def hparams(config) -> Hparams:

@@ -40,7 +40,7 @@ import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
 from ssl_jax import losses, memory
-from ssl_jax.configs import ConfigError, hparams_from_config
+from ssl_jax.configs import ConfigError, hp_field, hparams_from_config
 from ssl_jax.methods import common
 
 EMA_BEFORE_KEYS = False  # SCE: EMA in on_train_batch_end, after the optimiser step
@@ -63,18 +63,20 @@ class Hparams:
       logit (either loss form).
     """
 
-    temperature: float = 0.1
-    temperature_m: float = 0.07
-    coeff: float = 0.5
-    loss_form: str = "sce"
+    temperature: float = hp_field(0.1, low=0.0, low_open=True)
+    temperature_m: float = hp_field(0.07, low=0.0, low_open=True)
+    coeff: float = hp_field(0.5, low=0.0, high=1.0)
+    loss_form: str = hp_field("sce", choices=LOSS_FORMS)
     mu: float = 0.5
     eta: float = 0.5
     mask_self: bool = False
-    queue_size: int = 65536
+    queue_size: int = hp_field(65536, low=1)
     symmetric: bool = False
-    num_global_crops: int = 2
+    num_global_crops: int = hp_field(2, low=1)
     shuffle_bn: bool = True
-    key_bn_groups: int = 0  # BN groups of the target forward; 0 = one per device (DDP shuffle-BN)
+    key_bn_groups: int = hp_field(
+        0, low=0
+    )  # BN groups of the target forward; 0 = one per device (DDP shuffle-BN)
 
     def pair_loss(self, query, key, queue):
         """ℓ(q, k) of one (online view, target view) pair."""
@@ -99,15 +101,6 @@ class Hparams:
             self.coeff,
             mask_self=self.mask_self,
         )
-
-    def check(self) -> None:
-        if self.loss_form not in LOSS_FORMS:
-            raise ConfigError(
-                f"config.method_config.loss_form={self.loss_form!r} is not allowed; "
-                f"allowed values: {list(LOSS_FORMS)}"
-            )
-        if not 0.0 <= self.coeff <= 1.0:
-            raise ConfigError(f"config.method_config.coeff={self.coeff}: allowed [0, 1]")
 
 
 def hparams(config) -> Hparams:
@@ -140,8 +133,6 @@ def keys_per_step(hp, global_batch_size: int) -> int:
 
 def check_config(ctx: common.StepContext) -> None:
     hp = ctx.hp
-    if hasattr(hp, "check"):
-        hp.check()
     config = ctx.config
     num_views = len(config.data.views)
     if num_views < 2:
@@ -153,11 +144,6 @@ def check_config(ctx: common.StepContext) -> None:
         raise ConfigError(
             f"config.method_config.num_global_crops={hp.num_global_crops} must be in "
             f"[1, {num_views}] (the number of views) with symmetric=True"
-        )
-    if hp.temperature <= 0 or hp.temperature_m <= 0:
-        raise ConfigError(
-            f"config.method_config temperatures must be > 0 (temperature={hp.temperature}, "
-            f"temperature_m={hp.temperature_m})"
         )
     common.require_divisible(
         "config.method_config.queue_size",

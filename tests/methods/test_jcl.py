@@ -317,7 +317,7 @@ def test_fashion_mnist_runlocal_end_to_end(tmp_path):
 
     config = load_config("jcl_fashion_mnist", "runlocal")
     config.total_steps = 2
-    config.knn.every_steps = 0
+    config.evals.knn.every_steps = -1
     state = train.train_and_evaluate(config, str(tmp_path))
     assert int(jax.device_get(state.step)) == 2
     records = [r for r in read_metrics(str(tmp_path)) if "train/loss" in r]

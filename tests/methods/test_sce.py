@@ -361,7 +361,7 @@ def test_ressl_steps():
 def test_fashion_mnist_config_runs_end_to_end(tmp_path):
     config = _load(os.path.join(CONFIG_DIR, "scce_fashion_mnist.py")).get_config("runlocal")
     config.total_steps = 2
-    config.knn.every_steps = 0
+    config.evals.knn.every_steps = -1
     with jax.threefry_partitionable(False):  # see _initial_state: a 30 s cheaper init compile
         state = train.train_and_evaluate(config, str(tmp_path))
     assert int(state.step) == 2

@@ -1,0 +1,148 @@
+"""Pieces the config files share: the `get_config(arg)` argument, dataset blocks and the `:runlocal`
+shrink. Each config file writes its own run's numbers and calls these for what is the same everywhere
+(a dataset's splits and normalisation, what `:runlocal` does); nothing here picks a method's numbers.
+
+A config file is loaded by path (`--config=configs/X.py`, `ssl_jax.configs.load`), so it puts the
+repository root on `sys.path` before `from configs import common`. Library code (`ssl_jax/`) never
+imports this package.
+"""
+
+from __future__ import annotations
+
+import ast
+import types
+
+import ml_collections
+
+from ssl_jax.configs import ConfigError
+
+FASHION_MNIST_MEAN = (0.2860,)
+FASHION_MNIST_STD = (0.3530,)
+CIFAR10_MEAN = (0.4914, 0.4822, 0.4465)
+CIFAR10_STD = (0.2023, 0.1994, 0.2010)  # as the MoCo/SCE CIFAR code
+CIFAR100_MEAN = (0.5071, 0.4865, 0.4409)
+CIFAR100_STD = (0.2009, 0.1984, 0.2023)
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+def parse_arg(arg: str | None, **spec) -> types.SimpleNamespace:
+    """The `get_config(arg)` argument as flags (big_vision's `parse_arg`): `'runlocal,keys=8'` →
+    `namespace(runlocal=True, keys=8)` (not a ConfigDict, where `keys` is a method). Every config
+    accepts `runlocal` (default False); `spec` names the config's other arguments with their
+    defaults, whose type a given value must have (a bare name sets a bool to True). An unknown name
+    raises `ConfigError` listing the allowed ones.
+    """
+    spec = {"runlocal": False, **spec}
+    flags = types.SimpleNamespace(**spec)
+    allowed = ", ".join(
+        repr(k) if isinstance(v, bool) else f"'{k}=<{type(v).__name__}>'" for k, v in spec.items()
+    )
+    for item in (arg or "").split(","):
+        name, sep, text = item.strip().partition("=")
+        if not name:
+            continue
+        if name not in spec:
+            raise ConfigError(f"config argument {item!r} is not known; allowed: {allowed}")
+        default = spec[name]
+        if not sep:
+            if not isinstance(default, bool):
+                raise ConfigError(f"config argument {name!r} needs a value: '{name}=...'")
+            value = True
+        else:
+            try:
+                value = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                value = text
+            if isinstance(default, float) and isinstance(value, int):
+                value = float(value)
+            if not isinstance(value, type(default)) or isinstance(value, bool) != isinstance(
+                default, bool
+            ):
+                raise ConfigError(
+                    f"config argument {item!r}: {name} takes a {type(default).__name__} "
+                    f"(default {default!r})"
+                )
+        setattr(flags, name, value)
+    return flags
+
+
+def fashion_mnist_data(c: ml_collections.ConfigDict, *, channels: int = 1) -> None:
+    """Fashion-MNIST from Debian's dataset-fashion-mnist (or `data.data_dir`): 28 px, evaluation on
+    'test' without a centre crop, its mean/std repeated over `channels`, decoded images cached.
+    Also what `:runlocal` trains on for a dataset that is not on this machine (with `channels=3`:
+    the architecture of a colour config stays)."""
+    c.data.name = "fashion_mnist"
+    c.data.data_dir = ""
+    c.data.train_split = "train"
+    c.data.eval_train_split = "train"
+    c.data.eval_test_split = "test"
+    c.data.image_size = 28
+    c.data.eval_crop_fraction = 1.0
+    c.data.channels = channels
+    c.data.mean = FASHION_MNIST_MEAN * channels
+    c.data.std = FASHION_MNIST_STD * channels
+    c.data.cache = True
+
+
+def cifar10_data(c: ml_collections.ConfigDict) -> None:
+    """CIFAR-10 at 32 px: evaluation on the 'test' split without a centre crop, the MoCo/SCE CIFAR
+    code's mean/std (`CIFAR10_MEAN/STD`), decoded images cached in host memory."""
+    c.data.name = "cifar10"
+    c.data.eval_test_split = "test"
+    c.data.image_size = 32
+    c.data.eval_crop_fraction = 1.0
+    c.data.mean, c.data.std = CIFAR10_MEAN, CIFAR10_STD
+    c.data.cache = True
+
+
+def imagenet_data(c: ml_collections.ConfigDict) -> None:
+    """ImageNet-1k (tfds `imagenet2012`, `--config.data.manual_dir=`) at 224 px: evaluation on
+    'validation' with a 0.875 centre crop, the torchvision mean/std, a 50,000-image shuffle buffer."""
+    c.data.name = "imagenet2012"
+    c.data.eval_test_split = "validation"
+    c.data.image_size = 224
+    c.data.eval_crop_fraction = 0.875
+    c.data.mean, c.data.std = IMAGENET_MEAN, IMAGENET_STD
+    c.data.shuffle_buffer = 50_000
+
+
+def image_folder_data(c: ml_collections.ConfigDict, *, test_split: str = "val") -> None:
+    """An image folder with one sub-folder per class under `train/` and `<test_split>/`; set the
+    folder with `--config.data.data_dir=`."""
+    c.data.name = "image_folder"
+    c.data.data_dir = ""
+    c.data.train_split = "train"
+    c.data.eval_train_split = "train"
+    c.data.eval_test_split = test_split
+
+
+def runlocal(c: ml_collections.ConfigDict) -> None:
+    """`:runlocal`, last in `get_config`: shrink a config in place to a CPU run of seconds — width
+    1/8, 6 steps of 32 images, heads of at most 64 hidden / 32 output units, the first 256 training
+    images, small kNN / probe sets. A config that keeps more (the ImageNet ones keep ResNet-50 at
+    full width) sets it after this call."""
+    c.global_batch_size = 32
+    c.total_steps = 6
+    c.model.width = 0.125
+    c.model.dtype = "float32"
+    c.model.projector.hidden_dims = tuple(min(h, 64) for h in c.model.projector.hidden_dims)
+    c.model.projector.out_dim = min(c.model.projector.out_dim, 32)
+    c.model.predictor.hidden_dims = tuple(min(h, 64) for h in c.model.predictor.hidden_dims)
+    c.model.predictor.out_dim = c.model.projector.out_dim
+    c.data.train_subset = 256
+    c.data.shuffle_buffer = 256
+    c.log_every_steps = 2
+    c.checkpoint_every_steps = 4
+    if "knn" in c.evals:
+        c.evals.knn.update(every_steps=1_000_000, num_train=256, num_test=128, batch_size=64, k=20)
+    if "probe_table" in c.evals:
+        c.evals.probe_table.update(num_train=512, batch_size=64)
+
+
+def jcl_views(view: str, num_keys: int) -> tuple[str, ...]:
+    """JCL's views from M' (`:keys=N` of the jcl_* configs): view 0 the query, views 1..M' the keys,
+    all of recipe `view` (the official `MultiCropsTransform(k_crops=M' + 1)`)."""
+    if not isinstance(num_keys, int) or num_keys < 1:
+        raise ConfigError(f"config argument keys={num_keys!r}: allowed keys=1, keys=2, ...")
+    return (view,) * (num_keys + 1)
