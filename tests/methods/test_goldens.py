@@ -32,6 +32,8 @@ def run_losses(name: str, workdir: str) -> list[float]:
     config.total_steps = GOLDEN_STEPS
     config.log_every_steps = 1
     config.checkpoint_every_steps = 1000
+    for evaluator in config.evals.values():  # losses only: no kNN at the last step
+        evaluator.every_steps = -1
     train.train_and_evaluate(config, workdir)
     by_step = {r["step"]: r["train/loss"] for r in read_metrics(workdir) if "train/loss" in r}
     return [by_step[s] for s in range(1, GOLDEN_STEPS + 1)]
