@@ -68,10 +68,37 @@ def _place(host_state, exp):
     return jax.device_put(host_state, shardings)
 
 
+_PROJECTORS = {}
+
+
+def _projector(model):
+    """Jitted train-mode projections `(params, stats, x, groups)` (one compile per shape and
+    group count is faster than op-by-op on CPU), shared by the tests."""
+    if id(model) not in _PROJECTORS:
+
+        @functools.partial(jax.jit, static_argnums=3)
+        def project(params, stats, x, groups):
+            out, _ = model.apply(
+                {"params": params, "batch_stats": stats},
+                x,
+                train=True,
+                bn_groups=groups,
+                use_predictor=False,
+                mutable=["batch_stats"],
+            )
+            return out["projection"]
+
+        _PROJECTORS[id(model)] = project
+    return _PROJECTORS[id(model)]
+
+
 @pytest.fixture(scope="module")
 def runs():
     """One initial state, 3 steps on 1 device and on 8: the state, per-step metrics and buffers."""
     config = jcl_config()
+    # EMA momentum 0.5: at step 1 the EMA'd target, the un-updated target and the online network
+    # are visibly different (the EMA-before-keys check at a step where target != online)
+    config.ema.base = 0.5
     exp1 = train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()[:1]))
     init = jax.device_get(train.init_or_restore(exp1, None))
     out = {"config": config, "init": init}
@@ -83,15 +110,18 @@ def runs():
         )
         state = _place(init, exp)
         step = train.jit_train_step(exp, state)
-        metrics, buffers = [], []
+        metrics, buffers, states = [], [], [init]
         for i in range(STEPS):
             state, m = step(state, sharding.host_to_global(synthetic_batch(config, i), exp.mesh))
             metrics.append(jax.device_get(m))
             buffers.append(jax.device_get(state.buffers))
+            if n == 1:
+                states.append(jax.device_get(state))
         out[n] = {
             "exp": exp,
             "metrics": metrics,
             "buffers": buffers,
+            "states": states,  # host states before each step (1 device only)
             "final": jax.device_get(state),
         }
     return out
@@ -108,20 +138,7 @@ def test_first_step_loss_is_losses_jcl_of_direct_features(runs):
     ]
     # the step's randomness, as train.make_train_step derives it: (view_rng, loss_rng) of step 0
     _, loss_rng = jax.random.split(jax.random.fold_in(init.rng, 0))
-    model = exp.ctx.model
-
-    @functools.partial(jax.jit, static_argnums=3)  # one compile is faster than op-by-op on CPU
-    def project(params, stats, x, groups):
-        out, _ = model.apply(
-            {"params": params, "batch_stats": stats},
-            x,
-            train=True,
-            bn_groups=groups,
-            use_predictor=False,
-            mutable=["batch_stats"],
-        )
-        return out["projection"]
-
+    project = _projector(exp.ctx.model)
     q = losses.l2_normalize(project(init.params, init.batch_stats, views[0], 1))
     # EMA before keys
     target = optim.ema_update(init.target_params, init.params, exp.ema_schedule(0))
@@ -145,6 +162,57 @@ def test_first_step_loss_is_losses_jcl_of_direct_features(runs):
     np.testing.assert_allclose(
         run["metrics"][0]["train/mean_key_norm"], norms[:b].mean(), rtol=1e-4
     )
+
+
+def _np_jcl(q, keys, queue, tau, lam):
+    """The official loss (ce + jcl_loss) in its algebraic form, float64:
+    mean_n[−q·μ/τ + log(exp(q·μ/τ + λ/(2τ²)·qᵀΣq) + Σ_k exp(q·n_k/τ))], Σ = biased covariance."""
+    q, keys, queue = (np.asarray(a, np.float64) for a in (q, keys, queue))
+    mu = keys.mean(axis=0)
+    qsq = np.mean(np.einsum("mnd,nd->mn", keys - mu, q) ** 2, axis=0)
+    qmu = np.sum(q * mu, axis=1) / tau
+    logits = np.concatenate([(qmu + lam / (2 * tau**2) * qsq)[:, None], q @ queue.T / tau], 1)
+    top = logits.max(axis=1)
+    return float(np.mean(-qmu + top + np.log(np.exp(logits - top[:, None]).sum(axis=1))))
+
+
+def test_ema_before_keys_where_target_differs_from_online(runs):
+    """Step 1 (after one update, target != online): the loss uses keys of
+    ema(target, online_at_step_start) — not of the un-updated target, nor of the online network —
+    and the state's next target is that EMA."""
+    config, run = runs["config"], runs[1]
+    exp, st, after = run["exp"], run["states"][1], run["states"][2]
+    m = config.ema.base
+    leaves = lambda tree: [np.asarray(x, np.float64) for x in jax.tree.leaves(tree)]  # noqa: E731
+    moved = max(np.max(np.abs(t - o)) for t, o in zip(leaves(st.target_params), leaves(st.params)))
+    assert moved > 1e-3, "online must have moved away from the target after step 0"
+    ema = jax.tree.map(
+        lambda t, o: m * np.asarray(t) + (1 - m) * np.asarray(o), st.target_params, st.params
+    )
+    for got, want in zip(leaves(after.target_params), leaves(ema)):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+    views = [
+        device_augment.normalize(v, config.data.mean, config.data.std, jnp.float32)
+        for v in synthetic_batch(config, 1)["views"]
+    ]
+    _, loss_rng = jax.random.split(jax.random.fold_in(st.rng, 1))
+    project = _projector(exp.ctx.model)
+    q = np.asarray(losses.l2_normalize(project(st.params, st.batch_stats, views[0], 1)))
+    x = jnp.concatenate(views[1:])  # crop-major
+    perm = jax.random.permutation(loss_rng, x.shape[0])
+
+    def keys_of(target):
+        k = np.asarray(project(target, st.target_batch_stats, x[perm], 4)[jnp.argsort(perm)])
+        k = k.reshape(NUM_KEYS, config.global_batch_size, -1)
+        return k / np.linalg.norm(k, axis=-1, keepdims=True)
+
+    queue = np.asarray(st.buffers["queue"])
+    lam1 = 2.0 * 1 / 3  # step 1 is in epoch 0
+    loss = float(run["metrics"][1]["train/loss"])
+    np.testing.assert_allclose(loss, _np_jcl(q, keys_of(ema), queue, 0.2, lam1), rtol=1e-4)
+    for wrong in (st.target_params, st.params):  # keys of the un-updated target / of online
+        assert abs(_np_jcl(q, keys_of(wrong), queue, 0.2, lam1) - loss) > 5e-3 * abs(loss)
 
 
 def test_lambda_metric_follows_the_epoch_ramp(runs):
