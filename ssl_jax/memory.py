@@ -258,7 +258,7 @@ def sample_rows_where(
     inclusive) → (indices `[B, num]` int32 global rows, valid `[B, num]` bool). Fixed shapes; entries
     with valid False hold arbitrary in-range rows and must be masked by the caller.
     - `replace=False`: a uniformly random subset of the band in random order (Gumbel top-k with equal
-      logits = top-k of i.i.d. uniform 31-bit keys, out-of-band rows masked to -1): each device takes
+      logits = top-k of i.i.d. uniform 30-bit keys, out-of-band rows masked to -inf): each device takes
       the top `min(num, N/n)` keys of its rows, the candidates are merged. valid[b, j] is False exactly
       for j ≥ (band size of b), i.e. where the band has fewer than `num` rows. The keys are drawn for the
       global `[B, N]` layout (partitionable threefry), so draws do not depend on the device count.
@@ -287,11 +287,15 @@ def sample_rows_where(
 
         def local(local_bank, queries, lo, hi, noise):
             band = band_of(local_bank, queries, lo, hi)
-            score = jnp.where(band, (noise >> jnp.uint32(1)).astype(jnp.int32), -1)
+            # 30 random bits + the smallest normal exponent, bitcast: positive normal floats in
+            # the order of the integers (float32 top_k has a fast CPU kernel, int32 sorts).
+            keys = (noise >> jnp.uint32(2)) + jnp.uint32(1 << 23)
+            keys = lax.bitcast_convert_type(keys, jnp.float32)
+            score = jnp.where(band, keys, -jnp.inf)
             score, index = lax.top_k(score, min(num, per_device))
             offset = lax.axis_index(DATA_AXIS).astype(jnp.int32) * per_device
             score, index = _merge_topk(score, index.astype(jnp.int32) + offset, num)
-            return index, score >= 0
+            return index, score > -jnp.inf
 
         in_specs = (ROWS, P(), P(), P(), P(None, DATA_AXIS))
         return jax.shard_map(
