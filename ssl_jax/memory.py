@@ -4,6 +4,9 @@ A queue `[K, D]` (MoCo, SCE, JCL, Ring) and a bank `[N, D]` indexed by example i
 sharded `P('data', None)`: each of n devices holds K/n (N/n) consecutive rows and nothing is ever
 replicated. Writes and reads go through `shard_map`: the global batch of keys (small) is visible on every
 device, and each device touches only the rows it owns, so the global layout is the same on 1 or n devices.
+`bank_topk`, `bank_quantiles` and `sample_rows_where` rank, threshold and sample the rows by their
+similarity to a few replicated queries in the same way: per device, then a merge of small per-query
+results (candidates, counts, indices); the bank and the `[B, N]` similarities are never gathered.
 """
 
 from __future__ import annotations
