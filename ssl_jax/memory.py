@@ -4,9 +4,15 @@ A queue `[K, D]` (MoCo, SCE, JCL, Ring) and a bank `[N, D]` indexed by example i
 sharded `P('data', None)`: each of n devices holds K/n (N/n) consecutive rows and nothing is ever
 replicated. Writes and reads go through `shard_map`: the global batch of keys (small) is visible on every
 device, and each device touches only the rows it owns, so the global layout is the same on 1 or n devices.
+`bank_topk`, `bank_quantiles` and `sample_rows_where` rank, threshold and sample the rows by their
+similarity to a few replicated queries in the same way: per device, then a merge of small per-query
+results (candidates, counts, indices); the bank and the `[B, N]` similarities are never gathered.
 """
 
 from __future__ import annotations
+
+import math
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
@@ -106,3 +112,241 @@ def random_rows(rng: jax.Array, num_rows: int, dim: int, normalize: bool = True)
     """`normalize(randn(num_rows, dim))`; call inside a jit whose out_shardings shard it (no full copy)."""
     x = jax.random.normal(rng, (num_rows, dim), jnp.float32)
     return l2_normalize(x) if normalize else x
+
+
+# --------------------------------------------------------------------------------------------------
+# Bank primitives on `queries @ bank.T` that never gather the bank (InterCLR's semi-hard pool, Ring's
+# percentile band). Each device works on its own `[B, N/n]` block of similarities; only per-query
+# candidates (top-k), counts (quantiles, with-replacement sampling) or picked indices leave it.
+
+
+def _local_sims(local_bank: jnp.ndarray, queries: jnp.ndarray) -> jnp.ndarray:
+    """`[B, N/n]` float32 similarities of the (replicated) queries to this device's rows."""
+    return queries.astype(jnp.float32) @ lax.stop_gradient(local_bank).astype(jnp.float32).T
+
+
+def _rows_per_device(bank: jax.Array, mesh: Mesh) -> tuple[int, int]:
+    num_devices = mesh.shape[DATA_AXIS]
+    if bank.shape[0] % num_devices:
+        raise ValueError(f"{bank.shape[0]} rows cannot be split evenly over {num_devices} devices")
+    return num_devices, bank.shape[0] // num_devices
+
+
+def _merge_topk(
+    values: jnp.ndarray, indices: jnp.ndarray, k: int
+) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """Inside shard_map: all-gather each device's `[B, k_loc]` candidates and keep the global top-k."""
+    if lax.axis_size(DATA_AXIS) == 1:
+        return values, indices
+    values = lax.all_gather(values, DATA_AXIS, axis=1, tiled=True)  # [B, n * k_loc]
+    indices = lax.all_gather(indices, DATA_AXIS, axis=1, tiled=True)
+    values, j = lax.top_k(values, k)
+    return values, jnp.take_along_axis(indices, j, axis=1)
+
+
+def bank_topk(
+    bank: jax.Array, queries: jnp.ndarray, k: int, mesh: Mesh
+) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """The k largest similarities `queries @ bank.T` of each query and their bank rows.
+
+    bank `[N, D]` sharded `ROWS`, queries `[B, D]` replicated → (values `[B, k]` float32, sorted
+    descending, indices `[B, k]` int32 global row ids). Exact (the same set as a top-k of the full
+    `[B, N]` matrix; ties in any consistent order). Each device takes `lax.top_k` of its own `[B, N/n]`
+    block (k capped at N/n), the `B·n·min(k, N/n)` candidates are all-gathered and top-k'd again: the
+    bank is never gathered. InterCLR's semi-hard pool is k = 128000 of 1.28M rows.
+    """
+    num_devices, per_device = _rows_per_device(bank, mesh)
+    if not 1 <= k <= bank.shape[0]:
+        raise ValueError(f"k={k} must be in [1, {bank.shape[0]}]")
+    k_local = min(k, per_device)
+
+    def local(local_bank, queries):
+        values, index = lax.top_k(_local_sims(local_bank, queries), k_local)
+        index = index.astype(jnp.int32) + lax.axis_index(DATA_AXIS).astype(jnp.int32) * per_device
+        return _merge_topk(values, index, k)
+
+    return jax.shard_map(
+        local, mesh=mesh, in_specs=(ROWS, P()), out_specs=(P(), P()), check_vma=False
+    )(bank, queries)
+
+
+_SIGN = 0x80000000
+
+
+def _mix32(x: jnp.ndarray) -> jnp.ndarray:
+    """A bijective avalanche hash of uint32 (Wellons' lowbias32): cheap per-element random bits."""
+    x = (x ^ (x >> jnp.uint32(16))) * jnp.uint32(0x7FEB352D)
+    x = (x ^ (x >> jnp.uint32(15))) * jnp.uint32(0x846CA68B)
+    return x ^ (x >> jnp.uint32(16))
+
+
+def _float_to_ordered(x: jnp.ndarray) -> jnp.ndarray:
+    """float32 → uint32 with the same order (IEEE bit trick; -0.0 and +0.0 are adjacent keys)."""
+    bits = lax.bitcast_convert_type(x, jnp.uint32)
+    return jnp.where(bits >= jnp.uint32(_SIGN), ~bits, bits | jnp.uint32(_SIGN))
+
+
+def _ordered_to_float(key: jnp.ndarray) -> jnp.ndarray:
+    bits = jnp.where(key >= jnp.uint32(_SIGN), key & jnp.uint32(_SIGN - 1), ~key)
+    return lax.bitcast_convert_type(bits, jnp.float32)
+
+
+def _inverted_cdf_rank(num_rows: int, q: float) -> int:
+    """1-based rank of `np.quantile(x, q, method='inverted_cdf')` in sorted x (numpy's own arithmetic)."""
+    if not 0.0 <= q <= 1.0:
+        raise ValueError(f"quantile {q} not in [0, 1]")
+    virtual = num_rows * float(q) - 1.0  # numpy: n·q + α + q(1 − α − β) − 1 with α = 0, β = 1
+    below = math.floor(virtual)
+    index = below + 1 if virtual - below > 0 else below
+    return min(max(index, 0), num_rows - 1) + 1
+
+
+def bank_quantiles(
+    bank: jax.Array,
+    queries: jnp.ndarray,
+    qs: Sequence[float],
+    mesh: Mesh,
+    *,
+    iters: int = 32,
+) -> jnp.ndarray:
+    """`[B, len(qs)]`: the q-quantile of each query's N similarities `queries @ bank.T`, for q in qs.
+
+    Definition (numpy's `np.quantile(sims, q, method='inverted_cdf')`): the smallest similarity v
+    with #{rows: sim ≤ v} ≥ c, c = max(1, ⌈q·N⌉), i.e. `sort(sims)[c - 1]` (q = 0: the minimum, q = 1:
+    the maximum; Ring's 90th/99th percentiles are qs = (0.9, 0.99)). No sort and no gather: the float32
+    similarities are mapped to order-preserving uint32 keys and each query's answer is bisected on the
+    key, each step counting `sum(key ≤ t)` on every device's `[B, N/n]` block and `psum`-ing the
+    `[B, len(qs)]` counts (the bracket starts at the psum'd min/max). Tolerance: after i iterations
+    the bracket holds at most 2^(32-i) consecutive float32 values and its upper end is returned, so
+    the default `iters=32` is EXACT (the returned value is one of the float32 similarities, bit for
+    bit); fewer iterations return an upper bound. `qs` are Python floats (static).
+    """
+    _rows_per_device(bank, mesh)
+    target = jnp.asarray([_inverted_cdf_rank(bank.shape[0], q) for q in qs], jnp.int32)
+
+    def local(local_bank, queries):
+        keys = _float_to_ordered(_local_sims(local_bank, queries))  # [B, N/n]
+        lo = lax.pmin(jnp.min(keys, axis=1), DATA_AXIS)
+        hi = lax.pmax(jnp.max(keys, axis=1), DATA_AXIS)
+        lo = jnp.broadcast_to(lo[:, None], (keys.shape[0], len(qs)))
+        hi = jnp.broadcast_to(hi[:, None], lo.shape)
+
+        def step(_, bracket):  # invariant: the answer's key lies in [lo, hi]
+            lo, hi = bracket
+            mid = lo + (hi - lo) // jnp.uint32(2)
+            count = jnp.sum(keys[:, None, :] <= mid[:, :, None], axis=-1, dtype=jnp.int32)
+            enough = lax.psum(count, DATA_AXIS) >= target
+            return jnp.where(enough, lo, mid + jnp.uint32(1)), jnp.where(enough, mid, hi)
+
+        _, hi = lax.fori_loop(0, iters, step, (lo, hi))
+        return _ordered_to_float(hi)
+
+    return jax.shard_map(local, mesh=mesh, in_specs=(ROWS, P()), out_specs=P(), check_vma=False)(
+        bank, queries
+    )
+
+
+def sample_rows_where(
+    rng: jax.Array,
+    bank: jax.Array,
+    queries: jnp.ndarray,
+    lo: jnp.ndarray,
+    hi: jnp.ndarray,
+    num: int,
+    mesh: Mesh,
+    *,
+    replace: bool,
+) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """`num` uniform draws per query among the rows whose similarity lies in the band [lo[b], hi[b]].
+
+    bank `[N, D]` sharded `ROWS`, queries `[B, D]`, lo/hi `[B]` (e.g. from `bank_quantiles`; both ends
+    inclusive) → (indices `[B, num]` int32 global rows, valid `[B, num]` bool). Fixed shapes; entries
+    with valid False hold arbitrary in-range rows and must be masked by the caller.
+    - `replace=False`: a uniformly random subset of the band in random order (Gumbel top-k with equal
+      logits = top-k of i.i.d. uniform keys, out-of-band rows masked to -inf): each device takes the
+      top `min(num, N/n)` keys of its rows, the candidates are merged. The keys are 30 bits of a
+      two-round integer hash (lowbias32) of (query, global row) seeded from `rng` — 30× cheaper on CPU
+      than threefry bits for `[B, N]` — so draws do not depend on the device count. valid[b, j] is
+      False exactly for j ≥ (band size of b), i.e. where the band has fewer than `num` rows.
+    - `replace=True`: i.i.d. uniform draws from the band: per-device band counts are all-gathered (n
+      numbers per query), `num` ranks are drawn in [0, count_b) (`jax.random.randint`), and each device
+      resolves the ranks in its range (binary search on the cumsum of its band counts per 32-row
+      chunk, then within the chunk); results are psum'd. valid[b] is all False exactly where the band
+      of b is empty.
+    Never gathers the bank or the similarities.
+    """
+    num_devices, per_device = _rows_per_device(bank, mesh)
+    if not 1 <= num <= bank.shape[0]:
+        raise ValueError(f"num={num} must be in [1, {bank.shape[0]}]")
+    batch = queries.shape[0]
+    lo = jnp.asarray(lo, jnp.float32)
+    hi = jnp.asarray(hi, jnp.float32)
+
+    def band_of(local_bank, queries, lo, hi):
+        sims = _local_sims(local_bank, queries)
+        return (sims >= lo[:, None]) & (sims <= hi[:, None])  # [B, N/n]
+
+    if not replace:
+        seeds = jax.random.bits(rng, (2,), jnp.uint32)
+
+        def local(local_bank, queries, lo, hi, seeds):
+            band = band_of(local_bank, queries, lo, hi)
+            offset = lax.axis_index(DATA_AXIS).astype(jnp.int32) * per_device
+            cell = lax.broadcasted_iota(jnp.uint32, band.shape, 0) * jnp.uint32(bank.shape[0])
+            cell = (
+                cell + lax.broadcasted_iota(jnp.uint32, band.shape, 1) + offset.astype(jnp.uint32)
+            )
+            bits = _mix32(_mix32(cell ^ seeds[0]) + seeds[1])  # i.i.d.-looking per (query, row)
+            # 30 random bits + the smallest normal exponent, bitcast: positive normal floats in
+            # the order of the integers (float32 top_k has a fast CPU kernel, int32 sorts).
+            keys = lax.bitcast_convert_type(
+                (bits >> jnp.uint32(2)) + jnp.uint32(1 << 23), jnp.float32
+            )
+            score = jnp.where(band, keys, -jnp.inf)
+            score, index = lax.top_k(score, min(num, per_device))
+            score, index = _merge_topk(score, index.astype(jnp.int32) + offset, num)
+            return index, score > -jnp.inf
+
+        return jax.shard_map(
+            local,
+            mesh=mesh,
+            in_specs=(ROWS, P(), P(), P(), P()),
+            out_specs=(P(), P()),
+            check_vma=False,
+        )(bank, queries, lo, hi, seeds)
+
+    chunk = 32  # with replacement: rank → chunk of 32 rows (cumsum of chunk counts) → row in chunk
+
+    def local_replace(local_bank, queries, lo, hi, rng):
+        band = band_of(local_bank, queries, lo, hi)
+        count = jnp.sum(band, axis=1, dtype=jnp.int32)  # [B]
+        counts = lax.all_gather(count, DATA_AXIS, axis=0)  # [n, B]
+        device = lax.axis_index(DATA_AXIS)
+        total = jnp.sum(counts, axis=0)
+        start = jnp.sum(jnp.where(jnp.arange(num_devices)[:, None] < device, counts, 0), axis=0)
+        rank = jax.random.randint(rng, (batch, num), 0, jnp.maximum(total, 1)[:, None])
+        local_rank = rank - start[:, None]
+        owned = (local_rank >= 0) & (local_rank < count[:, None])
+        pad = -per_device % chunk
+        chunks = jnp.pad(band, ((0, 0), (0, pad))).reshape(batch, -1, chunk)  # [B, C, 32]
+        chunk_count = jnp.sum(chunks, axis=2, dtype=jnp.int32)
+        chunk_end = jnp.cumsum(chunk_count, axis=1, dtype=jnp.int32)  # [B, C] band rows up to it
+        which = jax.vmap(lambda c, r: jnp.searchsorted(c, r, side="left"))(
+            chunk_end, local_rank + 1
+        )  # first chunk whose inclusive cumsum reaches local_rank + 1, [B, num]
+        which = jnp.minimum(which, chunks.shape[1] - 1)
+        before = jnp.take_along_axis(chunk_end - chunk_count, which, axis=1)
+        bits = jnp.take_along_axis(chunks, which[:, :, None], axis=1)  # [B, num, 32]
+        inside = jnp.cumsum(bits, axis=2, dtype=jnp.int32)
+        offset_in_chunk = jnp.sum(inside <= (local_rank - before)[:, :, None], axis=2)
+        index = which * chunk + offset_in_chunk + device.astype(jnp.int32) * per_device
+        index = lax.psum(jnp.where(owned, index.astype(jnp.int32), 0), DATA_AXIS)
+        return index, jnp.broadcast_to((total > 0)[:, None], (batch, num))
+
+    return jax.shard_map(
+        local_replace,
+        mesh=mesh,
+        in_specs=(ROWS, P(), P(), P(), P()),
+        out_specs=(P(), P()),
+        check_vma=False,
+    )(bank, queries, lo, hi, rng)

@@ -1,0 +1,196 @@
+"""Bank primitives (`memory.bank_topk`, `bank_quantiles`, `sample_rows_where`) against numpy on the
+gathered bank, on 1 and 8 simulated devices, and the compiled HLO of each: no bank-sized collective."""
+
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from ssl_jax import memory
+from ssl_jax.sharding import make_mesh
+
+N, D, B = 512, 16, 6
+QS = (0.0, 0.1, 0.5, 0.9, 0.99, 1.0)
+# χ² upper 0.1% points (scipy.stats.chi2.ppf(0.999, df)): a uniform sampler fails 1 run in 1000.
+CHI2_999 = {19: 43.82}
+
+
+@pytest.fixture(scope="module", params=[1, 8], ids=["1dev", "8dev"])
+def setup(request):
+    mesh = make_mesh(jax.devices()[: request.param])
+    bank = memory.init_rows(jax.random.PRNGKey(0), N, D, mesh)
+    queries = memory.l2_normalize(jax.random.normal(jax.random.PRNGKey(1), (B, D)))
+    sims = np.asarray(queries, np.float64) @ np.asarray(bank, np.float64).T  # [B, N] reference
+    return mesh, bank, queries, sims
+
+
+def test_bank_topk_matches_numpy(setup):
+    mesh, bank, queries, sims = setup
+    for k in (1, 37, N // 8 + 5, N):  # k below, above and at N/n, and the whole bank
+        values, index = jax.jit(lambda b, q, k=k: memory.bank_topk(b, q, k, mesh))(bank, queries)
+        values, index = np.asarray(values), np.asarray(index)
+        assert values.shape == index.shape == (B, k) and index.dtype == np.int32
+        expected = -np.sort(-sims, axis=1)[:, :k]
+        np.testing.assert_allclose(values, expected, atol=1e-6)
+        assert np.all(np.diff(values, axis=1) <= 0)
+        for b in range(B):
+            assert set(index[b]) == set(np.argsort(-sims[b], kind="stable")[:k])
+        np.testing.assert_allclose(np.take_along_axis(sims, index, 1), values, atol=1e-6)
+
+
+def test_bank_quantiles_match_numpy_inverted_cdf(setup):
+    mesh, bank, queries, sims = setup
+    got = np.asarray(jax.jit(lambda b, q: memory.bank_quantiles(b, q, QS, mesh))(bank, queries))
+    expected = np.quantile(sims, QS, axis=1, method="inverted_cdf").T
+    assert got.shape == (B, len(QS))
+    # iters=32 is exact on the float32 similarities; numpy's differ by the float32 matmul rounding
+    np.testing.assert_allclose(got, expected, atol=1e-6)
+    # fewer iterations: an upper bound of the exact value
+    coarse = np.asarray(
+        jax.jit(lambda b, q: memory.bank_quantiles(b, q, QS, mesh, iters=20))(bank, queries)
+    )
+    assert np.all(coarse >= got)
+
+
+def _band(sims_row, start, size):
+    """lo/hi strictly between sorted neighbours: exactly `size` rows from sorted position `start`."""
+    s = np.concatenate([[-2.0], np.sort(sims_row), [2.0]])
+    return (s[start] + s[start + 1]) / 2, (s[start + size] + s[start + size + 1]) / 2
+
+
+def _bands(sims, sizes):
+    lo, hi = zip(*(_band(sims[b], (N - size) // 3, size) for b, size in enumerate(sizes)))
+    return np.asarray(lo, np.float32), np.asarray(hi, np.float32)
+
+
+@pytest.mark.parametrize("replace", [False, True], ids=["without", "with"])
+def test_sample_rows_where_in_band_and_valid_mask(setup, replace):
+    mesh, bank, queries, sims = setup
+    num, sizes = 10, [0, 1, 7, 10, 40, N]
+    lo, hi = _bands(sims, sizes)
+    f = jax.jit(
+        lambda r, b, q, lo, hi: memory.sample_rows_where(
+            r, b, q, lo, hi, num, mesh, replace=replace
+        )
+    )
+    for seed in range(3):
+        index, valid = (np.asarray(a) for a in f(jax.random.PRNGKey(seed), bank, queries, lo, hi))
+        assert index.shape == valid.shape == (B, num) and index.dtype == np.int32
+        assert np.all((index >= 0) & (index < N))
+        picked = np.take_along_axis(sims, index, 1)
+        in_band = (picked >= lo[:, None]) & (picked <= hi[:, None])
+        assert np.all(in_band[valid])
+        for b, size in enumerate(sizes):
+            if replace:
+                assert np.all(valid[b] == (size > 0))
+            else:
+                np.testing.assert_array_equal(valid[b], np.arange(num) < min(size, num))
+                assert len(set(index[b][valid[b]])) == min(size, num)  # no duplicates
+
+
+@pytest.mark.parametrize("replace", [False, True], ids=["without", "with"])
+def test_sample_rows_where_is_uniform(setup, replace):
+    """2000 draws from a 20-row band (200 copies of one query × 10 draws): χ² over the 20 rows."""
+    mesh, bank, queries, sims = setup
+    copies, num, size = 200, 10, 20
+    q = jnp.repeat(queries[:1], copies, axis=0)
+    lo, hi = _band(sims[0], 300, size)
+    lo, hi = np.full(copies, lo, np.float32), np.full(copies, hi, np.float32)
+    band_rows = np.flatnonzero((sims[0] >= lo[0]) & (sims[0] <= hi[0]))
+    assert len(band_rows) == size
+    index, valid = jax.jit(
+        lambda r, b, q: memory.sample_rows_where(r, b, q, lo, hi, num, mesh, replace=replace)
+    )(jax.random.PRNGKey(7), bank, q)
+    index, valid = np.asarray(index), np.asarray(valid)
+    assert valid.all() and np.isin(index, band_rows).all()
+    counts = np.array([(index == r).sum() for r in band_rows])
+    expected = copies * num / size
+    chi2 = ((counts - expected) ** 2 / expected).sum()
+    assert chi2 < CHI2_999[size - 1], (chi2, counts)
+
+
+def test_sample_rows_where_does_not_depend_on_device_count():
+    banks, out = {}, {}
+    queries = memory.l2_normalize(jax.random.normal(jax.random.PRNGKey(1), (B, D)))
+    lo, hi = jnp.full((B,), -0.2), jnp.full((B,), 0.3)
+    for n in (1, 8):
+        mesh = make_mesh(jax.devices()[:n])
+        banks[n] = memory.init_rows(jax.random.PRNGKey(0), N, D, mesh)
+        for replace in (False, True):
+            out[n, replace] = np.asarray(
+                memory.sample_rows_where(
+                    jax.random.PRNGKey(3), banks[n], queries, lo, hi, 16, mesh, replace=replace
+                )[0]
+            )
+    for replace in (False, True):
+        np.testing.assert_array_equal(out[1, replace], out[8, replace])
+
+
+# --------------------------------------------------------------------------------------------------
+# Compiled HLO on 8 devices: every collective moves fewer than N·D/8 elements (one device's shard).
+
+HLO_N, HLO_D = 4096, 32
+COLLECTIVE = re.compile(
+    r"=\s*(.*?)\s(all-gather|all-to-all|all-reduce|reduce-scatter|collective-permute)(-start)?\("
+)
+SHAPE = re.compile(r"\b(?:pred|[subf]\d+|bf16)\[([\d,]*)\]")
+
+
+def _collective_sizes(hlo: str) -> list[int]:
+    """Element counts of every array produced by a collective op in compiled HLO text."""
+    sizes = []
+    for line in hlo.splitlines():
+        match = COLLECTIVE.search(line)
+        if match:
+            for dims in SHAPE.findall(match.group(1)):
+                sizes.append(int(np.prod([int(d) for d in dims.split(",") if d])))
+    return sizes
+
+
+def _largest_collective(f, *args) -> int:
+    sizes = _collective_sizes(jax.jit(f).lower(*args).compile().as_text())
+    return max(sizes, default=0)
+
+
+@pytest.fixture(scope="module")
+def big():
+    mesh = make_mesh()
+    assert mesh.size == 8
+    bank = memory.init_rows(jax.random.PRNGKey(0), HLO_N, HLO_D, mesh)
+    queries = memory.l2_normalize(jax.random.normal(jax.random.PRNGKey(1), (B, HLO_D)))
+    return mesh, bank, queries
+
+
+LIMIT = HLO_N * HLO_D // 8
+
+
+def test_hlo_parser_flags_a_gathered_bank(big):
+    mesh, bank, queries = big
+    replicated = NamedSharding(mesh, P())
+    gather = lambda b, q: jax.lax.with_sharding_constraint(b, replicated) * 2.0
+    assert _largest_collective(gather, bank, queries) == HLO_N * HLO_D
+    naive_topk = lambda b, q: jax.lax.top_k(q @ b.T, 16)  # gathers the [B, N] similarities
+    assert _largest_collective(naive_topk, bank, queries) >= LIMIT
+
+
+@pytest.mark.parametrize("primitive", ["topk", "quantiles", "sample", "sample_replace"])
+def test_hlo_has_no_bank_sized_collective(big, primitive):
+    mesh, bank, queries = big
+    lo, hi = jnp.full((B,), 0.1), jnp.full((B,), 0.5)
+    rng = jax.random.PRNGKey(0)
+    f = {
+        "topk": lambda b, q: memory.bank_topk(b, q, 64, mesh),
+        "quantiles": lambda b, q: memory.bank_quantiles(b, q, (0.9, 0.99), mesh),
+        "sample": lambda b, q: memory.sample_rows_where(rng, b, q, lo, hi, 64, mesh, replace=False),
+        "sample_replace": lambda b, q: memory.sample_rows_where(
+            rng, b, q, lo, hi, 64, mesh, replace=True
+        ),
+    }[primitive]
+    hlo = jax.jit(f).lower(bank, queries).compile().as_text()
+    sizes = _collective_sizes(hlo)
+    assert sizes, "expected the merge/count collectives in the HLO"
+    assert max(sizes) < LIMIT, sizes
