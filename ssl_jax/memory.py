@@ -153,7 +153,10 @@ def bank_topk(
     descending, indices `[B, k]` int32 global row ids). Exact (the same set as a top-k of the full
     `[B, N]` matrix; ties in any consistent order). Each device takes `lax.top_k` of its own `[B, N/n]`
     block (k capped at N/n), the `B·n·min(k, N/n)` candidates are all-gathered and top-k'd again: the
-    bank is never gathered. InterCLR's semi-hard pool is k = 128000 of 1.28M rows.
+    bank is never gathered. InterCLR's semi-hard pool is k = 128000 of 1.28M rows: then the merge
+    holds B·n·min(k, N/n) candidates (values + indices) on every device, e.g. 2 GB per device for
+    B = 256 on 8 devices (8 simulated CPU devices sharing one host's RAM ran out of memory); a
+    threshold-then-compact merge (bisect the k-th value as in `bank_quantiles`) would avoid it.
     """
     num_devices, per_device = _rows_per_device(bank, mesh)
     if not 1 <= k <= bank.shape[0]:
