@@ -124,6 +124,19 @@ def base_config() -> ml_collections.ConfigDict:
     c.probe = ml_collections.ConfigDict(
         dict(num_train=-1, solver="ridge", l2_grid=(1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0))
     )
+    # In-training evaluators (ssl_jax/evaluate/evaluators.py): name -> dict(type=..., every_steps=...,
+    # <its own keys>); every_steps N > 0: at N, 2N, ... and the last step; 0: the last step only;
+    # -1: never. (c.knn / c.probe / c.final_probe_table above are the old keys, unused by the loop.)
+    c.evals = ml_collections.ConfigDict()
+    c.evals.knn = dict(
+        type="knn",
+        every_steps=5000,
+        k=200,
+        temperature=0.07,
+        num_train=-1,
+        num_test=-1,
+        batch_size=256,
+    )
     return c
 
 

@@ -30,8 +30,8 @@ def tiny_config(method: str = "mocov2", **method_config) -> ml_collections.Confi
     c.optim.base_lr = 0.1
     c.log_every_steps = 1
     c.checkpoint_every_steps = 2
-    c.knn.every_steps = 0
-    c.knn.batch_size = 32
+    c.knn.batch_size = 32  # train.extract_features (old key, until the config schema change lands)
+    c.evals = ml_collections.ConfigDict()  # no in-training evaluators unless a test adds them
     if method == "mocov2":
         c.data.views = ("tiny", "tiny")
         c.method_config = ml_collections.ConfigDict(
