@@ -81,11 +81,12 @@ def run_one(config, workdir: str, with_random: bool) -> dict:
 
 
 def raw_pixels(config) -> float:
-    from ssl_jax import train
+    from ssl_jax.evaluate.evaluators import raw_pixels
     from ssl_jax.evaluate.linear_probe import fit_linear_probe
 
-    tr = train._raw_pixels(config, config.data.eval_train_split, config.probe.num_train)
-    te = train._raw_pixels(config, config.data.eval_test_split, -1)
+    bs = config.knn.batch_size
+    tr = raw_pixels(config, config.data.eval_train_split, config.probe.num_train, bs)
+    te = raw_pixels(config, config.data.eval_test_split, -1, bs)
     return fit_linear_probe(
         *tr, *te, l2_grid=tuple(config.probe.l2_grid), solver=config.probe.solver
     )["top1"]
@@ -117,8 +118,7 @@ def main() -> None:
             for assignment in args.set:
                 configs.apply_override(config, assignment)
             config.seed = seed
-            config.final_probe_table = False
-            config.knn.every_steps = 0
+            config.evals = type(config)()  # no in-training evaluators: the probes come below
             first_config = first_config or config
             print(f"== {name} seed {seed}", flush=True)
             result = run_one(
