@@ -362,8 +362,9 @@ def train_and_evaluate(
         process_count=jax.process_count(),
     )
     first_batch = next(data)
-    state = init_or_restore(exp, ckpt)
+    # evaluator config errors come before anything compiles
     evaluators = build_evaluators(config, eval_context(exp, workdir))
+    state = init_or_restore(exp, ckpt)
     if jax.process_index() == 0:
         checkpoint.write_config(workdir, config)
     writer = create_writer(workdir)
