@@ -80,12 +80,12 @@ def run_one(config, workdir: str, with_random: bool) -> dict:
 
 
 def raw_pixels(config) -> float:
-    from ssl_jax import train
+    from ssl_jax.evaluate.evaluators import raw_pixels
     from ssl_jax.evaluate.linear_probe import fit_linear_probe
 
     pt = config.evals.probe_table
-    tr = train._raw_pixels(config, config.data.eval_train_split, pt.num_train)
-    te = train._raw_pixels(config, config.data.eval_test_split, -1)
+    tr = raw_pixels(config, config.data.eval_train_split, pt.num_train, pt.batch_size)
+    te = raw_pixels(config, config.data.eval_test_split, -1, pt.batch_size)
     return fit_linear_probe(*tr, *te, l2_grid=tuple(pt.l2_grid), solver=pt.solver)["top1"]
 
 

@@ -310,8 +310,17 @@ def hparams_from_config(hparams_cls, config: ml_collections.ConfigDict):
 
 _EVAL_KEYS = {
     "knn": ("type", "every_steps", "k", "temperature", "num_train", "num_test", "batch_size"),
-    "probe_table": ("type", "every_steps", "num_train", "solver", "l2_grid", "batch_size"),
+    "probe_table": (
+        "type",
+        "every_steps",
+        "num_train",
+        "num_test",
+        "solver",
+        "l2_grid",
+        "batch_size",
+    ),
 }
+_EVAL_OPTIONAL = {"probe_table": ("num_test",)}  # keys an evaluator may leave out (default -1)
 
 
 def _check_eval_batch(key: str, batch_size, num_devices: int, *, runs: bool) -> None:
@@ -348,7 +357,7 @@ def validate_evals(config: ml_collections.ConfigDict, *, num_devices: int) -> No
                     f"allowed keys: {list(allowed)}"
                 )
         for key in allowed:
-            if key not in e:
+            if key not in e and key not in _EVAL_OPTIONAL.get(e.type, ()):
                 raise ConfigError(
                     f"config.{where}.{key} is missing; a {e.type!r} evaluator needs {list(allowed)}"
                 )
@@ -356,10 +365,10 @@ def validate_evals(config: ml_collections.ConfigDict, *, num_devices: int) -> No
         runs = e.every_steps != -1
         _check_eval_batch(f"{where}.batch_size", e.batch_size, num_devices, runs=runs)
         _check_limit(f"{where}.num_train", e.num_train)
+        _check_limit(f"{where}.num_test", e.get("num_test", -1))
         if e.type == "knn":
             check_range(f"{where}.k", e.k, low=1, integer=True)
             check_range(f"{where}.temperature", e.temperature, low=0.0, low_open=True)
-            _check_limit(f"{where}.num_test", e.num_test)
         elif e.type == "probe_table":
             _allowed(f"{where}.solver", e.solver, PROBE_SOLVERS)
             if not e.l2_grid:

@@ -1,8 +1,19 @@
 """Command line: `python -m ssl_jax.main --config=configs/X.py[:runlocal] --workdir=DIR [--config.a.b=v]`.
 
-Picks the job from `config.job`: 'pretrain' (then, with a `config.evals.probe_table` evaluator that
-runs, the linear-probe table of the default job and its pictures), 'linear_probe' (`configs/linear_probe.py`)
-or 'knn' (`configs/knn.py`). All logic lives in importable modules.
+Picks the job from `config.job`: 'pretrain' (its evaluators, e.g. the default job's linear-probe
+table, run inside the loop per `config.evals`; after a completed pretraining whose probe table ran,
+the pictures are written), 'linear_probe' (`configs/linear_probe.py`) or 'knn' (`configs/knn.py`). All logic lives in
+importable modules.
+
+Stop requests: SIGTERM/SIGINT on any process → every process saves the checkpoint of the same step
+and exits at once (no evaluator, no pictures) with `--stop_exit_code` (default 0: the run is
+resumable, not failed; schedulers that requeue on preemption, e.g. SLURM's `--requeue`, do not need
+a failure code; set e.g. 143 where a restart policy restarts only failed containers).
+
+Several processes (one per host): `SSL_JAX_COORDINATOR` selects `jax.distributed.initialize()`:
+'auto' (also 'slurm', 'tpu': the cluster is detected) or `HOST:PORT` of process 0's coordinator,
+with `SSL_JAX_NUM_PROCESSES` and `SSL_JAX_PROCESS_ID` (`launch/local_2proc.sh`). On CPU the
+cross-process collectives use gloo.
 """
 
 from __future__ import annotations
@@ -18,12 +29,47 @@ from ml_collections import config_flags  # noqa: E402
 FLAGS = flags.FLAGS
 config_flags.DEFINE_config_file("config", None, "ml_collections config file (path[:arg]).")
 flags.DEFINE_string("workdir", None, "Directory for checkpoints, metrics and pictures.")
+flags.DEFINE_integer(
+    "stop_exit_code", 0, "Exit code after a SIGTERM/SIGINT stop with its checkpoint saved."
+)
 flags.mark_flags_as_required(["config", "workdir"])
+
+
+def initialize_distributed(environ=os.environ) -> None:
+    """`jax.distributed.initialize` per `SSL_JAX_COORDINATOR` (see the module docstring); nothing
+    when it is unset (one process)."""
+    import jax
+
+    coordinator = environ.get("SSL_JAX_COORDINATOR", "")
+    if not coordinator:
+        return
+    if "cpu" in environ.get("JAX_PLATFORMS", ""):
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    if coordinator in ("auto", "slurm", "tpu"):
+        jax.distributed.initialize()
+        return
+    missing = [k for k in ("SSL_JAX_NUM_PROCESSES", "SSL_JAX_PROCESS_ID") if k not in environ]
+    if missing:
+        raise SystemExit(
+            f"error: SSL_JAX_COORDINATOR={coordinator} (host:port) needs {' and '.join(missing)}"
+        )
+    jax.distributed.initialize(
+        coordinator_address=coordinator,
+        num_processes=int(environ["SSL_JAX_NUM_PROCESSES"]),
+        process_id=int(environ["SSL_JAX_PROCESS_ID"]),
+    )
+
+
+def _ran_probe_table(config) -> bool:
+    """The pictures follow a completed pretraining whose probe table ran (at its last step)."""
+    evals = config.get("evals") or {}
+    return any(
+        e.get("type") == "probe_table" and e.get("every_steps", 0) >= 0 for e in evals.values()
+    )
 
 
 def main(argv) -> None:
     del argv
-    import jax
 
     from ssl_jax import train
     from ssl_jax.checkpoint import CheckpointError
@@ -33,16 +79,17 @@ def main(argv) -> None:
 
     # orbax and clu are chatty at INFO; progress lines are printed
     logging.set_verbosity(logging.WARNING)
-    if os.environ.get("SSL_JAX_COORDINATOR"):  # multi-host: one process per host
-        jax.distributed.initialize()
+    initialize_distributed()
     config = FLAGS.config
     try:
         if config.job == "pretrain":
-            state = train.train_and_evaluate(config, FLAGS.workdir)
-            probe_table = config.evals.get("probe_table")
-            if probe_table is not None and probe_table.every_steps != -1:
-                train.print_probe_table(config, state, FLAGS.workdir)
-                pictures.write_all(FLAGS.workdir)
+            try:
+                train.train_and_evaluate(config, FLAGS.workdir)
+            except train.StopRequested as stop:  # checkpoint saved: exit now, inside the grace time
+                print(f"{stop}", flush=True)
+                sys.exit(FLAGS.stop_exit_code)
+            if _ran_probe_table(config):  # a completed default-job-style run: its pictures
+                pictures.write_all(FLAGS.workdir)  # on every process (t-SNE features are sharded)
         elif config.job == "linear_probe":
             linear_probe.run(config, FLAGS.workdir)
         elif config.job == "knn":

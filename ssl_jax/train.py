@@ -6,8 +6,10 @@ from notebooks and tests.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
+import itertools
 import math
 import os
 import signal
@@ -22,8 +24,8 @@ from absl import logging
 
 from ssl_jax import checkpoint, configs, optim, sharding
 from ssl_jax.data import datasets, device_augment, pipeline
-from ssl_jax.evaluate import knn
 from ssl_jax.evaluate.encoder import RowEmbedder, split_features, uint8_feature_fn
+from ssl_jax.evaluate.evaluators import EvalContext, build_evaluators
 from ssl_jax.methods import METHODS
 from ssl_jax.methods.common import StepContext, StepInput
 from ssl_jax.state import TrainState, create_train_state, state_shardings
@@ -232,12 +234,36 @@ def prepare_fresh_state(exp: Experiment, state: TrainState) -> TrainState:
     return exp.method.prepare_buffers(exp.ctx, state, embedder)
 
 
-class _StopRequest:
-    """SIGTERM/SIGINT → finish the current step, save a checkpoint, exit."""
+class StopRequested(Exception):  # noqa: N818  (a request, not an error)
+    """Raised by `train_and_evaluate` after a SIGTERM/SIGINT (on any process) once the checkpoint of
+    the step every process agreed on is saved; no evaluator ran after the request."""
 
-    def __init__(self):
+    def __init__(self, step: int, reason: str):
+        super().__init__(f"{reason}: stopped after step {step} (checkpoint saved); rerun to resume")
+        self.step, self.reason = step, reason
+
+
+class _StopRequest:
+    """SIGTERM/SIGINT → every process stops after the same step, saves one checkpoint, exits.
+
+    A signal only sets a local flag. One process: the loop reads it once per step. Several processes
+    may see their signals at different steps (or only one sees it), and orbax's save is collective,
+    so the processes agree: after dispatching each step every process contributes its flag to a tiny
+    all-reduce (`any` over one flag per device). Its result is read one step later, so the host never
+    waits on the device for it, or at once at steps that synchronise anyway (`sync=True`: log,
+    checkpoint, evaluation, last step). All processes read the same votes at the same steps, hence
+    stop after the same step.
+    """
+
+    def __init__(self, mesh: jax.sharding.Mesh):
         self.signal = None
         self._previous = {}
+        self._multi = jax.process_count() > 1
+        self._votes: collections.deque = collections.deque()
+        if self._multi:
+            self._sharding = sharding.batch_sharding(mesh)
+            self._num_local = len(mesh.local_devices)
+            self._any = jax.jit(jnp.any, out_shardings=sharding.replicated(mesh))
 
     def __enter__(self):
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -253,6 +279,19 @@ class _StopRequest:
     def __exit__(self, *exc):
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
+
+    def poll(self, *, sync: bool) -> str | None:
+        """Called once per step by every process: the reason to stop after this step, or None."""
+        if not self._multi:
+            return self.signal
+        flags = np.full((self._num_local,), self.signal is not None)
+        self._votes.append(self._any(jax.make_array_from_process_local_data(self._sharding, flags)))
+        stop = False
+        while len(self._votes) > (0 if sync else 1):
+            stop |= bool(jax.device_get(self._votes.popleft().addressable_data(0)))
+        if not stop:
+            return None
+        return self.signal or "a stop request on another process"
 
 
 def _mean_metrics(window: list[dict]) -> tuple[dict, bool]:
@@ -285,27 +324,41 @@ def extract_features(exp: Experiment, variables, split: str, limit: int = -1, *,
     )
 
 
-def knn_monitor(exp: Experiment, state: TrainState) -> dict[str, float]:
-    e = exp.config.evals.knn
-    data = exp.config.data
-    variables = {"params": state.params, "batch_stats": state.batch_stats}
-    train_f, train_y = extract_features(
-        exp, variables, data.eval_train_split, e.num_train, batch_size=e.batch_size
+def eval_context(exp: Experiment, workdir: str) -> EvalContext:
+    """What the evaluators need of this run; the feature function is jitted once here."""
+
+    def random_init() -> dict:
+        state = init_or_restore(exp, None)
+        return {"params": state.params, "batch_stats": state.batch_stats}
+
+    return EvalContext(
+        mesh=exp.mesh, feature_fn=features_fn(exp), random_init=random_init, workdir=workdir
     )
-    test_f, test_y = extract_features(
-        exp, variables, data.eval_test_split, e.num_test, batch_size=e.batch_size
-    )
-    result = knn.weighted_knn(train_f, train_y, test_f, test_y, k=e.k, temperature=e.temperature)
-    return {"eval/knn_top1": result["top1"], "eval/knn_top5": result["top5"]}
+
+
+def _run_evaluators(evaluators, state: TrainState, step: int, writer) -> None:
+    for evaluator in evaluators:
+        with jax.transfer_guard("allow"):
+            writer.write_scalars(step, evaluator.run(state, step))
+        writer.flush()
+
+
+PREFETCH_BATCHES = 2  # global batches transferred ahead of the running step
+# The loop's own transfers are explicit (prefetched global batches, `jax.device_get` of metrics and
+# the stop vote); checkpoint saves and evaluators run under 'allow'. Tests set 'disallow' to prove
+# that the steps make no implicit host<->device transfer; 'log' reports them.
+LOOP_TRANSFER_GUARD = "allow"
 
 
 def train_and_evaluate(
     config: ml_collections.ConfigDict, workdir: str, *, stop_after_steps: int | None = None
 ) -> TrainState:
-    """Pretrain per `config` in `workdir`, resuming from its latest checkpoint.
+    """Pretrain per `config` in `workdir`, resuming from its latest checkpoint; run the evaluators of
+    `config.evals` on their schedule. Returns the final state.
 
     `stop_after_steps` ends this process early (with a checkpoint) without changing the schedules — the
-    same as a preemption, used by the exact-resume test.
+    same as a preemption, used by the exact-resume test. A SIGTERM/SIGINT (on any process) saves the
+    checkpoint of a step every process agrees on and raises `StopRequested` (no evaluator runs).
     """
     exp = build_experiment(config)
     os.makedirs(workdir, exist_ok=True)
@@ -319,6 +372,8 @@ def train_and_evaluate(
         process_count=jax.process_count(),
     )
     first_batch = next(data)
+    # evaluator config errors come before anything compiles
+    evaluators = build_evaluators(config, eval_context(exp, workdir))
     state = init_or_restore(exp, ckpt)
     if ckpt.latest_step() is None:
         state = prepare_fresh_state(exp, state)
@@ -337,29 +392,29 @@ def train_and_evaluate(
         exp.mesh.size,
     )
     step_fn = jit_train_step(exp, state)
-    # evals.knn.every_steps: N > 0 at N, 2N, ... and the last step; 0 the last step; -1 never
-    knn_every = config.evals.knn.every_steps if "knn" in config.evals else -1
     end_step = total if stop_after_steps is None else min(total, start_step + stop_after_steps)
+    batches = sharding.prefetch_to_device(
+        itertools.chain([first_batch], data), PREFETCH_BATCHES, exp.mesh
+    )
     window: list[dict] = []
     last_good_step = start_step
     tick, tick_step = time.time(), start_step
-    with _StopRequest() as stop:
+    with _StopRequest(exp.mesh) as stop, jax.transfer_guard(LOOP_TRANSFER_GUARD):
         for step in range(start_step, end_step):
-            host_batch = first_batch if step == start_step else next(data)
-            batch = sharding.host_to_global(host_batch, exp.mesh)
-            state, metrics = step_fn(state, batch)
+            state, metrics = step_fn(state, next(batches))
             window.append(metrics)
             done = step + 1
             if step == start_step:  # img/s and ETA without the compilation time
                 jax.block_until_ready(metrics)
                 tick, tick_step = time.time(), done
             is_last = done == end_step
-            # Read the signal once per step: a signal that arrives later is handled at the next
-            # step, never after this step's save decision (which would exit unsaved).
-            stopping = stop.signal
-            log_now = done % config.log_every_steps == 0 or is_last or stopping
-            save_now = done % config.checkpoint_every_steps == 0 or is_last or stopping
-            if log_now or save_now:
+            due = [e for e in evaluators if e.should_run(done, total)]
+            log_due = done % config.log_every_steps == 0 or is_last
+            save_due = done % config.checkpoint_every_steps == 0 or is_last
+            # Every process reads the (agreed) stop request once per step: a signal that arrives
+            # later is handled at the next step, never after this step's save decision.
+            stopping = stop.poll(sync=bool(log_due or save_due or due))
+            if log_due or save_due or stopping:
                 scalars, finite = _mean_metrics(window)
                 window = []
                 if not finite:
@@ -382,101 +437,19 @@ def train_and_evaluate(
                     f"step {done}/{total} | loss {scalars['train/loss']:.4f} | {speed}", flush=True
                 )
                 tick, tick_step = time.time(), done
-            if save_now:
-                ckpt.save(state, force=True)
-            if (
-                knn_every != -1
-                and ((knn_every > 0 and done % knn_every == 0) or done == total)
-                and datasets.has_labels(config.data, config.data.eval_train_split)
-            ):
-                result = knn_monitor(exp, state)
-                writer.write_scalars(done, result)
-                print(f"step {done}: kNN top-1 {100 * result['eval/knn_top1']:.2f}%", flush=True)
-                tick = time.time()
+            if save_due or stopping:
+                with jax.transfer_guard("allow"):  # orbax copies to the host its own way
+                    ckpt.save(state, force=True)
             if stopping:
                 ckpt.wait()
+                writer.flush()
                 print(f"{stopping}: saved the checkpoint at step {done}; exiting.", flush=True)
-                break
+                raise StopRequested(done, stopping)
+            if due:
+                _run_evaluators(due, state, done, writer)
+                tick = time.time()
+    if start_step == total:  # resumed a finished run (e.g. stopped at its last step): final evals
+        _run_evaluators([e for e in evaluators if e.should_run(total, total)], state, total, writer)
     ckpt.wait()
     writer.flush()
     return state
-
-
-def _raw_pixels(config, split: str, limit: int):
-    """Flattened pixel values in [0, 1] of a labelled split (the 'no encoder' probe baseline)."""
-    xs, ys = [], []
-    batch_size = config.evals.probe_table.batch_size
-    for batch in pipeline.eval_iterator(config, split, batch_size=batch_size):
-        keep = batch["mask"]
-        xs.append(batch["image"][keep].reshape(int(keep.sum()), -1).astype(np.float32) / 255.0)
-        ys.append(batch["label"][keep])
-        if 0 < limit <= sum(len(y) for y in ys):
-            break
-    x, y = np.concatenate(xs), np.concatenate(ys)
-    return (x[:limit], y[:limit]) if limit > 0 else (x, y)
-
-
-def print_probe_table(config, state: TrainState, workdir: str) -> dict[str, float]:
-    """Linear probe (same probe, same data) of: the pretrained encoder, the same encoder at random
-    init, and raw pixels. Prints a table, logs `probe/*` and returns the top-1 accuracies."""
-    from ssl_jax.evaluate.linear_probe import fit_linear_probe
-
-    exp = build_experiment(config)
-    train_split, test_split = config.data.eval_train_split, config.data.eval_test_split
-    probe = config.evals.probe_table
-    limit = probe.num_train
-    random_state = init_or_restore(exp, None)
-    encoders = {
-        "pretrained": {"params": state.params, "batch_stats": state.batch_stats},
-        "random init": {"params": random_state.params, "batch_stats": random_state.batch_stats},
-    }
-    results, timings = {}, {}
-    print(
-        f"Linear probe ({probe.solver}): features of {train_split} and {test_split} for the "
-        "pretrained encoder, the same encoder at random init, and raw pixels",
-        flush=True,
-    )
-    for name, variables in encoders.items():
-        print(f"  probe: {name} …", flush=True)
-        t0 = time.time()
-        tr = extract_features(exp, variables, train_split, limit, batch_size=probe.batch_size)
-        te = extract_features(exp, variables, test_split, batch_size=probe.batch_size)
-        results[name] = fit_linear_probe(
-            *tr, *te, l2_grid=tuple(probe.l2_grid), solver=probe.solver
-        )
-        timings[name] = time.time() - t0
-    print("  probe: raw pixels …", flush=True)
-    t0 = time.time()
-    results["raw pixels"] = fit_linear_probe(
-        *_raw_pixels(config, train_split, limit),
-        *_raw_pixels(config, test_split, -1),
-        l2_grid=tuple(probe.l2_grid),
-        solver=probe.solver,
-    )
-    timings["raw pixels"] = time.time() - t0
-    lines = [
-        f"Linear probe on {config.data.name} ({test_split}), "
-        f"features of {train_split}{'' if limit <= 0 else f' (first {limit})'}:",
-        f"{'encoder':<14} {'top-1':>7} {'top-5':>7} {'l2':>8} {'time':>7}",
-    ]
-    for name, r in results.items():
-        lines.append(
-            f"{name:<14} {100 * r['top1']:6.2f}% {100 * r['top5']:6.2f}% {r['l2']:8.0e} "
-            f"{timings[name]:6.1f}s"
-        )
-    table = "\n".join(lines)
-    print(table, flush=True)
-    if jax.process_index() == 0:
-        with open(os.path.join(workdir, "probe_table.txt"), "w") as f:
-            f.write(table + "\n")
-        writer = create_writer(workdir)
-        key = {
-            "pretrained": "probe/top1",
-            "random init": "probe/random_init_top1",
-            "raw pixels": "probe/raw_pixels_top1",
-        }
-        writer.write_scalars(
-            int(jax.device_get(state.step)), {key[n]: r["top1"] for n, r in results.items()}
-        )
-        writer.flush()
-    return {name: r["top1"] for name, r in results.items()}

@@ -12,6 +12,20 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def _config_file(tmp_path, base: str, **evals) -> str:
+    """A config file: `configs/<base>` (`path[:arg]`) with `config.evals` replaced by `evals`."""
+    path = tmp_path / "test_config.py"
+    path.write_text(
+        "import ml_collections\n"
+        "from ssl_jax import configs\n\n"
+        "def get_config(arg=None):\n"
+        f"    c = configs.load({os.path.join(ROOT, 'configs', base)!r})\n"
+        f"    c.evals = ml_collections.ConfigDict({evals!r})\n"
+        "    return c\n"
+    )
+    return str(path)
+
+
 def _main(*args, **kwargs):
     env = dict(
         os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", TF_CPP_MIN_LOG_LEVEL="2"
@@ -35,6 +49,7 @@ def test_runlocal_config_runs_from_the_command_line(tmp_path, config):
         f"--workdir={tmp_path}",
         "--config.total_steps=2",
         "--config.evals.probe_table.every_steps=-1",
+        "--config.evals.knn.every_steps=-1",
     )
     out, _ = proc.communicate(timeout=900)
     assert proc.returncode == 0, out
@@ -45,9 +60,13 @@ def test_runlocal_config_runs_from_the_command_line(tmp_path, config):
 
 @pytest.mark.slow
 def test_sigterm_saves_a_checkpoint_and_exits(tmp_path):
+    """SIGTERM: the checkpoint of the current step, then exit 0 at once: no probe table (an
+    evaluator at the last step) and no pictures for a half-trained encoder."""
+    table = dict(type="probe_table", every_steps=0, num_train=64, batch_size=64)
+    workdir = tmp_path / "run"
     proc = _main(
-        "--config=configs/mocov2_fashion_mnist.py:runlocal",
-        f"--workdir={tmp_path}",
+        f"--config={_config_file(tmp_path, 'mocov2_fashion_mnist.py:runlocal', table=table)}",
+        f"--workdir={workdir}",
         "--config.total_steps=100000",
         "--config.log_every_steps=1",
         "--config.checkpoint_every_steps=100000",
@@ -63,9 +82,12 @@ def test_sigterm_saves_a_checkpoint_and_exits(tmp_path):
         assert time.time() < deadline, "".join(lines)
     out = "".join(lines) + proc.communicate(timeout=300)[0]
     assert proc.returncode == 0, out
-    assert "SIGTERM: saved the checkpoint" in out
-    steps = [int(os.path.basename(p)) for p in glob.glob(str(tmp_path / "checkpoints" / "[0-9]*"))]
-    assert steps and 2 <= max(steps) < 100000
+    assert "SIGTERM: saved the checkpoint" in out and "rerun to resume" in out
+    steps = [int(os.path.basename(p)) for p in glob.glob(str(workdir / "checkpoints" / "[0-9]*"))]
+    assert len(steps) == 1 and 2 <= steps[0] < 100000
+    assert "Linear probe" not in out and "pictures:" not in out
+    assert not (workdir / "probe_table.txt").exists()
+    assert not glob.glob(str(workdir / "*.png"))
 
 
 def test_missing_dataset_is_a_clear_error_before_compiling(tmp_path):
@@ -93,20 +115,27 @@ def test_bad_override_names_the_key(tmp_path):
 
 @pytest.mark.slow
 def test_default_job_prints_the_probe_table(tmp_path):
-    """The default job's last part: the probe table of pretrained / random init / raw pixels."""
+    """The default job's last part: the probe table evaluator (pretrained / random init / raw
+    pixels) at the last step, then the pictures."""
+    table = dict(type="probe_table", every_steps=0, num_train=500, batch_size=500)
+    workdir = tmp_path / "run"
     proc = _main(
-        "--config=configs/scce_fashion_mnist.py:runlocal",
-        f"--workdir={tmp_path}",
+        f"--config={_config_file(tmp_path, 'scce_fashion_mnist.py:runlocal', table=table)}",
+        f"--workdir={workdir}",
         "--config.total_steps=2",
-        "--config.evals.probe_table.num_train=500",
     )
     out, _ = proc.communicate(timeout=900)
     assert proc.returncode == 0, out
     rows = {line.split("  ")[0]: line for line in out.splitlines()}
     for name in ("pretrained", "random init", "raw pixels"):
         assert name in rows and "%" in rows[name], out
-    table = (tmp_path / "probe_table.txt").read_text()
+    table = (workdir / "probe_table.txt").read_text()
     assert "raw pixels" in table and "(first 500)" in table
+    from ssl_jax.writers import read_metrics
+
+    probe = [r for r in read_metrics(str(workdir)) if "probe/top1" in r]
+    assert [r["step"] for r in probe] == [2] and "probe/raw_pixels_top1" in probe[0]
+    assert "pictures:" in out
 
 
 def _run_main(*args):

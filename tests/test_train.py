@@ -90,9 +90,56 @@ def _losses_by_step(workdir):
     return {r["step"]: r["train/loss"] for r in read_metrics(workdir) if "train/loss" in r}
 
 
+def test_prefetched_steps_make_no_implicit_transfer():
+    """Batches from `prefetch_to_device` and metrics read with `jax.device_get`: the jitted step runs
+    under `transfer_guard('disallow')` (a host batch passed straight in is refused)."""
+    config = tiny_config("mocov2")
+    mesh = sharding.make_mesh()
+    exp = train.build_experiment(config, mesh=mesh)
+    state = train.init_or_restore(exp, None)
+    step = train.jit_train_step(exp, state)
+    host = (synthetic_batch(config, i) for i in range(4))
+    batches = sharding.prefetch_to_device(host, 2, mesh)
+    losses = []
+    with jax.transfer_guard("disallow"):
+        for batch in batches:
+            assert batch["views"][0].sharding == sharding.batch_sharding(mesh)
+            state, metrics = step(state, batch)
+            losses.append(float(jax.device_get(metrics["train/loss"])))
+        assert int(jax.device_get(state.step)) == 4
+        with pytest.raises(Exception, match="Disallowed host-to-device transfer"):
+            step(state, synthetic_batch(config, 4))
+    assert np.all(np.isfinite(losses))
+
+
+def test_prefetch_keeps_size_batches_ahead():
+    mesh = sharding.make_mesh()
+    read = []
+
+    def source():
+        for i in range(5):
+            read.append(i)
+            yield {"x": np.full((8,), i, np.int32)}
+
+    it = sharding.prefetch_to_device(source(), 2, mesh)
+    assert read == []  # nothing read before the first batch is asked for
+    first = next(it)
+    assert int(jax.device_get(first["x"])[0]) == 0 and read == [0, 1, 2]
+    assert [int(jax.device_get(b["x"])[0]) for b in it] == [1, 2, 3, 4]
+
+
+def test_make_mesh_uses_the_given_devices():
+    devices = jax.devices()[::-1]
+    mesh = sharding.make_mesh(devices)
+    assert mesh.axis_names == ("data",) and list(mesh.devices.flat) == devices
+    assert sharding.make_mesh().size == 8 and sharding.make_mesh(devices[:1]).size == 1
+
+
 @pytest.mark.slow
-def test_resume_is_exact(tmp_path):
-    """Stopped at step 3 and restarted, the run logs the same losses as an uninterrupted run."""
+def test_resume_is_exact(tmp_path, monkeypatch):
+    """Stopped at step 3 and restarted, the run logs the same losses as an uninterrupted run. The
+    loop runs under `transfer_guard('disallow')` (saves and evaluators excepted)."""
+    monkeypatch.setattr(train, "LOOP_TRANSFER_GUARD", "disallow")
     config = tiny_config("mocov2")
     config.total_steps = RESUME_STEPS
     config.checkpoint_every_steps = 100
@@ -132,3 +179,40 @@ def test_workdir_of_another_model_is_refused(tmp_path):
     config.model.width = 0.25
     with pytest.raises(CheckpointError, match="different model shape"):
         train.train_and_evaluate(config, str(tmp_path))
+
+
+@pytest.mark.slow
+def test_evaluators_run_on_schedule_and_never_after_a_stop(tmp_path, monkeypatch):
+    """kNN every 2 steps of 4: a SIGTERM seen at step 2 saves step 2 and raises StopRequested
+    without the kNN due there; the restarted run evaluates at step 4 only."""
+    import os
+    import signal
+
+    config = tiny_config("mocov2")
+    config.total_steps = 4
+    config.checkpoint_every_steps = 100
+    config.evals.knn = dict(
+        type="knn", every_steps=2, k=5, temperature=0.1, num_train=32, num_test=16, batch_size=16
+    )
+    polls = []
+    poll = train._StopRequest.poll
+
+    def poll_with_sigterm_at_step_2(self, *, sync):
+        polls.append(sync)
+        if len(polls) == 2:
+            os.kill(os.getpid(), signal.SIGTERM)  # handled by the loop's handler at once
+        return poll(self, sync=sync)
+
+    monkeypatch.setattr(train._StopRequest, "poll", poll_with_sigterm_at_step_2)
+    with pytest.raises(train.StopRequested, match="SIGTERM: stopped after step 2") as stop:
+        train.train_and_evaluate(config, str(tmp_path))
+    assert stop.value.step == 2
+    from ssl_jax.checkpoint import Checkpointer
+    from ssl_jax.writers import read_metrics
+
+    assert Checkpointer(str(tmp_path)).manager.all_steps() == [2]
+    assert not [r for r in read_metrics(str(tmp_path)) if "eval/knn_top1" in r]
+    monkeypatch.undo()
+    train.train_and_evaluate(config, str(tmp_path))
+    knn_steps = [r["step"] for r in read_metrics(str(tmp_path)) if "eval/knn_top1" in r]
+    assert knn_steps == [4]

@@ -372,9 +372,9 @@ def sharded_split_features(
     g = batch_size * pc
     rows = NamedSharding(mesh, P(None, sharding.DATA_AXIS))
     rows3 = NamedSharding(mesh, P(None, sharding.DATA_AXIS, None))
-    feats = jax.jit(lambda: jnp.zeros((nb, g, feature_dim), jnp.float32), out_shardings=rows3)()
-    labels = jax.jit(lambda: jnp.full((nb, g), -1, jnp.int32), out_shardings=rows)()
-    mask = jax.jit(lambda: jnp.zeros((nb, g), bool), out_shardings=rows)()
+    feats = _filled((nb, g, feature_dim), "float32", 0, rows3)()
+    labels = _filled((nb, g), "int32", -1, rows)()
+    mask = _filled((nb, g), "bool", False, rows)()
     write = _writer(feature_fn, rows, rows3)
     for i, batch in enumerate(
         global_eval_batches(config, split, mesh=mesh, batch_size=batch_size, limit=limit)
@@ -385,6 +385,14 @@ def sharded_split_features(
     return ShardedFeatures(feats, labels, mask)
 
 
+# The jitted helpers below are cached by their arguments, so repeated extractions (the in-training
+# kNN evaluator runs every N steps) reuse one compilation instead of building a new jit each call.
+@functools.lru_cache(maxsize=64)
+def _filled(shape: tuple, dtype: str, value, out_sharding) -> Callable[[], jax.Array]:
+    return jax.jit(lambda: jnp.full(shape, value, dtype), out_shardings=out_sharding)
+
+
+@functools.lru_cache(maxsize=16)
 def _writer(feature_fn, rows, rows3):
     @functools.partial(jax.jit, donate_argnums=(4, 5, 6), out_shardings=(rows3, rows, rows))
     def write(variables, images, y, m, feats, labels, mask, i):

@@ -106,7 +106,7 @@ def training_curves(workdir: str, out: str | None = None) -> str:
             plotted = True
         if not plotted:
             what = (
-                "no kNN evaluation logged\n(config.evals.knn.every_steps = -1; run the knn job)"
+                "no kNN evaluation logged\n(no config.evals kNN entry; run the knn job)"
                 if title.startswith("kNN")
                 else f"{', '.join(keys)} not logged"
             )
