@@ -18,6 +18,6 @@ fi
 if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q -r requirements-dev.txt
-# the CPU wheel where pip finds one (e.g. PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu)
+# the CPU build where pip finds one (an extra index set in PIP_EXTRA_INDEX_URL is honoured)
 .venv/bin/pip install -q torch==2.13.0 \
   || echo "torch==2.13.0 not installable here: the export parity tests will be skipped"

@@ -28,7 +28,6 @@ EVAL_JOBS = ("linear_probe", "knn")  # jobs on a pretrained encoder (config.init
 PROBE_PROTOCOLS = ("sgd", "fast")
 PROBE_INPUTS = ("images", "features")
 # `config.evals[name].type`; `every_steps`: N > 0 at steps N, 2N, ... and the last; 0 the last; -1 never
-EVALUATOR_TYPES = ("knn", "probe_table")
 PROBE_SOLVERS = ("ridge", "lbfgs")
 
 
@@ -308,21 +307,6 @@ def hparams_from_config(hparams_cls, config: ml_collections.ConfigDict):
     return hparams
 
 
-_EVAL_KEYS = {
-    "knn": ("type", "every_steps", "k", "temperature", "num_train", "num_test", "batch_size"),
-    "probe_table": (
-        "type",
-        "every_steps",
-        "num_train",
-        "num_test",
-        "solver",
-        "l2_grid",
-        "batch_size",
-    ),
-}
-_EVAL_OPTIONAL = {"probe_table": ("num_test",)}  # keys an evaluator may leave out (default -1)
-
-
 def _check_eval_batch(key: str, batch_size, num_devices: int, *, runs: bool) -> None:
     check_range(key, batch_size, low=1, integer=True)
     if runs and batch_size % num_devices:
@@ -342,30 +326,29 @@ def _check_limit(key: str, value) -> None:
 def validate_evals(config: ml_collections.ConfigDict, *, num_devices: int) -> None:
     """`config.evals`: each entry a known `type` with its own keys in range. The batch size must be a
     multiple of the device count only for an evaluator that runs (`every_steps` != -1)."""
-    for name, e in config.evals.items():
+    from ssl_jax.evaluate import evaluators  # the evaluators own their keys and defaults
+
+    types = sorted(evaluators.EVALUATORS)
+    for name, entry in config.evals.items():
         where = f"evals.{name}"
-        if not isinstance(e, ml_collections.ConfigDict) or "type" not in e:
+        if not isinstance(entry, ml_collections.ConfigDict) or "type" not in entry:
             raise ConfigError(
-                f"config.{where} must be a dict with a 'type'; allowed types: {list(EVALUATOR_TYPES)}"
+                f"config.{where} must be a dict with a 'type'; allowed types: {types}"
             )
-        _allowed(f"{where}.type", e.type, EVALUATOR_TYPES)
-        allowed = _EVAL_KEYS[e.type]
-        for key in e:
-            if key not in allowed:
+        _allowed(f"{where}.type", entry.type, types)
+        defaults = evaluators.evaluator_defaults(entry.type)
+        for key in entry:
+            if key != "type" and key not in defaults:
                 raise ConfigError(
-                    f"config.{where}.{key} is not a key of a {e.type!r} evaluator; "
-                    f"allowed keys: {list(allowed)}"
+                    f"config.{where}.{key} is not a key of a {entry.type!r} evaluator; "
+                    f"allowed keys: {['type', *defaults]}"
                 )
-        for key in allowed:
-            if key not in e and key not in _EVAL_OPTIONAL.get(e.type, ()):
-                raise ConfigError(
-                    f"config.{where}.{key} is missing; a {e.type!r} evaluator needs {list(allowed)}"
-                )
+        e = ml_collections.ConfigDict({**defaults, **entry.to_dict()})
         check_range(f"{where}.every_steps", e.every_steps, low=-1, integer=True)
         runs = e.every_steps != -1
         _check_eval_batch(f"{where}.batch_size", e.batch_size, num_devices, runs=runs)
         _check_limit(f"{where}.num_train", e.num_train)
-        _check_limit(f"{where}.num_test", e.get("num_test", -1))
+        _check_limit(f"{where}.num_test", e.num_test)
         if e.type == "knn":
             check_range(f"{where}.k", e.k, low=1, integer=True)
             check_range(f"{where}.temperature", e.temperature, low=0.0, low_open=True)

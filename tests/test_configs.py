@@ -274,6 +274,18 @@ def test_validate_names_the_key_and_the_allowed_values(key, value, message):
         configs.validate(c, num_devices=8)
 
 
+def test_an_evaluator_entry_takes_the_evaluators_defaults_for_missing_keys():
+    c = _local()
+    c.evals = ml_collections.ConfigDict({"final": dict(type="probe_table", every_steps=0)})
+    configs.validate(c, num_devices=8)  # solver, l2_grid, batch_size 512 ... from the evaluator
+    c.evals.final.solvr = "ridge"
+    with pytest.raises(configs.ConfigError, match="config.evals.final.solvr is not a key"):
+        configs.validate(c, num_devices=8)
+    c.evals = ml_collections.ConfigDict({"nn": dict(type="knn", every_steps=10, batch_size=12)})
+    with pytest.raises(configs.ConfigError, match="config.evals.nn.batch_size=12"):
+        configs.validate(c, num_devices=8)
+
+
 def test_validate_seed_is_an_int():
     c = _local().to_dict()
     c["seed"] = "0"  # a ConfigDict keeps the type of a field; a config built from a dict may not

@@ -70,7 +70,6 @@ def test_sigterm_saves_a_checkpoint_and_exits(tmp_path):
         "--config.total_steps=100000",
         "--config.log_every_steps=1",
         "--config.checkpoint_every_steps=100000",
-        "--config.evals.probe_table.every_steps=-1",
     )
     lines = []
     deadline = time.time() + 900

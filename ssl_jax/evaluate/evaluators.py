@@ -190,7 +190,7 @@ class ProbeTableEvaluator(_Schedule):
         num_test: int = -1,
         solver: str = "ridge",
         l2_grid: tuple[float, ...] = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0),
-        batch_size: int = 500,
+        batch_size: int = 512,
     ):
         self.name, self.every_steps = name, int(every_steps)
         self.config, self.ctx = config, ctx
@@ -313,7 +313,14 @@ def build_evaluators(config: ml_collections.ConfigDict, ctx: EvalContext) -> lis
 
 
 def _keywords(cls) -> list[str]:
+    return list(evaluator_defaults(cls))
+
+
+def evaluator_defaults(cls_or_type) -> dict:
+    """`{key: default}` of an evaluator type's config keys (its keyword arguments): the one place
+    `configs.validate` learns which keys an evaluator takes and what a missing one means."""
     import inspect
 
+    cls = EVALUATORS[cls_or_type] if isinstance(cls_or_type, str) else cls_or_type
     params = inspect.signature(cls.__init__).parameters.values()
-    return [p.name for p in params if p.kind == inspect.Parameter.KEYWORD_ONLY]
+    return {p.name: p.default for p in params if p.kind == inspect.Parameter.KEYWORD_ONLY}
