@@ -63,6 +63,7 @@ def get_config(arg=None):
     c.optim.base_lr = 0.06
     c.optim.weight_decay = 1e-4
     c.optim.schedule = "cosine"
+    c.optim.schedule_unit = "epoch"  # official adjust_learning_rate: cosine once per epoch
     c.evals.knn.update(every_steps=12_500, num_train=100_000)
     if a.runlocal:
         common.runlocal(c)

@@ -71,6 +71,7 @@ def get_config(arg=None):
     c.optim.exclude_1d = False
     c.optim.schedule = "cosine"
     c.optim.warmup_epochs = 5.0
+    c.optim.warmup_form = "sce"  # official scheduler: peak·t/(W−1), the peak at t = W−1
     c.evals.knn.every_steps = 2000
     if a.runlocal:
         c.optim.warmup_epochs = 0.25  # 2 of the 6 runlocal steps

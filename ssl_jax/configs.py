@@ -106,6 +106,8 @@ def base_config() -> ml_collections.ConfigDict:
     c.optim.weight_decay = 1e-4
     c.optim.schedule = "cosine"
     c.optim.warmup_epochs = 0.0
+    c.optim.warmup_form = "linear"  # 'sce': peak·t/(W−1), SCE's official scheduler
+    c.optim.schedule_unit = "step"  # 'epoch': once per epoch, as the official MoCo v2 / JCL code
     c.optim.decay_epochs = (120.0, 160.0)
     c.optim.decay_factor = 0.1
     c.optim.final_lr = 0.0

@@ -12,6 +12,11 @@ b1, b2, eps        Adam's moment decays in [0, 1) and eps > 0      (default 0.9,
 weight_decay       float >= 0, coupled (added to the gradient)     (default 0)
 schedule           'cosine' | 'step' | 'constant'                  (default 'cosine')
 warmup_epochs      float >= 0; linear warm-up from 0 to the peak lr (default 0)
+warmup_form        'linear': `peak·t/W` (MoCo v3) | 'sce': `peak·t/(W−1)`, the peak at t = W−1 (SCE's
+                   official `LinearWarmupCosineAnnealingLR`, stepped per iteration) (default 'linear')
+schedule_unit      'step': the schedule moves every step | 'epoch': it moves once per epoch, at
+                   the epoch's start (official MoCo v2 / JCL `adjust_learning_rate`: cosine
+                   `lr·0.5(1 + cos(π e/E))` with the 0-based epoch e of E)  (default 'step')
 decay_epochs       epochs >= 0 in ascending order, 'step' only    (default ())
 decay_factor       float in (0, 1], 'step' only                    (default 0.1)
 final_lr           float in [0, peak lr], cosine end value         (default 0)
@@ -59,6 +64,8 @@ from ssl_jax.configs import ConfigError
 
 OPTIMIZERS = ("sgd", "lars", "adam")
 LR_SCALINGS = ("linear", "none")
+WARMUP_FORMS = ("linear", "sce")
+SCHEDULE_UNITS = ("step", "epoch")
 SCHEDULES = ("cosine", "step", "constant")
 EMA_SCHEDULES = ("constant", "cosine")
 DEFAULT_GROUP = "default"
@@ -75,6 +82,8 @@ _OPTIM_DEFAULTS = {
     "weight_decay": 0.0,
     "schedule": "cosine",
     "warmup_epochs": 0.0,
+    "warmup_form": "linear",
+    "schedule_unit": "step",
     "decay_epochs": (),
     "decay_factor": 0.1,
     "final_lr": 0.0,
@@ -147,6 +156,8 @@ def _check_settings(cfg: dict[str, Any], where: str, global_batch_size: int | No
     _choice(cfg, "name", OPTIMIZERS, where)
     _choice(cfg, "lr_scaling", LR_SCALINGS, where)
     _choice(cfg, "schedule", SCHEDULES, where)
+    _choice(cfg, "warmup_form", WARMUP_FORMS, where)
+    _choice(cfg, "schedule_unit", SCHEDULE_UNITS, where)
     _number(cfg, "base_lr", where, lambda v: v > 0, "a number > 0")
     _number(cfg, "momentum", where, lambda v: 0 <= v < 1, "in [0, 1)")
     _bool(cfg, "nesterov", where)
@@ -237,11 +248,12 @@ def peak_learning_rate(optim_config: Any, global_batch_size: int) -> float:
     return _peak_lr(check_config(optim_config), global_batch_size)
 
 
-def _linear_warmup(peak: float, warmup: int) -> optax.Schedule:
-    # `peak * t / W`, as MoCo v3 / SCE. Not `optax.linear_schedule(0, peak, W)`: that computes
-    # `-peak * (1 - t / W) + peak`, whose cancellation moves the first steps' lr by up to ~1e-5
-    # relative in float32 (t = 1 of W = 1000).
-    return lambda t: peak * t / warmup
+def _linear_warmup(peak: float, warmup: int, form: str = "linear") -> optax.Schedule:
+    # `peak * t / W` (MoCo v3), or `peak * t / (W - 1)` (SCE's scheduler: the peak at t = W - 1).
+    # Not `optax.linear_schedule(0, peak, W)`: that computes `-peak * (1 - t / W) + peak`, whose
+    # cancellation moves the first steps' lr by up to ~1e-5 relative in float32 (t = 1 of W = 1000).
+    span = max(warmup - 1, 1) if form == "sce" else warmup
+    return lambda t: peak * t / span
 
 
 def learning_rate_schedule(
@@ -268,6 +280,9 @@ def _schedule(
     peak = _peak_lr(cfg, global_batch_size)
     warmup = int(round(cfg["warmup_epochs"] * steps_per_epoch))
     kind = cfg["schedule"]
+    per_epoch = cfg["schedule_unit"] == "epoch"
+    if per_epoch:  # the cosine spans whole epochs: progress e/E at epoch e's first step
+        total_steps = math.ceil(total_steps / steps_per_epoch) * steps_per_epoch
     if kind == "cosine":
         final = float(cfg["final_lr"])
         decay_len = max(total_steps - warmup, 1)
@@ -287,10 +302,13 @@ def _schedule(
         after = optax.constant_schedule(peak)
     joined = after
     if warmup > 0:
-        joined = optax.join_schedules([_linear_warmup(peak, warmup), after], [warmup])
+        warm = _linear_warmup(peak, warmup, cfg["warmup_form"])
+        joined = optax.join_schedules([warm, after], [warmup])
 
     def schedule(step):
         step = jnp.asarray(step)
+        if per_epoch:  # the value at the start of the step's epoch
+            step = (step // steps_per_epoch) * steps_per_epoch
         t = step.astype(jnp.float32) if kind != "step" else step
         return jnp.asarray(joined(t), jnp.float32)
 

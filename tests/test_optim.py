@@ -654,3 +654,44 @@ def test_adam_is_optax_adam():
         u, state = jax.jit(tx.update)(g, state, p)
         p = optax.apply_updates(p, u)
     jax.tree.map(np.testing.assert_array_equal, out, p)
+
+
+def test_per_epoch_cosine_is_the_official_moco_formula():
+    """schedule_unit='epoch': `lr·0.5(1 + cos(π e/E))` at every step of epoch e (MoCo v2 / JCL
+    `adjust_learning_rate`), E = ceil(total / steps_per_epoch), the last epoch partial."""
+    spe, total = 7, 7 * 5 - 3  # 5 epochs, the last one 4 steps long
+    lr = optim.learning_rate_schedule(
+        dict(name="sgd", base_lr=0.03, lr_scaling="none", schedule_unit="epoch"),
+        total_steps=total,
+        steps_per_epoch=spe,
+        global_batch_size=256,
+    )
+    expected = [0.03 * 0.5 * (1 + math.cos(math.pi * (t // spe) / 5)) for t in range(total)]
+    np.testing.assert_allclose([float(lr(t)) for t in range(total)], expected, rtol=1e-6)
+    per_step = optim.learning_rate_schedule(
+        dict(name="sgd", base_lr=0.03, lr_scaling="none"),
+        total_steps=total,
+        steps_per_epoch=spe,
+        global_batch_size=256,
+    )
+    assert float(per_step(3)) != float(lr(3))  # the default still moves every step
+
+
+def test_sce_warmup_reaches_the_peak_one_step_earlier():
+    cfg = dict(name="sgd", base_lr=0.6, lr_scaling="none", warmup_epochs=1.0, schedule="constant")
+    sce = optim.learning_rate_schedule(
+        {**cfg, "warmup_form": "sce"}, total_steps=20, steps_per_epoch=5, global_batch_size=256
+    )
+    linear = optim.learning_rate_schedule(
+        cfg, total_steps=20, steps_per_epoch=5, global_batch_size=256
+    )
+    np.testing.assert_allclose(
+        [float(sce(t)) for t in range(6)], [0, 0.15, 0.3, 0.45, 0.6, 0.6], rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        [float(linear(t)) for t in range(6)], [0, 0.12, 0.24, 0.36, 0.48, 0.6], rtol=1e-6
+    )
+    with pytest.raises(ConfigError, match="config.optim.warmup_form='cosine'"):
+        optim.check_config({**cfg, "warmup_form": "cosine"})
+    with pytest.raises(ConfigError, match="config.optim.schedule_unit='iter'"):
+        optim.check_config({**cfg, "schedule_unit": "iter"})
