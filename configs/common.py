@@ -120,8 +120,10 @@ def image_folder_data(c: ml_collections.ConfigDict, *, test_split: str = "val") 
 def runlocal(c: ml_collections.ConfigDict) -> None:
     """`:runlocal`, last in `get_config`: shrink a config in place to a CPU run of seconds — width
     1/8, 6 steps of 32 images, heads of at most 64 hidden / 32 output units, the first 256 training
-    images, small kNN / probe sets. A config that keeps more (the ImageNet ones keep ResNet-50 at
-    full width) sets it after this call."""
+    images, small kNN / probe sets, BN group sizes scaled with the batch (the same number of
+    groups). A config that keeps more (the ImageNet ones keep ResNet-50 at full width) sets it
+    after this call."""
+    _scale_bn_groups(c, 32)
     c.global_batch_size = 32
     c.total_steps = 6
     c.model.width = 0.125
@@ -138,6 +140,21 @@ def runlocal(c: ml_collections.ConfigDict) -> None:
         c.evals.knn.update(every_steps=1_000_000, num_train=256, num_test=128, batch_size=64, k=20)
     if "probe_table" in c.evals:
         c.evals.probe_table.update(num_train=512, batch_size=64)
+
+
+def _scale_bn_groups(c: ml_collections.ConfigDict, batch: int) -> None:
+    """BN group sizes (images) of `c.method_config` for a global batch of `batch` instead of
+    `c.global_batch_size`, keeping the number of groups of every forward."""
+    for key in ("query_bn_group_size", "key_bn_group_size"):
+        size = c.method_config.get(key, 0)
+        if not size:
+            continue
+        if (size * batch) % c.global_batch_size:
+            raise ConfigError(
+                f"config.method_config.{key}={size}: cannot keep its number of BN groups at "
+                f"the runlocal batch {batch} (from {c.global_batch_size})"
+            )
+        c.method_config[key] = size * batch // c.global_batch_size
 
 
 def jcl_views(view: str, num_keys: int) -> tuple[str, ...]:

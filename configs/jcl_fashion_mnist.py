@@ -34,8 +34,11 @@ def get_config(arg=None):
         dict(
             temperature=0.2,
             queue_size=4096,
+            # one accelerator: the online network on the whole batch, the M'·256 keys in 8
+            # shuffled BN groups (as the official shuffle-BN over 8 GPUs)
             shuffle_bn=True,
-            key_bn_groups=8,
+            query_bn_group_size=0,
+            key_bn_group_size=32 * a.keys,
             num_keys=a.keys,
             lam=2.0,
             lam_schedule="linear_epoch",

@@ -36,8 +36,11 @@ def get_config(arg=None):
         dict(
             temperature=0.2,
             queue_size=65536,
+            # official DDP (8 GPUs × 32 queries, no SyncBN): per-GPU BN of 32 queries and, after
+            # the shuffle of all M'·256 key crops, of M'·32 keys
             shuffle_bn=True,
-            key_bn_groups=0,
+            query_bn_group_size=32,
+            key_bn_group_size=32 * a.keys,
             num_keys=a.keys,
             lam=2.0,
             lam_schedule="linear_epoch",

@@ -6,7 +6,8 @@ ResNet-18, 100 epochs, batch N = 128, lr 0.1 with cosine decay; M' = 9, λ 4.0, 
 E, the setting of the ablations and of the Fig. 3 visualisation). Not stated in the text (its Table
 3 did not survive extraction): the rest "strictly follow[s] MoCo v2" (Sec. 4.1), so m 0.999, queue
 65536, SGD momentum 0.9, wd 1e-4, MLP head 512-512-128 (hidden = feature width as MoCo v2's
-`--mlp`), MoCo v2 augmentation at 224 px, shuffle-BN with one BN group per device, and the code's
+`--mlp`), MoCo v2 augmentation at 224 px, per-GPU BN with shuffle-BN (our reading: 4 GPUs × 32, so BN
+groups of 32 queries and M'·32 keys), and the code's
 per-epoch λ ramp (`jcl_imagenet_paper.py`'s numbers but for what the ablation setting changes).
 kNN monitor every 10,000 steps on the first 50,000 training images (ours).
 
@@ -39,8 +40,11 @@ def get_config(arg=None):
         dict(
             temperature=0.2,
             queue_size=65536,
+            # MoCo v2's per-GPU BN (our reading: 4 GPUs × 32 queries, M'·32 keys after the
+            # shuffle per BN group; the paper does not give its GPU count)
             shuffle_bn=True,
-            key_bn_groups=0,
+            query_bn_group_size=32,
+            key_bn_group_size=32 * a.keys,
             num_keys=a.keys,
             lam=4.0,
             lam_schedule="linear_epoch",

@@ -36,8 +36,11 @@ def get_config(arg=None):
         dict(
             temperature=0.2,
             queue_size=65536,
+            # MoCo v2's per-GPU BN on 8 GPUs (our reading: 512 / 8 = 64 queries and M'·64 keys
+            # after the shuffle per BN group; the paper does not give its GPU count)
             shuffle_bn=True,
-            key_bn_groups=0,
+            query_bn_group_size=64,
+            key_bn_group_size=64 * a.keys,
             num_keys=a.keys,
             lam=4.0,
             lam_schedule="linear_epoch",

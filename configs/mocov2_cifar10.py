@@ -28,7 +28,15 @@ def get_config(arg=None):
     c = configs.base_config()
     c.method = "mocov2"
     c.method_config = ml_collections.ConfigDict(
-        dict(temperature=0.2, queue_size=4096, shuffle_bn=True, key_bn_groups=8)
+        dict(
+            temperature=0.2,
+            queue_size=4096,
+            # one accelerator: the online network on the whole batch, the keys in 8 shuffled BN
+            # groups (as MoCo's shuffle-BN over 8 GPUs)
+            query_bn_group_size=0,
+            key_bn_group_size=32,
+            shuffle_bn=True,
+        )
     )
     c.ema.base = 0.999
 

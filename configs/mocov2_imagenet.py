@@ -30,7 +30,14 @@ def get_config(arg=None):
     c = configs.base_config()
     c.method = "mocov2"
     c.method_config = ml_collections.ConfigDict(
-        dict(temperature=0.2, queue_size=65536, shuffle_bn=True, key_bn_groups=0)
+        dict(
+            temperature=0.2,
+            queue_size=65536,
+            # official DDP: 8 GPUs × 32 images, per-GPU BN (no SyncBN), keys shuffled across GPUs
+            query_bn_group_size=32,
+            key_bn_group_size=32,
+            shuffle_bn=True,
+        )
     )
     c.ema.base = 0.999
     c.ema.schedule = "constant"

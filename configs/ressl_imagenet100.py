@@ -34,8 +34,11 @@ def get_config(arg=None):
             temperature_m=0.04,
             queue_size=65536,
             symmetric=False,  # view 0 (weak) → target, view 1 (strong) → online
+            # the SCE code's default shuffle-BN on 8 GPUs (512 / 8 = 64 keys per BN group; our
+            # reading, no official config), the online network with SyncBN
             shuffle_bn=True,
-            key_bn_groups=8,  # the SCE code's shuffle-BN on 8 GPUs
+            query_bn_group_size=0,
+            key_bn_group_size=64,
         )
     )
     c.ema.base = 0.996

@@ -49,8 +49,12 @@ def get_config(arg=None):
             coeff=0.5,
             queue_size=4096,
             symmetric=False,  # view 0 (soft) → target, view 1 (strong) → online
+            # SplitBN as the official one-GPU run (`simulate_n_devices: 8`): the target trunk's
+            # BatchNorm2d in 8 groups, the projector's BN and the online network on the whole batch
             shuffle_bn=True,
-            key_bn_groups=8,  # SplitBN, `simulate_n_devices: 8`
+            query_bn_group_size=0,
+            key_bn_group_size=32,
+            bn_group_scope="backbone",
         )
     )
     c.ema.base = 0.99

@@ -42,8 +42,9 @@ def get_config(arg=None):
             queue_size=65536,
             symmetric=True,
             num_global_crops=2,
-            shuffle_bn=False,  # SyncBN everywhere
-            key_bn_groups=0,
+            shuffle_bn=False,  # SyncBN everywhere (official `sync_batchnorm: True`)
+            query_bn_group_size=0,
+            key_bn_group_size=0,
         )
     )
     c.ema.base = 0.99

@@ -279,6 +279,14 @@ def _check_hp_field(field: dataclasses.Field, value) -> None:
         check_range(key, value, low=low, high=high, low_open=low_open, high_open=high_open)
 
 
+# keys of earlier versions, with what replaced them (a clear error for an old config)
+RENAMED_HPARAMS = {
+    "key_bn_groups": "BN groups are counted in images now, not in devices: "
+    "key_bn_group_size = global_batch_size / groups (0 = the whole batch, SyncBN), and "
+    "query_bn_group_size for the online encoder (methods/common.py QueryKeyBN)",
+}
+
+
 def hparams_from_config(hparams_cls, config: ml_collections.ConfigDict):
     """Build a method's frozen `Hparams` from `config.method_config`, rejecting unknown keys, types
     and values outside a field's `hp_field` range or choices (given values and defaults alike)."""
@@ -286,6 +294,8 @@ def hparams_from_config(hparams_cls, config: ml_collections.ConfigDict):
     hints = typing.get_type_hints(hparams_cls)
     kwargs = {}
     for key, value in config.method_config.items():
+        if key in RENAMED_HPARAMS and key not in fields:
+            raise ConfigError(f"config.method_config.{key} was removed: {RENAMED_HPARAMS[key]}")
         if key not in fields:
             raise ConfigError(
                 f"config.method_config.{key} is not a field of method {config.method!r}; "

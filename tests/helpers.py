@@ -35,7 +35,13 @@ def tiny_config(method: str = "mocov2", **method_config) -> ml_collections.Confi
     if method == "mocov2":
         c.data.views = ("tiny", "tiny")
         c.method_config = ml_collections.ConfigDict(
-            dict(temperature=0.2, queue_size=64, shuffle_bn=True, key_bn_groups=4)
+            dict(
+                temperature=0.2,
+                queue_size=64,
+                shuffle_bn=True,
+                query_bn_group_size=0,
+                key_bn_group_size=4,
+            )
         )
     elif method == "ir":
         c.data.views = ("tiny",)

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import ml_collections
 from jax.sharding import Mesh
 
-from ssl_jax.configs import ConfigError
+from ssl_jax.configs import ConfigError, hp_field
 
 PyTree = Any
 
@@ -107,8 +107,9 @@ class Method(Protocol):
         """Raise `ConfigError` for constraints between the config and the run (views, sizes)."""
 
     def build_model(self, config: ml_collections.ConfigDict) -> Any:
-        """The flax module: `__call__(x, train, bn_groups, use_predictor)` and `features(x)`, a
-        `feature_dim` and `ENCODERS` (names of its ResNet sub-modules, for the export)."""
+        """The flax module: `__call__(x, train, bn_groups, use_predictor, head_bn_groups)` (groups of
+        the encoders' BN and of the heads' BN), `features(x)`, a `feature_dim` and `ENCODERS`
+        (names of its ResNet sub-modules, for the export)."""
 
     def buffer_specs(self, ctx: StepContext) -> PyTree:
         """PartitionSpecs as a pytree prefix of the buffers (`memory.ROWS` for queues and banks)."""
@@ -160,9 +161,79 @@ def queue_metrics(ctx: StepContext, buffers) -> dict:
     return {"queue_mean_norm": jnp.mean(jnp.linalg.norm(buffers["queue"], axis=-1))}
 
 
-def bn_groups(requested: int, ctx: StepContext) -> int:
-    """BN statistics groups: 0 means one group per device (DDP-style per-GPU BN), else as given."""
-    return ctx.num_devices if requested == 0 else requested
+# --------------------------------------------------------------------------------------------------
+# BN statistics groups: a property of the run, counted in images, never in devices.
+
+BN_GROUP_SCOPES = ("all", "backbone")
+
+
+@dataclasses.dataclass(frozen=True)
+class QueryBN:
+    """BN statistics of the online (query) encoder, shared by every method's `Hparams`.
+
+    query_bn_group_size: images per BN statistics group in each online forward; 0 = the whole
+      global batch (SyncBN). The official DDP runs without SyncBN (MoCo v2, JCL: 8 GPUs × 32) are 32.
+      Groups are contiguous slices of the global batch, so the result is the same on any number of
+      devices (a group size that is a multiple of the per-device batch also needs no communication).
+    bn_group_scope: which BN layers the groups apply to: 'all' (per-GPU BN: backbone and heads) or
+      'backbone' (SCE's `SplitBatchNorm2D`, which replaces the trunk's BatchNorm2d only; the heads'
+      BN sees the whole batch).
+    """
+
+    query_bn_group_size: int = hp_field(0, low=0)
+    bn_group_scope: str = hp_field("all", choices=BN_GROUP_SCOPES)
+
+
+@dataclasses.dataclass(frozen=True)
+class QueryKeyBN(QueryBN):
+    """`QueryBN` plus the target (key) encoder's groups and MoCo's shuffle-BN.
+
+    key_bn_group_size: images per BN group in each target forward (JCL: of the M'·B key crops in
+      one forward); 0 = the whole batch.
+    shuffle_bn: permute the key batch before the target forward and un-permute after, so each BN
+      group sees a random subset and BN cannot leak which key belongs to which query. With one key
+      group (size 0 or the whole batch) it would do nothing, and is refused.
+    """
+
+    key_bn_group_size: int = hp_field(0, low=0)
+    shuffle_bn: bool = False
+
+
+def bn_groups(group_size: int, batch: int) -> int:
+    """Number of BN groups of a forward of `batch` images: 1 for group size 0 (whole batch)."""
+    return 1 if group_size == 0 else batch // group_size
+
+
+def check_bn_group_size(key: str, group_size: int, batch: int, forward: str) -> None:
+    """`group_size` (0 or a divisor of `batch`) is valid for a forward of `batch` images."""
+    if group_size and batch % group_size:
+        divisors = [d for d in range(1, batch + 1) if batch % d == 0]
+        raise ConfigError(
+            f"config.method_config.{key}={group_size} must divide the {forward} ({batch} images); "
+            f"allowed: 0 (the whole batch, SyncBN) or one of {divisors}"
+        )
+
+
+def check_bn_config(ctx: StepContext, *, key_batch: int | None = None) -> None:
+    """The BN group sizes divide the batches of the online forwards (`global_batch_size` each) and,
+    with `key_batch` (images per target forward), of the target forwards; shuffle-BN needs >1 group."""
+    hp = ctx.hp
+    batch = ctx.config.global_batch_size
+    check_bn_group_size(
+        "query_bn_group_size", hp.query_bn_group_size, batch, "online forward's batch"
+    )
+    if key_batch is None:
+        return
+    check_bn_group_size(
+        "key_bn_group_size", hp.key_bn_group_size, key_batch, "target forward's batch"
+    )
+    if hp.shuffle_bn and bn_groups(hp.key_bn_group_size, key_batch) == 1:
+        raise ConfigError(
+            f"config.method_config.shuffle_bn=True does nothing with key_bn_group_size="
+            f"{hp.key_bn_group_size} (one BN group over the {key_batch} keys of a target forward): "
+            "set key_bn_group_size to a proper divisor of that batch (MoCo's DDP: 32 = 256 / 8 GPUs) "
+            "or shuffle_bn=False"
+        )
 
 
 def forward(
@@ -172,36 +243,50 @@ def forward(
     x,
     *,
     train: bool = True,
-    groups: int = 1,
+    bn_group_size: int = 0,
     use_predictor: bool = True,
 ):
-    """Online/target forward in train mode. Returns (outputs dict, new batch_stats)."""
+    """Online/target forward in train mode with BN groups of `bn_group_size` images (0 = whole
+    batch) on the layers `ctx.hp.bn_group_scope` names. Returns (outputs dict, new batch_stats)."""
+    groups = bn_groups(bn_group_size, x.shape[0])
+    scope = getattr(ctx.hp, "bn_group_scope", "all")
     out, updates = ctx.model.apply(
         {"params": params, "batch_stats": batch_stats},
         x,
         train=train,
         bn_groups=groups,
+        head_bn_groups=groups if scope == "all" else 1,
         use_predictor=use_predictor,
         mutable=["batch_stats"],
     )
     return out, updates["batch_stats"]
 
 
-def target_forward(ctx: StepContext, target: dict, x, rng, *, shuffle: bool, groups: int):
-    """Target (key) encoder forward without predictor and without gradient.
+def online_forward(ctx: StepContext, params, batch_stats, x):
+    """The online encoder's forward with the run's `query_bn_group_size`."""
+    return forward(ctx, params, batch_stats, x, bn_group_size=ctx.hp.query_bn_group_size)
 
-    With `shuffle` (MoCo's shuffle-BN) the global key batch is permuted before the forward, so each BN
-    group (device) sees a random subset of the batch, and un-permuted after: BN statistics can no longer
-    leak which key belongs to which query.
+
+def target_forward(ctx: StepContext, target: dict, x, rng):
+    """Target (key) encoder forward without predictor and without gradient, with the run's
+    `key_bn_group_size` and, with `shuffle_bn` (MoCo's shuffle-BN), the batch permuted before the
+    forward (each BN group sees a random subset of the batch, as DDP's shuffle across GPUs) and
+    un-permuted after: BN statistics can no longer leak which key belongs to which query.
     """
-    if shuffle:
+    hp = ctx.hp
+    if hp.shuffle_bn:
         perm = jax.random.permutation(rng, x.shape[0])
         x = x[perm]
     out, new_stats = forward(
-        ctx, target["params"], target["batch_stats"], x, groups=groups, use_predictor=False
+        ctx,
+        target["params"],
+        target["batch_stats"],
+        x,
+        bn_group_size=hp.key_bn_group_size,
+        use_predictor=False,
     )
     out = jax.lax.stop_gradient(out)
-    if shuffle:
+    if hp.shuffle_bn:
         inverse = jnp.argsort(perm)
         out = jax.tree.map(lambda a: a[inverse], out)
     return out, new_stats

@@ -28,7 +28,7 @@ buffer_metrics = common.no_buffer_metrics
 
 
 @dataclasses.dataclass(frozen=True)
-class Hparams:
+class Hparams(common.QueryBN):
     temperature: float = hp_field(0.07, low=0.0, low_open=True)
     num_negatives: int = hp_field(4096, low=1)
     bank_size: int = hp_field(1_281_167, low=1)  # must equal the number of training examples
@@ -49,6 +49,7 @@ def check_config(ctx: common.StepContext) -> None:
     common.require_divisible(
         "config.method_config.bank_size", ctx.hp.bank_size, ctx.num_devices, "the device count"
     )
+    common.check_bn_config(ctx)
 
 
 def buffer_specs(ctx: common.StepContext) -> dict:
@@ -61,7 +62,7 @@ def init_buffers(rng, ctx: common.StepContext) -> dict:
 
 def loss_fn(ctx, params, batch_stats, inp: common.StepInput):
     hp: Hparams = ctx.hp
-    out, new_stats = common.forward(ctx, params, batch_stats, inp.views[0])
+    out, new_stats = common.online_forward(ctx, params, batch_stats, inp.views[0])
     q = losses.l2_normalize(out["projection"])
     index = inp.batch["index"]
     noise = jax.random.randint(inp.rng, (q.shape[0], hp.num_negatives), 0, hp.bank_size, jnp.int32)

@@ -5,7 +5,8 @@ Official `MoCoUnlimitedKeysDefault` + `main_moco.py`, paper Eq. 8 and Algorithm 
 * `config.data.views` has M' + 1 entries from one recipe: view 0 is the query, views 1..M' the keys;
 * the EMA key encoder is updated first (m 0.999, `EMA_BEFORE_KEYS`), then all M'·B key crops go
   through it in ONE forward, concatenated crop-major (row `j·B + i` = key crop j of sample i, as the
-  official `torch.cat(im_k)`), with shuffle-BN over all of them (`common.target_forward`);
+  official `torch.cat(im_k)`), with shuffle-BN over all of them (`common.target_forward`; BN
+  groups of `key_bn_group_size` = M'·32 images, as each official GPU's BN after the shuffle);
 * each key is L2-normalised, μ = mean of the M' normalised keys (NOT re-normalised, norm < 1) and
   `losses.jcl(q, keys, queue, τ, λ_t)` adds `λ_t/(2τ²)·qᵀΣq` inside the log-sum-exp;
 * μ is what the queue receives.
@@ -44,7 +45,7 @@ LAM_SCHEDULES = ("linear_epoch", "constant")
 
 
 @dataclasses.dataclass(frozen=True)
-class Hparams:
+class Hparams(common.QueryKeyBN):
     temperature: float = hp_field(0.2, low=0.0, low_open=True)
     queue_size: int = hp_field(65536, low=1)
     num_keys: int = hp_field(4, low=1)  # M' (official k_crops = 5 → 4 keys; paper Sec. 4.1 uses 5)
@@ -52,10 +53,11 @@ class Hparams:
     lam_schedule: str = hp_field(
         "linear_epoch", choices=LAM_SCHEDULES
     )  # 'linear_epoch' (code: λ·(epoch+1)/epochs) | 'constant'
+    # official DDP (8 GPUs × 32 queries, no SyncBN): each GPU's BN sees its 32 queries and, after
+    # the shuffle of all M'·B key crops, M'·32 keys (methods.md: "4×32 = 128 key images")
+    query_bn_group_size: int = hp_field(32, low=0)
+    key_bn_group_size: int = hp_field(128, low=0)
     shuffle_bn: bool = True
-    key_bn_groups: int = hp_field(
-        0, low=0
-    )  # BN groups of the key forward; 0 = one per device (DDP shuffle-BN)
 
 
 def hparams(config) -> Hparams:
@@ -103,13 +105,7 @@ def check_config(ctx: common.StepContext) -> None:
     common.require_divisible(
         "config.method_config.queue_size", hp.queue_size, ctx.num_devices, "the device count"
     )
-    if hp.shuffle_bn:
-        common.require_divisible(
-            "the key batch num_keys * global_batch_size",
-            hp.num_keys * ctx.config.global_batch_size,
-            common.bn_groups(hp.key_bn_groups, ctx),
-            "the key BN groups (config.method_config.key_bn_groups; 0 = one per device)",
-        )
+    common.check_bn_config(ctx, key_batch=hp.num_keys * ctx.config.global_batch_size)
 
 
 def key_embeddings(ctx: common.StepContext, target: dict, key_views, rng):
@@ -117,24 +113,16 @@ def key_embeddings(ctx: common.StepContext, target: dict, key_views, rng):
 
     Returns (keys `[M', B, D]` L2-normalised, crop-major; new target batch_stats).
     """
-    hp: Hparams = ctx.hp
     num_keys, batch = len(key_views), key_views[0].shape[0]
     x = jnp.concatenate(key_views, axis=0)  # row j*B + i = key crop j of sample i
-    out_k, new_target_stats = common.target_forward(
-        ctx,
-        target,
-        x,
-        rng,
-        shuffle=hp.shuffle_bn,
-        groups=common.bn_groups(hp.key_bn_groups, ctx) if hp.shuffle_bn else 1,
-    )
+    out_k, new_target_stats = common.target_forward(ctx, target, x, rng)
     k = out_k["projection"].reshape(num_keys, batch, -1)
     return losses.l2_normalize(k), new_target_stats
 
 
 def loss_fn(ctx, params, batch_stats, inp: common.StepInput):
     hp: Hparams = ctx.hp
-    out_q, new_stats = common.forward(ctx, params, batch_stats, inp.views[0])
+    out_q, new_stats = common.online_forward(ctx, params, batch_stats, inp.views[0])
     q = losses.l2_normalize(out_q["projection"])
     keys, new_target_stats = key_embeddings(ctx, inp.target, inp.views[1:], inp.rng)
     mean_key = jnp.mean(keys.astype(jnp.float32), axis=0)  # μ, not re-normalised

@@ -2,6 +2,11 @@
 
 Loss: InfoNCE over [q·k, q·queueᵀ]/τ with label 0 (`losses.info_nce`); the queue receives the
 all-gathered keys after the loss.
+
+BN (official `main_moco.py`: DDP on 8 GPUs × 32 images, no SyncBN; `_batch_shuffle_ddp` gathers the
+keys, permutes them across GPUs and un-permutes after): `query_bn_group_size = key_bn_group_size = 32`
+and `shuffle_bn=True` are the defaults, counted in images so a run gives the same result on any
+number of devices (`common.QueryKeyBN`).
 """
 
 from __future__ import annotations
@@ -25,13 +30,12 @@ buffer_metrics = common.queue_metrics
 
 
 @dataclasses.dataclass(frozen=True)
-class Hparams:
+class Hparams(common.QueryKeyBN):
     temperature: float = hp_field(0.2, low=0.0, low_open=True)
     queue_size: int = hp_field(65536, low=1)
+    query_bn_group_size: int = hp_field(32, low=0)  # official: 256 over 8 GPUs, per-GPU BN
+    key_bn_group_size: int = hp_field(32, low=0)
     shuffle_bn: bool = True
-    key_bn_groups: int = hp_field(
-        0, low=0
-    )  # BN groups of the key forward; 0 = one per device (DDP shuffle-BN)
 
 
 def hparams(config) -> Hparams:
@@ -49,6 +53,7 @@ def check_config(ctx: common.StepContext) -> None:
     common.require_divisible(
         "config.method_config.queue_size", ctx.hp.queue_size, ctx.num_devices, "the device count"
     )
+    common.check_bn_config(ctx, key_batch=ctx.config.global_batch_size)
 
 
 def buffer_specs(ctx: common.StepContext) -> dict:
@@ -64,16 +69,9 @@ def init_buffers(rng, ctx: common.StepContext) -> dict:
 
 def loss_fn(ctx, params, batch_stats, inp: common.StepInput):
     hp: Hparams = ctx.hp
-    out_q, new_stats = common.forward(ctx, params, batch_stats, inp.views[0])
+    out_q, new_stats = common.online_forward(ctx, params, batch_stats, inp.views[0])
     q = losses.l2_normalize(out_q["projection"])
-    out_k, new_target_stats = common.target_forward(
-        ctx,
-        inp.target,
-        inp.views[1],
-        inp.rng,
-        shuffle=hp.shuffle_bn,
-        groups=common.bn_groups(hp.key_bn_groups, ctx) if hp.shuffle_bn else 1,
-    )
+    out_k, new_target_stats = common.target_forward(ctx, inp.target, inp.views[1], inp.rng)
     k = losses.l2_normalize(out_k["projection"])
     queue = inp.buffers["queue"]
     loss = losses.info_nce(q, k, queue, hp.temperature)

@@ -13,6 +13,7 @@ import dataclasses
 
 from ssl_jax import losses
 from ssl_jax.configs import hp_field, hparams_from_config
+from ssl_jax.methods import common
 from ssl_jax.methods.sce import (  # noqa: F401  (the method interface, shared with SCE)
     EMA_BEFORE_KEYS,
     USES_TARGET,
@@ -28,16 +29,12 @@ from ssl_jax.methods.sce import (  # noqa: F401  (the method interface, shared w
 
 
 @dataclasses.dataclass(frozen=True)
-class Hparams:
+class Hparams(common.QueryKeyBN):
     temperature: float = hp_field(0.1, low=0.0, low_open=True)
     temperature_m: float = hp_field(0.04, low=0.0, low_open=True)
     queue_size: int = hp_field(65536, low=1)
     symmetric: bool = False
     num_global_crops: int = hp_field(2, low=1)
-    shuffle_bn: bool = True
-    key_bn_groups: int = hp_field(
-        0, low=0
-    )  # BN groups of the target forward; 0 = one per device (DDP shuffle-BN)
 
     def pair_loss(self, query, key, queue):
         return losses.ressl(query, key, queue, self.temperature, self.temperature_m)

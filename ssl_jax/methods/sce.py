@@ -21,11 +21,14 @@ The online branch uses the predictor output when the model has one
 own (as the official code), so BN statistics are per view; the running statistics are threaded
 through the forwards in order (PyTorch updates them once per forward).
 
-Shuffle-BN (`shuffle_bn`, the CIFAR config): each global crop's target forward is run separately
-with its own random permutation (`fold_in(rng, i)`) and `key_bn_groups` BN groups (8 on one device
-= SplitBN as the official `simulate_n_devices=8`; 0 = one group per device = DDP shuffle-BN), then
-un-permuted — what the official code does per crop. The online forward always uses global-batch
-(Sync) BN.
+BN (`common.QueryKeyBN`, group sizes in images). ImageNet (official `sync_batchnorm: True`,
+`shuffle_bn: False`): SyncBN in both networks, the defaults here. CIFAR-10 (one GPU,
+`simulate_n_devices: 8`): the official `convert_to_split_batchnorm` replaces the momentum trunk's
+`BatchNorm2d` by `SplitBatchNorm2D(8)`; the projector's BatchNorm1d and the online network see the
+whole batch of 256 — `key_bn_group_size=32`, `bn_group_scope='backbone'`, `shuffle_bn=True`. With
+shuffle-BN each key view's target forward gets its own permutation (`fold_in(rng, i)`), un-permuted
+after, as the official code per crop. (The official SplitBN groups are interleaved, sample i in group
+i mod 8; ours are contiguous: after the random permutation both are a uniformly random partition.)
 
 EMA: `EMA_BEFORE_KEYS = False` (official `on_train_batch_end`); the momentum schedule (constant or
 cosine to 1) is `config.ema`.
@@ -54,7 +57,7 @@ LOSS_FORMS = ("sce", "eq9")
 
 
 @dataclasses.dataclass(frozen=True)
-class Hparams:
+class Hparams(common.QueryKeyBN):
     """SCE hyper-parameters (defaults: the paper's ImageNet values, λ 0.5, τ 0.1, τ_m 0.07).
 
     loss_form: 'sce' = `losses.sce` (official code; Eq. 8); 'eq9' = `losses.sce_eq9` with
@@ -73,10 +76,6 @@ class Hparams:
     queue_size: int = hp_field(65536, low=1)
     symmetric: bool = False
     num_global_crops: int = hp_field(2, low=1)
-    shuffle_bn: bool = True
-    key_bn_groups: int = hp_field(
-        0, low=0
-    )  # BN groups of the target forward; 0 = one per device (DDP shuffle-BN)
 
     def pair_loss(self, query, key, queue):
         """ℓ(q, k) of one (online view, target view) pair."""
@@ -154,14 +153,7 @@ def check_config(ctx: common.StepContext) -> None:
     common.require_divisible(
         "config.method_config.queue_size", hp.queue_size, ctx.num_devices, "the device count"
     )
-    if hp.shuffle_bn:
-        groups = common.bn_groups(hp.key_bn_groups, ctx)
-        common.require_divisible(
-            "config.global_batch_size",
-            config.global_batch_size,
-            groups,
-            "the BN groups of the target forward (config.method_config.key_bn_groups, 0 = devices)",
-        )
+    common.check_bn_config(ctx, key_batch=config.global_batch_size)
     predictor = config.model.get("predictor", None)
     if predictor is not None and predictor.get("enabled", True):
         if predictor.out_dim != config.model.projector.out_dim:
@@ -194,7 +186,6 @@ def target_keys(ctx, target: dict, views, rng) -> tuple[dict, dict]:
     One forward per key view (own shuffle permutation when shuffle-BN is on), the running statistics
     threaded from one forward to the next."""
     hp = ctx.hp
-    groups = common.bn_groups(hp.key_bn_groups, ctx) if hp.shuffle_bn else 1
     stats = target["batch_stats"]
     keys = {}
     for i in key_views(hp):
@@ -203,8 +194,6 @@ def target_keys(ctx, target: dict, views, rng) -> tuple[dict, dict]:
             {"params": target["params"], "batch_stats": stats},
             views[i],
             jax.random.fold_in(rng, i),
-            shuffle=hp.shuffle_bn,
-            groups=groups,
         )
         keys[i] = losses.l2_normalize(out["projection"])
     return keys, stats
@@ -217,7 +206,7 @@ def loss_fn(ctx, params, batch_stats, inp: common.StepInput):
     keys, new_target_stats = target_keys(ctx, inp.target, views, inp.rng)
     queries, stats = {}, batch_stats
     for j in online_views(hp, len(views)):
-        out, stats = common.forward(ctx, params, stats, views[j])
+        out, stats = common.online_forward(ctx, params, stats, views[j])
         queries[j] = online_embedding(out)
     pair_list = pairs(hp, len(views))
     loss = sum(hp.pair_loss(queries[j], keys[i], queue) for j, i in pair_list) / len(pair_list)

@@ -71,7 +71,8 @@ _HEAD_BOOLS = ("hidden_bias", "last_bias", "last_bn", "use_bn")
 class SSLModel(nn.Module):
     """backbone → projector [→ predictor].
 
-    `__call__(x, train, bn_groups=1, use_predictor=True)` returns a dict of float32 arrays:
+    `__call__(x, train, bn_groups=1, use_predictor=True, head_bn_groups=None)` returns a dict of
+    float32 arrays:
     `features` `[N, D_backbone]`, `projection` `[N, d]` and, when a predictor exists and
     `use_predictor`, `prediction` `[N, d']`. No L2 normalisation here (the methods do it).
     `model.apply(variables, x, train=False, method=SSLModel.features)` runs the backbone only.
@@ -92,13 +93,21 @@ class SSLModel(nn.Module):
         return self.backbone.feature_dim
 
     def __call__(
-        self, x: jnp.ndarray, train: bool, bn_groups: int = 1, use_predictor: bool = True
+        self,
+        x: jnp.ndarray,
+        train: bool,
+        bn_groups: int = 1,
+        use_predictor: bool = True,
+        head_bn_groups: int | None = None,
     ) -> dict[str, jnp.ndarray]:
+        """`bn_groups`: BN statistics groups of the backbone; `head_bn_groups` of the projector and
+        predictor (None: the same as the backbone; 1 with SCE's SplitBN, which splits BN2d only)."""
+        head_groups = bn_groups if head_bn_groups is None else head_bn_groups
         features = self.backbone(x, train, bn_groups)
-        projection = self.projector(features, train, bn_groups)
+        projection = self.projector(features, train, head_groups)
         out = {"features": features, "projection": projection}
         if self.predictor is not None and use_predictor:
-            out["prediction"] = self.predictor(projection, train, bn_groups)
+            out["prediction"] = self.predictor(projection, train, head_groups)
         return out
 
     def features(self, x: jnp.ndarray, train: bool = False, bn_groups: int = 1) -> jnp.ndarray:

@@ -55,8 +55,8 @@ def np_ir_loss(sims, tau):
 class QueryStub:
     """A 'model' whose projection is params['q'] for every example (the loss's query is known)."""
 
-    def apply(self, variables, x, train, bn_groups, use_predictor, mutable):
-        del train, bn_groups, use_predictor, mutable
+    def apply(self, variables, x, train, bn_groups, head_bn_groups, use_predictor, mutable):
+        del train, bn_groups, head_bn_groups, use_predictor, mutable
         q = jnp.broadcast_to(
             variables["params"]["q"], (x.shape[0],) + variables["params"]["q"].shape
         )

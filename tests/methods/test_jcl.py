@@ -48,7 +48,8 @@ def jcl_config(num_keys: int = NUM_KEYS, **method_config) -> ml_collections.Conf
             lam=2.0,
             lam_schedule="linear_epoch",
             shuffle_bn=True,
-            key_bn_groups=4,
+            query_bn_group_size=0,
+            key_bn_group_size=num_keys * 16 // 4,  # 4 key BN groups
         )
     )
     c.method_config.update(method_config)
@@ -273,7 +274,13 @@ def test_one_key_is_mocov2(runs):
     ]
     target = {"params": init.target_params, "batch_stats": init.target_batch_stats}
     rng = jax.random.PRNGKey(3)
-    moco_hp = mocov2.Hparams(temperature=0.2, queue_size=64, shuffle_bn=True, key_bn_groups=4)
+    moco_hp = mocov2.Hparams(
+        temperature=0.2,
+        queue_size=64,
+        shuffle_bn=True,
+        query_bn_group_size=0,
+        key_bn_group_size=4,
+    )
     inp = common.StepInput(
         step=jnp.zeros((), jnp.int32),
         rng=rng,
@@ -305,7 +312,7 @@ def test_one_key_is_mocov2(runs):
         (lambda c: c.method_config.update(lam_schedule="cosine"), "lam_schedule"),
         (lambda c: c.method_config.update(queue_size=72), "queue_size=72"),
         (lambda c: c.method_config.update(num_keys=0), "num_keys=0"),
-        (lambda c: c.method_config.update(key_bn_groups=5), "key BN groups"),
+        (lambda c: c.method_config.update(key_bn_group_size=5), "key_bn_group_size=5 must divide"),
     ],
 )
 def test_bad_configs_fail_before_compiling(override, message):

@@ -39,7 +39,7 @@ TOL = dict(rtol=1e-4, atol=1e-5)
 
 def moco_config():
     config = tiny_config(
-        "mocov2", temperature=TAU, queue_size=K, shuffle_bn=True, key_bn_groups=GROUPS
+        "mocov2", temperature=TAU, queue_size=K, shuffle_bn=True, key_bn_group_size=B // GROUPS
     )
     config.ema.base = EMA
     return config
@@ -268,12 +268,12 @@ def test_shuffle_bn_permutes_groups_and_unpermutes(run, refs):
 
 
 def test_one_group_shuffle_makes_no_difference(run, refs):
-    """key_bn_groups = 1: BN over the whole batch is permutation-invariant, so the shuffled keys
+    """key_bn_group_size = 0 (one group): BN over the whole batch is permutation-invariant, so the shuffled keys
     (method's loss_fn, shuffle on) equal the unshuffled numpy keys — and differ from the 4-group
     shuffled keys of the step."""
     exp, st, r = run["exp"], run["states"][0], refs[0]
     ctx = dataclasses.replace(
-        exp.ctx, hp=dataclasses.replace(exp.ctx.hp, shuffle_bn=True, key_bn_groups=1)
+        exp.ctx, hp=dataclasses.replace(exp.ctx.hp, shuffle_bn=True, key_bn_group_size=0)
     )
     _, loss_rng = loss_rng_of(st, 0)
     target = {"params": st.target_params, "batch_stats": st.target_batch_stats}

@@ -123,9 +123,12 @@ class TwoEncoderModel(nn.Module):
             axis=-1,
         )
 
-    def __call__(self, x, train: bool, bn_groups: int = 1, use_predictor: bool = True):
+    def __call__(
+        self, x, train: bool, bn_groups: int = 1, use_predictor: bool = True, head_bn_groups=None
+    ):
         features = self.features(x, train, bn_groups)
-        return {"features": features, "projection": self.projector(features, train, bn_groups)}
+        head_groups = bn_groups if head_bn_groups is None else head_bn_groups
+        return {"features": features, "projection": self.projector(features, train, head_groups)}
 
 
 @dataclasses.dataclass(frozen=True)

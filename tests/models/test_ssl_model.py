@@ -115,6 +115,45 @@ def test_features_method_and_bn_groups():
     assert direct.shape == (8, 64)
 
 
+def test_head_bn_groups_split_the_backbone_only():
+    """SCE's SplitBN (`SplitBatchNorm2D` on the trunk's BatchNorm2d only): with `bn_groups=4,
+    head_bn_groups=1` the features are those of 4 separate train-mode forwards of the groups, and
+    the projector's BN sees the whole batch (numbers recomputed from separate applies)."""
+    model = build_model(_config(predictor=None))
+    x = np.random.default_rng(1).normal(size=(8, 8, 8, 3)).astype(np.float32)
+    x[:4] += 2.0  # the groups' statistics differ
+    variables = random_variables(model, x.shape)
+
+    @jax.jit
+    def run(v, x):
+        split, _ = model.apply(
+            v, x, train=True, bn_groups=4, head_bn_groups=1, mutable=["batch_stats"]
+        )
+        every, _ = model.apply(v, x, train=True, bn_groups=4, mutable=["batch_stats"])
+        # reference: each group through the backbone alone, then the projector on all of them
+        feats = jnp.concatenate(
+            [
+                model.apply(v, g, train=True, method=SSLModel.features, mutable=["batch_stats"])[0]
+                for g in jnp.split(x, 4)
+            ]
+        )
+        proj, _ = model.projector.apply(
+            {"params": v["params"]["projector"], "batch_stats": v["batch_stats"]["projector"]},
+            feats,
+            True,
+            1,
+            mutable=["batch_stats"],
+        )
+        return split, every, feats, proj
+
+    split, every, feats, proj = run(variables, x)
+    tol = dict(rtol=1e-3, atol=1e-3)  # 2 images per group: BN amplifies float rounding
+    np.testing.assert_allclose(split["features"], feats, **tol)
+    np.testing.assert_allclose(split["projection"], proj, **tol)
+    np.testing.assert_allclose(every["features"], feats, **tol)
+    assert np.max(np.abs(np.asarray(every["projection"]) - np.asarray(proj))) > 0.1
+
+
 def test_bfloat16_and_options():
     model = build_model(_config(dtype="bfloat16", zero_init_residual=True, stem="imagenet"))
     assert model.backbone.dtype == jnp.bfloat16 and model.projector.dtype == jnp.bfloat16
