@@ -6,7 +6,7 @@ override fields with `apply_override(c, 'a.b=v')`. `validate(config)` (called by
 or compilation) checks keys, types, ranges and the constraints between them, and raises one
 `ConfigError` naming the key and the allowed values; the modules that build the model and the
 optimiser own their keys' allowed values (`models.check_config`, `optim.check_config`,
-`optim.check_ema_config`). A method's `Hparams` dataclass states its fields' ranges with `hp_field`,
+`optim.check_ema_config`), and each evaluator class its keys' (`<Evaluator>.check_config`). A method's `Hparams` dataclass states its fields' ranges with `hp_field`,
 checked by `hparams_from_config`.
 """
 
@@ -27,8 +27,6 @@ JOBS = ("pretrain", "linear_probe", "knn")
 EVAL_JOBS = ("linear_probe", "knn")  # jobs on a pretrained encoder (config.init)
 PROBE_PROTOCOLS = ("sgd", "fast")
 PROBE_INPUTS = ("images", "features")
-# `config.evals[name].type`; `every_steps`: N > 0 at steps N, 2N, ... and the last; 0 the last; -1 never
-PROBE_SOLVERS = ("ridge", "lbfgs")
 
 
 class ConfigError(ValueError):
@@ -206,7 +204,8 @@ def apply_override(c: ml_collections.ConfigDict, assignment: str) -> None:
     node[leaf] = value
 
 
-def _allowed(key: str, value, allowed) -> None:
+def check_allowed(key: str, value, allowed) -> None:
+    """`ConfigError` unless `value` is one of `allowed`: `config.<key>=<value> is not allowed; ...`."""
     if value not in allowed:
         raise ConfigError(f"config.{key}={value!r} is not allowed; allowed values: {list(allowed)}")
 
@@ -273,7 +272,7 @@ def _check_hp_field(field: dataclasses.Field, value) -> None:
     key = f"method_config.{field.name}"
     choices = field.metadata.get("ssl_jax_choices")
     if choices is not None:
-        _allowed(key, value, choices)
+        check_allowed(key, value, choices)
     low, high, low_open, high_open = field.metadata.get("ssl_jax_range", (None,) * 2 + (False,) * 2)
     if low is not None or high is not None:
         check_range(key, value, low=low, high=high, low_open=low_open, high_open=high_open)
@@ -319,62 +318,46 @@ def hparams_from_config(hparams_cls, config: ml_collections.ConfigDict):
     return hparams
 
 
-def _check_eval_batch(key: str, batch_size, num_devices: int, *, runs: bool) -> None:
-    check_range(key, batch_size, low=1, integer=True)
-    if runs and batch_size % num_devices:
+def eval_entry(name: str, entry) -> tuple[type, dict]:
+    """The generic checks of `config.evals[name]`: a dict with a known `type` and only that type's
+    keys. Returns the evaluator class and the entry's keys (less `type`) with the evaluator's
+    defaults merged in; the class's `check_config` checks their values."""
+    from ssl_jax.evaluate import evaluators  # the evaluators own their keys, defaults and checks
+
+    where, types = f"evals.{name}", sorted(evaluators.EVALUATORS)
+    if isinstance(entry, ml_collections.ConfigDict):
+        entry = entry.to_dict()
+    if not isinstance(entry, dict):
+        raise ConfigError(f"config.{where} must be a dict with a 'type'; allowed types: {types}")
+    if "type" not in entry:
         raise ConfigError(
-            f"config.{key}={batch_size} must be a positive multiple of the device count "
-            f"({num_devices}); allowed: {num_devices}, {2 * num_devices}, ..."
+            f"config.{where} must be a dict with a 'type' (got config.{where}.type=None); "
+            f"allowed types: {types}"
         )
-
-
-def _check_limit(key: str, value) -> None:
-    """`num_train` / `num_test`: -1 = the whole split, N > 0 = its first N examples."""
-    check_range(key, value, low=-1, integer=True)
-    if value == 0:
-        raise ConfigError(f"config.{key}=0: allowed -1 (the whole split) or N > 0 (the first N)")
+    entry = dict(entry)
+    kind = entry.pop("type")
+    check_allowed(f"{where}.type", kind, types)
+    defaults = evaluators.evaluator_defaults(kind)
+    unknown = [key for key in entry if key not in defaults]
+    if unknown:
+        raise ConfigError(
+            f"config.{where}.{unknown[0]} is not a key of a {kind!r} evaluator; "
+            f"allowed keys: {['type', *defaults]}"
+        )
+    return evaluators.EVALUATORS[kind], {**defaults, **entry}
 
 
 def validate_evals(config: ml_collections.ConfigDict, *, num_devices: int) -> None:
-    """`config.evals`: each entry a known `type` with its own keys in range. The batch size must be a
-    multiple of the device count only for an evaluator that runs (`every_steps` != -1)."""
-    from ssl_jax.evaluate import evaluators  # the evaluators own their keys and defaults
-
-    types = sorted(evaluators.EVALUATORS)
+    """`config.evals`: each entry a known `type` with its own keys (`eval_entry`), their values
+    checked by the evaluator class (`check_config`)."""
     for name, entry in config.evals.items():
-        where = f"evals.{name}"
-        if not isinstance(entry, ml_collections.ConfigDict) or "type" not in entry:
-            raise ConfigError(
-                f"config.{where} must be a dict with a 'type'; allowed types: {types}"
-            )
-        _allowed(f"{where}.type", entry.type, types)
-        defaults = evaluators.evaluator_defaults(entry.type)
-        for key in entry:
-            if key != "type" and key not in defaults:
-                raise ConfigError(
-                    f"config.{where}.{key} is not a key of a {entry.type!r} evaluator; "
-                    f"allowed keys: {['type', *defaults]}"
-                )
-        e = ml_collections.ConfigDict({**defaults, **entry.to_dict()})
-        check_range(f"{where}.every_steps", e.every_steps, low=-1, integer=True)
-        runs = e.every_steps != -1
-        _check_eval_batch(f"{where}.batch_size", e.batch_size, num_devices, runs=runs)
-        _check_limit(f"{where}.num_train", e.num_train)
-        _check_limit(f"{where}.num_test", e.num_test)
-        if e.type == "knn":
-            check_range(f"{where}.k", e.k, low=1, integer=True)
-            check_range(f"{where}.temperature", e.temperature, low=0.0, low_open=True)
-        elif e.type == "probe_table":
-            _allowed(f"{where}.solver", e.solver, PROBE_SOLVERS)
-            if not e.l2_grid:
-                raise ConfigError(f"config.{where}.l2_grid is empty: give L2 penalties > 0")
-            for value in e.l2_grid:
-                check_range(f"{where}.l2_grid", value, low=0.0, low_open=True)
+        cls, kwargs = eval_entry(name, entry)
+        cls.check_config(kwargs, f"evals.{name}", num_devices=num_devices)
 
 
 def validate(config: ml_collections.ConfigDict, *, num_devices: int) -> None:
     """Checks that need no data and no compilation. Raises ConfigError."""
-    _allowed("job", config.job, JOBS)
+    check_allowed("job", config.job, JOBS)
     if config.job in EVAL_JOBS:
         validate_eval_job(config, num_devices=num_devices)
         return
@@ -404,8 +387,8 @@ def validate(config: ml_collections.ConfigDict, *, num_devices: int) -> None:
         check_range(key, config[key], low=1, integer=True)
 
     data = config.data
-    _allowed("data.name", data.name, DATASETS)
-    _allowed("data.channels", data.channels, (1, 3))
+    check_allowed("data.name", data.name, DATASETS)
+    check_allowed("data.channels", data.channels, (1, 3))
     check_range("data.image_size", data.image_size, low=1, integer=True)
     check_range("data.train_subset", data.train_subset, low=0, integer=True)
     check_range("data.shuffle_buffer", data.shuffle_buffer, low=1, integer=True)
@@ -436,11 +419,11 @@ def validate_eval_job(config: ml_collections.ConfigDict, *, num_devices: int) ->
             f"config.init is empty: the {config.job} job needs the pretraining workdir "
             "(or one of its checkpoints/<step> folders): --config.init=WORKDIR"
         )
-    _allowed("encoder.weights", config.encoder.weights, ("online", "target"))
+    check_allowed("encoder.weights", config.encoder.weights, ("online", "target"))
     if config.get("model") and config.model.get("dtype") is not None:
         from ssl_jax.models import DTYPES as MODEL_DTYPES  # the model's owner lists them
 
-        _allowed("model.dtype", config.model.dtype, tuple(MODEL_DTYPES))
+        check_allowed("model.dtype", config.model.dtype, tuple(MODEL_DTYPES))
     if config.job == "knn":
         if config.knn.batch_size <= 0 or config.knn.batch_size % num_devices:
             raise ConfigError(
@@ -453,9 +436,9 @@ def validate_eval_job(config: ml_collections.ConfigDict, *, num_devices: int) ->
             )
         return
     probe = config.probe
-    _allowed("probe.protocol", probe.protocol, PROBE_PROTOCOLS)
-    _allowed("probe.solver", probe.get("solver", "lbfgs"), ("lbfgs", "ridge"))
-    _allowed("probe.input", probe.input, PROBE_INPUTS)
+    check_allowed("probe.protocol", probe.protocol, PROBE_PROTOCOLS)
+    check_allowed("probe.solver", probe.get("solver", "lbfgs"), ("lbfgs", "ridge"))
+    check_allowed("probe.input", probe.input, PROBE_INPUTS)
     for key in ("batch_size", "eval_batch_size"):
         if probe[key] <= 0 or probe[key] % num_devices:
             raise ConfigError(

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import jax
@@ -31,7 +31,8 @@ import numpy as np
 from absl import logging
 from jax.sharding import Mesh
 
-from ssl_jax.configs import ConfigError
+from ssl_jax import configs
+from ssl_jax.configs import ConfigError, check_allowed, check_range
 from ssl_jax.data import datasets, pipeline
 from ssl_jax.evaluate import knn
 from ssl_jax.evaluate.encoder import FeatureFn, sharded_split_features, split_features
@@ -81,11 +82,54 @@ def _variables(state) -> dict:
 
 
 class _Schedule:
+    """The keys every evaluator takes (`every_steps`, `num_train`, `num_test`, `batch_size`) and
+    its schedule. A subclass extends `check_config` with its own keys' checks."""
+
     name: str
     every_steps: int
 
     def should_run(self, step: int, total_steps: int) -> bool:
         return should_run(self.every_steps, step, total_steps)
+
+    @classmethod
+    def check_config(
+        cls, entry: Mapping, where: str, *, num_devices: int, num_processes: int = 1
+    ) -> None:
+        """Check the values of an entry of `config.evals` (defaults merged, `where`:
+        'evals.<name>'); raises `ConfigError` naming `config.<where>.<key>` and what is allowed.
+        Called by `configs.validate` and by the evaluator's constructor. Features are extracted in
+        global batches of `batch_size` x `num_processes`, sharded over the `num_devices` devices:
+        that product must be a multiple of the device count, but only for an evaluator that runs
+        (`every_steps` != -1)."""
+        check_range(f"{where}.every_steps", entry["every_steps"], low=-1, integer=True)
+        for key in ("num_train", "num_test"):  # -1 = the whole split, N > 0 = its first N
+            check_range(f"{where}.{key}", entry[key], low=-1, integer=True)
+            if entry[key] == 0:
+                raise ConfigError(
+                    f"config.{where}.{key}=0: allowed -1 (the whole split) or N > 0 (the first N)"
+                )
+        batch_size = entry["batch_size"]
+        check_range(f"{where}.batch_size", batch_size, low=1, integer=True)
+        if entry["every_steps"] != -1 and (batch_size * num_processes) % num_devices:
+            if num_processes == 1:
+                raise ConfigError(
+                    f"config.{where}.batch_size={batch_size} must be a positive multiple of the "
+                    f"device count ({num_devices}); allowed: {num_devices}, {2 * num_devices}, ..."
+                )
+            raise ConfigError(
+                f"config.{where}.batch_size={batch_size} must be a positive number whose product "
+                f"with the process count ({num_processes}) is a multiple of the {num_devices} "
+                "devices"
+            )
+
+    def _check(self, ctx: EvalContext, **entry) -> None:
+        """The constructor's check of its keyword arguments: the same `check_config`."""
+        self.check_config(
+            entry,
+            f"evals.{self.name}",
+            num_devices=ctx.mesh.size,
+            num_processes=jax.process_count(),
+        )
 
 
 class KnnEvaluator(_Schedule):
@@ -106,7 +150,17 @@ class KnnEvaluator(_Schedule):
         num_test: int = -1,
         batch_size: int = 256,
     ):
-        self.name, self.every_steps = name, int(every_steps)
+        self.name = name
+        self._check(
+            ctx,
+            every_steps=every_steps,
+            k=k,
+            temperature=temperature,
+            num_train=num_train,
+            num_test=num_test,
+            batch_size=batch_size,
+        )
+        self.every_steps = int(every_steps)
         self.config, self.ctx = config, ctx
         self.k, self.temperature = int(k), float(temperature)
         self.num_train, self.num_test, self.batch_size = (
@@ -114,10 +168,15 @@ class KnnEvaluator(_Schedule):
             int(num_test),
             int(batch_size),
         )
-        if self.k <= 0:
-            raise ConfigError(f"config.evals.{name}.k={k} must be > 0")
-        _check_batch_size(name, self.batch_size, ctx.mesh)
         self._feature_dim: int | None = None
+
+    @classmethod
+    def check_config(
+        cls, entry: Mapping, where: str, *, num_devices: int, num_processes: int = 1
+    ) -> None:
+        super().check_config(entry, where, num_devices=num_devices, num_processes=num_processes)
+        check_range(f"{where}.k", entry["k"], low=1, integer=True)
+        check_range(f"{where}.temperature", entry["temperature"], low=0.0, low_open=True)
 
     def _features(self, variables, split: str, limit: int):
         if self._feature_dim is None:
@@ -192,18 +251,33 @@ class ProbeTableEvaluator(_Schedule):
         l2_grid: tuple[float, ...] = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0),
         batch_size: int = 512,
     ):
-        self.name, self.every_steps = name, int(every_steps)
+        self.name = name
+        self._check(
+            ctx,
+            every_steps=every_steps,
+            num_train=num_train,
+            num_test=num_test,
+            solver=solver,
+            l2_grid=l2_grid,
+            batch_size=batch_size,
+        )
+        self.every_steps = int(every_steps)
         self.config, self.ctx = config, ctx
         self.num_train, self.num_test = int(num_train), int(num_test)
         self.batch_size = int(batch_size)
-        if solver not in self.SOLVERS:
-            raise ConfigError(
-                f"config.evals.{name}.solver={solver!r} is not allowed; "
-                f"allowed values: {list(self.SOLVERS)}"
-            )
         self.solver, self.l2_grid = solver, tuple(float(x) for x in l2_grid)
-        _check_batch_size(name, self.batch_size, ctx.mesh)
         self._random: dict | None = None
+
+    @classmethod
+    def check_config(
+        cls, entry: Mapping, where: str, *, num_devices: int, num_processes: int = 1
+    ) -> None:
+        super().check_config(entry, where, num_devices=num_devices, num_processes=num_processes)
+        check_allowed(f"{where}.solver", entry["solver"], cls.SOLVERS)
+        if not entry["l2_grid"]:
+            raise ConfigError(f"config.{where}.l2_grid is empty: give L2 penalties > 0")
+        for value in entry["l2_grid"]:
+            check_range(f"{where}.l2_grid", value, low=0.0, low_open=True)
 
     def _features(self, variables, split: str, limit: int = -1):
         return split_features(
@@ -263,57 +337,26 @@ class ProbeTableEvaluator(_Schedule):
         return {self.KEYS[name]: float(r["top1"]) for name, r in results.items()}
 
 
-def _check_batch_size(name: str, batch_size: int, mesh: Mesh) -> None:
-    # features are extracted in global batches of batch_size x processes, sharded over the mesh
-    if batch_size <= 0 or (batch_size * jax.process_count()) % mesh.size:
-        raise ConfigError(
-            f"config.evals.{name}.batch_size={batch_size} must be a positive number whose product "
-            f"with the process count ({jax.process_count()}) is a multiple of the {mesh.size} devices"
-        )
-
-
 EVALUATORS: dict[str, type] = {"knn": KnnEvaluator, "probe_table": ProbeTableEvaluator}
-_NEEDS_LABELS = ("knn", "probe_table")
+_NEEDS_LABELS = (KnnEvaluator, ProbeTableEvaluator)
 
 
 def build_evaluators(config: ml_collections.ConfigDict, ctx: EvalContext) -> list[Evaluator]:
     """One evaluator per entry of `config.evals`, in config order. Raises ConfigError for an
-    unknown type or key, before anything is compiled. An evaluator that needs labels is skipped
+    unknown type or key (`configs.eval_entry`) or a bad value (the class's `check_config`, called
+    by its constructor), before anything is compiled. An evaluator that needs labels is skipped
     (with a log line) when the eval splits have none."""
     evaluators = []
     for name, entry in (config.get("evals") or {}).items():
-        entry = dict(entry.to_dict() if hasattr(entry, "to_dict") else entry)
-        kind = entry.pop("type", None)
-        if kind not in EVALUATORS:
-            raise ConfigError(
-                f"config.evals.{name}.type={kind!r} is not known; allowed values: {sorted(EVALUATORS)}"
-            )
-        cls = EVALUATORS[kind]
-        allowed = [p for p in _keywords(cls) if p != "self"]
-        unknown = sorted(set(entry) - set(allowed))
-        if unknown:
-            raise ConfigError(
-                f"config.evals.{name}.{unknown[0]} is not a key of a {kind!r} evaluator; "
-                f"allowed keys: {['type', *allowed]}"
-            )
-        every = entry.get("every_steps", None)
-        if every is not None and (not isinstance(every, int) or every < -1):
-            raise ConfigError(
-                f"config.evals.{name}.every_steps={every!r}: allowed N > 0 (every N steps and the "
-                "last), 0 (the last step only) or -1 (never)"
-            )
-        if kind in _NEEDS_LABELS and not all(
+        cls, kwargs = configs.eval_entry(name, entry)
+        if cls in _NEEDS_LABELS and not all(
             datasets.has_labels(config.data, split)
             for split in (config.data.eval_train_split, config.data.eval_test_split)
         ):
             logging.warning("config.evals.%s skipped: the eval splits have no labels", name)
             continue
-        evaluators.append(cls(name, config, ctx, **entry))
+        evaluators.append(cls(name, config, ctx, **kwargs))
     return evaluators
-
-
-def _keywords(cls) -> list[str]:
-    return list(evaluator_defaults(cls))
 
 
 def evaluator_defaults(cls_or_type) -> dict:
