@@ -1,11 +1,16 @@
 """MoCo v2 on CIFAR-10: ResNet-18 with the CIFAR stem (3×3 conv, no max-pool), 32 px.
 
-Follows the official ImageNet recipe (τ 0.2, m 0.999, MLP head, SGD lr 0.03 wd 1e-4... scaled to CIFAR as the
-MoCo CIFAR demo and the Ring code's MoCo baseline: queue 4096, 200 epochs, batch 256, cosine, MLP head
-512-512-128); shuffle-BN with 8 BN groups so one device behaves as 8 GPUs. The MoCo v2 augmentation at 32 px
-(blur off at 32 px as the MoCo CIFAR demo). kNN monitor every 2000 steps. `:runlocal` trains a few steps on
-Fashion-MNIST (CIFAR is not on CPU CI) with a 256-entry queue. `ir_cifar10.py` (the Ring code's IR baseline
-has these numbers) and `jcl_cifar10.py` repeat the data, encoder and SGD numbers.
+Not an official configuration: MoCo v2's ImageNet hyper-parameters (`main_moco.py --mlp
+--moco-t 0.2 --aug-plus --cos`: τ 0.2, m 0.999 updated before the keys, MLP head, SGD lr 0.03
+momentum 0.9 wd 1e-4, batch 256, cosine per step, InfoNCE of the query view against the key view
+only, not symmetrised) with CIFAR-sized choices of ours: queue 4096, 200 epochs, MLP head
+512 → 512 (bias, ReLU, no BN) → 128, the MoCo v2 augmentation at 32 px without the blur.
+Shuffle-BN on the key encoder in 8 BN groups (`key_bn_groups=8`, as 8 GPUs on one device); the
+query encoder's BN runs over the whole batch. It is NOT the MoCo CIFAR demo
+(facebookresearch/moco `colab/moco_cifar10_demo.ipynb`: τ 0.1, m 0.99, lr 0.06, wd 5e-4, batch 512,
+no MLP head, symmetric loss, SplitBN on both encoders). kNN monitor every 2000 steps (ours).
+`:runlocal` trains a few steps on Fashion-MNIST (CIFAR is not on CPU CI) with a 256-entry queue.
+`ir_cifar10.py` and `jcl_cifar10.py` repeat the data, encoder and SGD numbers.
 """
 
 import os

@@ -7,6 +7,8 @@ groups, SGD lr 0.06 wd 5e-4, batch 256, 200 epochs): the SCE paper reproduces it
 The ReSSL loss (`methods/ressl.py`, `losses.ressl`: cross-entropy between the target's and the
 online network's relations to the queue, no positive) takes τ 0.1 and τ_m 0.04 (the ReSSL paper's
 values, solo-learn's defaults; the SCE paper uses "the best temperatures reported" by ReSSL).
+ReSSL as its authors ran it (EMA before the keys, 512-2048-128 projector without BN) is
+`ressl_authors_cifar10.py`.
 `:runlocal` trains a few steps on Fashion-MNIST.
 """
 

@@ -1,11 +1,14 @@
 """ReSSL on Fashion-MNIST: the small CPU job of `scce_fashion_mnist.py` with the ReSSL loss.
 
-Not from a paper: everything as `scce_fashion_mnist.py` (its numbers are repeated here; weak view → target, fashion jitter view →
-online, width-1/4 ResNet-18, 3 epochs, final linear-probe table); only the loss and τ_m change.
+Not from a paper: everything as `scce_fashion_mnist.py` (its numbers are repeated here: weak view
+→ target, `fashion_mnist_default` jitter view → online, full-width ResNet-18 with the ImageNet stem
+on 28-px grayscale, projector 512 → 256 (BN, ReLU) → 128, queue 4096, momentum 0.99, shuffle-BN in
+8 key BN groups, batch 64, 1800 steps (~1.9 epochs), SGD lr 0.24 × 64/256 = 0.06, wd 5e-4, no
+warm-up, final linear-probe table, no kNN monitor); only the loss and τ_m change.
 The ReSSL loss (`methods/ressl.py`, `losses.ressl`: cross-entropy between the target's and the
 online network's relations to the queue, no positive) takes τ 0.1 and τ_m 0.04 (the ReSSL paper's
 values, solo-learn's defaults; the SCE paper uses "the best temperatures reported" by ReSSL).
-`:runlocal` trains a few steps on Fashion-MNIST.
+`:runlocal` trains 6 steps of 32 images at width 1/8 with a 256-entry queue.
 """
 
 import os

@@ -11,6 +11,8 @@ first 100,000 training images (ours). For the SCE side of that comparison use
 The ReSSL loss (`methods/ressl.py`, `losses.ressl`: cross-entropy between the target's and the
 online network's relations to the queue, no positive) takes τ 0.1 and τ_m 0.04 (the ReSSL paper's
 values, solo-learn's defaults; the SCE paper uses "the best temperatures reported" by ReSSL).
+ReSSL as its authors ran it (EMA before the keys, m 0.999, batch 256, lr 0.05, 2048-4096-512
+projector without BN, queue 131072) is `ressl_authors_imagenet.py`.
 `:runlocal` trains a few steps on Fashion-MNIST.
 """
 

@@ -1,8 +1,11 @@
 """ReSSL on ImageNet-100, the relational baseline of SCE's ablation (paper Tab. 5: 81.58%).
 
-Everything as `scce_imagenet100.py` (its numbers are repeated here; the paper's Sec. 4.1 setting: ResNet-50, weak → target, strong
-→ online, batch 512, SGD lr 0.3 × 512/256, wd 1e-4, 5 warm-up epochs, queue 65536, momentum 0.996 →
-1, 200 epochs); only the loss and τ_m change.
+Everything as `scce_imagenet100.py` (its numbers are repeated here; the paper's Sec. 4.1 setting:
+ResNet-50, projector 2048 → 4096 (bias, ReLU) → 256 (bias) without BN as the SCE code's
+`projector_resnet50_mlp2.yaml`, weak → target, strong → online, batch 512, SGD lr 0.3 × 512/256,
+wd 1e-4, 5 warm-up epochs, queue 65536, momentum 0.996 → 1, 200 epochs, shuffle-BN with 8 key BN
+groups, kNN monitor every 5000 steps); only the loss and τ_m change. ReSSL as its authors ran it
+(EMA before the keys, m 0.999, 2048-4096-512 projector, ImageNet-1k) is `ressl_authors_imagenet.py`.
 The ReSSL loss (`methods/ressl.py`, `losses.ressl`: cross-entropy between the target's and the
 online network's relations to the queue, no positive) takes τ 0.1 and τ_m 0.04 (the ReSSL paper's
 values, solo-learn's defaults; the SCE paper uses "the best temperatures reported" by ReSSL).
@@ -58,7 +61,7 @@ def get_config(arg=None):
 
     c.model.backbone = "resnet50"
     c.model.stem = "imagenet"
-    c.model.projector = head_config((4096,), 256)
+    c.model.projector = head_config((4096,), 256, use_bn=False)  # no BN, biases
     c.model.predictor.enabled = False
 
     c.global_batch_size = 512

@@ -11,8 +11,11 @@ is not available here):
   (`two_crops_soft_and_strong_pil_contrastive_cifar10.yaml`).
 - τ 0.1, τ_m 0.05, λ (coeff) 0.5, queue 4096, momentum 0.99 constant (`scheduler_momentum:
   constant`), EMA after the optimiser step (method default).
-- Shuffle-BN on the momentum trunk and projector simulated with SplitBN, 8 groups
-  (`simulate_n_devices: 8` on 1 GPU): `key_bn_groups=8` (on 8 devices: one group per device).
+- Shuffle-BN simulated on 1 GPU (`simulate_n_devices: 8`): the official code converts only the
+  momentum trunk's BatchNorm2d layers to SplitBN with 8 groups (`convert_to_split_batchnorm`) and
+  permutes the batch before the momentum forward; the projector's BatchNorm1d and the online
+  network use the whole batch. Here `key_bn_groups=8` splits every BN of the target network,
+  projector included; making it the backbone's only is pending (issue 12 items 1/2).
 - SGD lr 0.06 × batch/256 (`scaler: linear`), momentum 0.9, nesterov False, wd 5e-4 on every
   parameter (`exclude_wd_norm/bias: False`), 5 warm-up epochs then cosine per step, batch 256,
   200 epochs. The official run uses AMP; here float32 (set `model.dtype='bfloat16'` for speed).

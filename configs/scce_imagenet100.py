@@ -3,8 +3,11 @@
 No official run config exists for it (CEA-LIST/SCE ships only an ImageNet-100 datamodule); every
 number is the paper's Sec. 4.1 text unless marked:
 - ResNet-50, 200 epochs, batch 512 (8 GPUs), memory buffer 65536.
-- Projector "2 fully connected layers, hidden 4096, output 256": 2048 → 4096 (BN, ReLU) → 256; the
-  BN and the biases follow ReSSL's projector (our reading, the paper does not say). No predictor.
+- Projector "2 fully connected layers, hidden 4096, output 256" with no BN: 2048 → 4096 (bias, ReLU)
+  → 256 (bias), the SCE code's `model/head/mlp/projector_resnet50_mlp2.yaml` (commit f178bcb: L9
+  `bias: True`, L12 `hidden_dims: [4096]`, L14 `norm_layer: null`, L16 `last_bias: True`, L17
+  `last_norm: False`, L19 `output_dim: 256`; the ReSSL authors' head is the same shape with a
+  512-d output). No predictor.
 - Asymmetric loss ("we do not symmetrize the loss by default"): view 0 = weak (crop + flip) →
   target, view 1 = strong (MoCo v2 / ReSSL strong: jitter 0.4/0.4/0.4/0.1 p 0.8, grayscale 0.2,
   blur p 0.5) → online (Tab. 2; Tab. 4 "strong / weak / no"). Random resized crop scale (0.2, 1) as
@@ -78,8 +81,8 @@ def get_config(arg=None):
         c.model.projector = head_config(
             (2048, 2048), 256, hidden_bias=False, last_bias=False, last_bn=True
         )
-    else:
-        c.model.projector = head_config((4096,), 256)
+    else:  # Sec. 4.1 / `projector_resnet50_mlp2.yaml`: Linear-ReLU-Linear with biases, no BN
+        c.model.projector = head_config((4096,), 256, use_bn=False)
     c.model.predictor.enabled = False
 
     c.global_batch_size = 512

@@ -112,6 +112,50 @@ def test_default_job_configs_run_the_probe_table_without_a_knn_monitor():
         assert local.evals.probe_table.num_train == 512 and local.evals.knn.k == 20
 
 
+def test_ressl_authors_configs_are_the_authors_recipe():
+    """`ressl_authors_*`: ReSSL with the EMA before the keys (method `ressl_authors`), a constant
+    momentum, a Linear-ReLU-Linear projector with biases and no BN, no lr scaling."""
+    from ssl_jax.methods import METHODS
+
+    expected = {  # name: (m, queue, projector hidden, out, batch, lr, wd, exclude_1d, backbone)
+        "ressl_authors_imagenet": (0.999, 131072, (4096,), 512, 256, 0.05, 1e-4, True, "resnet50"),
+        "ressl_authors_cifar10": (0.99, 4096, (2048,), 128, 256, 0.06, 5e-4, False, "resnet18"),
+    }
+    for name, (m, queue, hidden, out, batch, lr, wd, excl, backbone) in expected.items():
+        c = configs.load(f"{ROOT}/configs/{name}.py")
+        assert c.method == "ressl_authors" and METHODS[c.method].EMA_BEFORE_KEYS is True, name
+        assert (c.ema.base, c.ema.schedule) == (m, "constant"), name
+        mc = c.method_config
+        assert (mc.temperature, mc.temperature_m, mc.queue_size) == (0.1, 0.04, queue), name
+        assert mc.symmetric is False and c.data.views == ("weak", "strong"), name
+        p = c.model.projector
+        assert (p.hidden_dims, p.out_dim, p.use_bn, p.last_bn) == (hidden, out, False, False)
+        assert p.hidden_bias and p.last_bias and not c.model.predictor.enabled, name
+        assert c.model.backbone == backbone and c.num_epochs == 200, name
+        o = c.optim
+        assert (c.global_batch_size, o.base_lr, o.lr_scaling) == (batch, lr, "none"), name
+        assert (o.weight_decay, o.exclude_1d, o.warmup_epochs) == (wd, excl, 5.0), name
+        assert (o.warmup_form, o.schedule, o.schedule_unit) == ("linear", "cosine", "step"), name
+        weak_ops = [op["op"] for op in c.data.recipes.weak]
+        assert weak_ops == ["random_resized_crop", "horizontal_flip"], name
+        text = open(f"{ROOT}/configs/{name}.py").read()
+        assert "# BN (authors):" in text, name  # for the BN-group conversion (issue 12 item 1)
+    # SCE's reproduction of ReSSL stays the `ressl` method (EMA after the optimiser)
+    assert configs.load(f"{ROOT}/configs/ressl_imagenet.py").method == "ressl"
+    assert METHODS["ressl"].EMA_BEFORE_KEYS is False
+
+
+def test_imagenet100_projector_has_no_bn():
+    """SCE Sec. 4.1 / `projector_resnet50_mlp2.yaml`: 2048 → 4096 (bias, ReLU) → 256 (bias), no BN;
+    `:imagenet2012` (Sec. 4.2) keeps the 3-layer BN projector."""
+    for name in ("scce_imagenet100", "ressl_imagenet100"):
+        p = configs.load(f"{ROOT}/configs/{name}.py").model.projector
+        assert (p.hidden_dims, p.out_dim) == ((4096,), 256), name
+        assert (p.use_bn, p.last_bn, p.hidden_bias, p.last_bias) == (False, False, True, True)
+    p = configs.load(f"{ROOT}/configs/scce_imagenet100.py:imagenet2012").model.projector
+    assert (p.hidden_dims, p.use_bn, p.last_bn) == ((2048, 2048), True, True)
+
+
 def test_configs_load_by_path_from_another_directory(tmp_path):
     """`--config=/abs/path/configs/X.py:arg` as ml_collections' config_flags loads it, from a
     directory where neither `configs` nor `ssl_jax` is importable."""

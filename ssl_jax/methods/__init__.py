@@ -1,6 +1,6 @@
 """Every method, picked by `config.method`. A new method: its module, its configs, one line here."""
 
-from ssl_jax.methods import ir, jcl, mocov2, ressl, sce
+from ssl_jax.methods import ir, jcl, mocov2, ressl, ressl_authors, sce
 
 METHODS = {
     "mocov2": mocov2,
@@ -8,4 +8,5 @@ METHODS = {
     "jcl": jcl,
     "sce": sce,
     "ressl": ressl,
+    "ressl_authors": ressl_authors,  # ReSSL with the authors' EMA timing (before the keys)
 }

@@ -5,6 +5,7 @@ docstring); only the pair loss differs: `losses.ressl`, the cross-entropy betwee
 relations to the queue `softmax(k·Qᵀ/τ_m)` and the online ones `softmax(q·Qᵀ/τ)`, with no positive
 column (eztorch `compute_ressl_loss`, solo-learn `ressl_loss_func`, the authors' code). Defaults:
 τ = 0.1, τ_m = 0.04 (ReSSL paper / solo-learn), asymmetric (weak view → target).
+`methods/ressl_authors.py` is this method with the authors' EMA timing (before the keys).
 """
 
 from __future__ import annotations

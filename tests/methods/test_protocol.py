@@ -29,6 +29,7 @@ RUNLOCAL = {
     "ir": "configs/ir_fashion_mnist.py",
     "sce": "configs/scce_fashion_mnist.py",
     "ressl": "configs/ressl_fashion_mnist.py",
+    "ressl_authors": "configs/ressl_authors_cifar10.py",
     "jcl": "configs/jcl_fashion_mnist.py",
 }
 

@@ -148,6 +148,10 @@ def _direct(exp, init, batch):
 def test_registered_and_ema_after_optimiser():
     assert METHODS["sce"] is sce and METHODS["ressl"].loss_fn is sce.loss_fn
     assert sce.EMA_BEFORE_KEYS is False and METHODS["ressl"].EMA_BEFORE_KEYS is False
+    # the authors' ReSSL: the same functions and hyper-parameters, the EMA before the keys
+    authors = METHODS["ressl_authors"]
+    assert authors.loss_fn is sce.loss_fn and authors.Hparams is METHODS["ressl"].Hparams
+    assert authors.EMA_BEFORE_KEYS is True and authors.USES_TARGET is True
 
 
 def test_view_pairs():
@@ -236,7 +240,9 @@ def test_config_builds(path):
     module = _load(path)
     local = module.get_config("runlocal")
     exp = train.build_experiment(local)
-    assert local.method == ("ressl" if os.path.basename(path).startswith("ressl") else "sce")
+    name = os.path.basename(path)
+    expected = "ressl_authors" if name.startswith("ressl_authors") else name.split("_")[0]
+    assert local.method == expected.replace("scce", "sce")
     assert local.data.name == "fashion_mnist"
     assert exp.ctx.hp.queue_size % sce.keys_per_step(exp.ctx.hp, local.global_batch_size) == 0
     full = module.get_config()
@@ -304,6 +310,22 @@ def test_asymmetric_step_is_the_sce_loss_and_ema_follows_the_optimiser(asymmetri
     queue = np.asarray(state.buffers["queue"])
     np.testing.assert_allclose(queue[:B], keys, atol=1e-5)  # step 0's keys, initial target
     np.testing.assert_array_equal(queue[2 * B :], init.buffers["queue"][2 * B :])
+
+
+def test_ressl_authors_updates_the_target_before_the_keys():
+    """`ressl_authors` (EMA_BEFORE_KEYS) with EMA momentum 0: after one step the target holds the
+    online params the step STARTED from (copied before the keys), not the updated ones as with
+    `ressl`; the loss is the ReSSL loss of the initial networks."""
+    config = sce_config("ressl_authors", shuffle_bn=True, key_bn_groups=1)
+    config.ema.base = 0.0
+    exp, init, state, metrics = _run(config)
+    loss, keys = _direct(exp, init, _batch(config, 0))
+    np.testing.assert_allclose(metrics[0]["train/loss"], loss, rtol=1e-4)
+    leaves = [jax.tree.leaves(x) for x in (state.target_params, state.params, init.params)]
+    for target, _, p0 in zip(*leaves):
+        np.testing.assert_array_equal(np.asarray(target), p0)
+    assert any(not np.array_equal(np.asarray(p), p0) for _, p, p0 in zip(*leaves))
+    np.testing.assert_allclose(np.asarray(state.buffers["queue"])[:B], keys, atol=1e-5)
 
 
 def test_one_vs_eight_devices(asymmetric_runs):
