@@ -5,8 +5,8 @@ Not an official configuration: MoCo v2's ImageNet hyper-parameters (`main_moco.p
 momentum 0.9 wd 1e-4, batch 256, cosine per step, InfoNCE of the query view against the key view
 only, not symmetrised) with CIFAR-sized choices of ours: queue 4096, 200 epochs, MLP head
 512 → 512 (bias, ReLU, no BN) → 128, the MoCo v2 augmentation at 32 px without the blur.
-Shuffle-BN on the key encoder in 8 BN groups (`key_bn_groups=8`, as 8 GPUs on one device); the
-query encoder's BN runs over the whole batch. It is NOT the MoCo CIFAR demo
+Shuffle-BN on the key encoder in 8 BN groups of 32 images (`key_bn_group_size=32`, as 8 GPUs on
+one device); the query encoder's BN runs over the whole batch (`query_bn_group_size=0`). It is NOT the MoCo CIFAR demo
 (facebookresearch/moco `colab/moco_cifar10_demo.ipynb`: τ 0.1, m 0.99, lr 0.06, wd 5e-4, batch 512,
 no MLP head, symmetric loss, SplitBN on both encoders). kNN monitor every 2000 steps (ours).
 `:runlocal` trains a few steps on Fashion-MNIST (CIFAR is not on CPU CI) with a 256-entry queue.

@@ -47,10 +47,8 @@ def get_config(arg=None):
     # BN (authors): 1 GPU, batch 256; SplitBatchNorm(num_splits=8) in BOTH ResNet-18s
     #   (`ModelBaseMoCo(bn_splits=8)` for the online and the key trunk): 8 groups of 32 images in
     #   each encoder, as 8 GPUs; the key batch is permuted on the GPU before the key trunk and
-    #   un-permuted after (`_batch_shuffle_single_gpu`); the projector has no BN. With today's
-    #   fields: online BN over the whole batch (per-group query BN does not exist yet), target BN
-    #   in 8 shuffled groups. In the new fields: query_bn_group_size=32, key_bn_group_size=32 (key
-    #   batch shuffled), backbone BN2d only (the head has none).
+    #   un-permuted after (`_batch_shuffle_single_gpu`); the projector has no BN: groups of 32
+    #   images in both trunks, the keys shuffled, the BatchNorm2d layers only.
     c.method_config = ml_collections.ConfigDict(
         dict(
             temperature=0.1,
@@ -58,7 +56,9 @@ def get_config(arg=None):
             queue_size=4096,
             symmetric=False,  # view 0 (weak) → key encoder, view 1 (strong) → online
             shuffle_bn=True,
-            key_bn_groups=8,
+            query_bn_group_size=32,
+            key_bn_group_size=32,
+            bn_group_scope="backbone",
         )
     )
     c.ema.base = 0.99

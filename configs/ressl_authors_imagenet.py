@@ -52,9 +52,7 @@ def get_config(arg=None):
     # BN (authors): DDP on 8 GPUs × 32 images, no SyncBN (plain BatchNorm2d; `ressl.py` L93, L98):
     #   per-GPU statistics over 32 images in BOTH encoders; the key batch is shuffled across the 8
     #   GPUs before the key encoder and un-shuffled after (shuffle-BN, `network/ressl.py` L62-87,
-    #   L124-126); the projector has no BN. With today's fields: online BN over the global batch
-    #   (per-group query BN does not exist yet), target BN in 8 shuffled groups of 32. In the new
-    #   fields: query_bn_group_size=32, key_bn_group_size=32 (key batch shuffled).
+    #   L124-126); the projector has no BN: groups of 32 images in both encoders, keys shuffled.
     c.method_config = ml_collections.ConfigDict(
         dict(
             temperature=0.1,
@@ -62,7 +60,8 @@ def get_config(arg=None):
             queue_size=131072,
             symmetric=False,  # view 0 (weak) → key encoder, view 1 (strong) → online
             shuffle_bn=True,
-            key_bn_groups=8,
+            query_bn_group_size=32,
+            key_bn_group_size=32,
         )
     )
     c.ema.base = 0.999

@@ -14,8 +14,9 @@ is not available here):
 - Shuffle-BN simulated on 1 GPU (`simulate_n_devices: 8`): the official code converts only the
   momentum trunk's BatchNorm2d layers to SplitBN with 8 groups (`convert_to_split_batchnorm`) and
   permutes the batch before the momentum forward; the projector's BatchNorm1d and the online
-  network use the whole batch. Here `key_bn_groups=8` splits every BN of the target network,
-  projector included; making it the backbone's only is pending (issue 12 items 1/2).
+  network use the whole batch. Here: `key_bn_group_size=32` (256 / 8), `bn_group_scope='backbone'`
+  (the trunk's BN only), `query_bn_group_size=0`, `shuffle_bn=True` (our groups are contiguous
+  slices of the permuted batch, the official ones interleaved: the same random partition).
 - SGD lr 0.06 × batch/256 (`scaler: linear`), momentum 0.9, nesterov False, wd 5e-4 on every
   parameter (`exclude_wd_norm/bias: False`), 5 warm-up epochs then cosine per step, batch 256,
   200 epochs. The official run uses AMP; here float32 (set `model.dtype='bfloat16'` for speed).

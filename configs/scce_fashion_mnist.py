@@ -1,8 +1,8 @@
 """SCE on Fashion-MNIST: the small default SCE job that runs on 2 CPU cores in minutes.
 
 Not from the paper: SCE's CIFAR-10 method settings (official code: asymmetric loss with the weak
-view → target, τ 0.1, τ_m 0.05, λ 0.5, shuffle-BN as SplitBN with 8 groups (here on every BN of the
-target network, projector included; the official code splits the trunk only), SCE's CIFAR projector
+view → target, τ 0.1, τ_m 0.05, λ 0.5, shuffle-BN as SplitBN with 8 groups on the target
+trunk's BN only, as the official code), SCE's CIFAR projector
 layout (no hidden bias, BN, ReLU, last bias), SGD wd 5e-4) on 28-px grayscale images
 (`channels=1`), sized for the default job's CPU budget: ResNet-18 at full width with the ImageNet
 stem (7×7/2 conv + max-pool: 28 px → 7 px before stage 1, so stages run at 7, 4, 2 and 1 px and
