@@ -201,6 +201,8 @@ class QueryKeyBN(QueryBN):
 
 def bn_groups(group_size: int, batch: int) -> int:
     """Number of BN groups of a forward of `batch` images: 1 for group size 0 (whole batch)."""
+    if group_size and batch % group_size:
+        raise ValueError(f"BN group size {group_size} does not divide the batch of {batch} images")
     return 1 if group_size == 0 else batch // group_size
 
 

@@ -291,7 +291,10 @@ def test_one_key_is_mocov2(runs):
     )
     args = (init.params, init.batch_stats, inp)
     loss_jcl, out_jcl = jcl.loss_fn(
-        dataclasses.replace(exp.ctx, hp=dataclasses.replace(exp.ctx.hp, num_keys=1)), *args
+        dataclasses.replace(
+            exp.ctx, hp=dataclasses.replace(exp.ctx.hp, num_keys=1, key_bn_group_size=4)
+        ),
+        *args,
     )
     loss_moco, out_moco = mocov2.loss_fn(dataclasses.replace(exp.ctx, hp=moco_hp), *args)
     np.testing.assert_allclose(loss_jcl, loss_moco, rtol=1e-5)
@@ -381,6 +384,8 @@ def test_fashion_mnist_config_differs_from_mocov2_only_in_the_method(arg):
         "method_config.num_keys",
         "method_config.lam",
         "method_config.lam_schedule",
+        # 8 key BN groups in both: MoCo's 256 keys in groups of 32, JCL's M'·256 in groups of M'·32
+        "method_config.key_bn_group_size",
     }
     a_views = load_config("jcl_fashion_mnist", arg).data.views
     assert a_views == ("fashion",) * 5
