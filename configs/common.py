@@ -157,6 +157,64 @@ def _scale_bn_groups(c: ml_collections.ConfigDict, batch: int) -> None:
         c.method_config[key] = size * batch // c.global_batch_size
 
 
+IMAGENET_TRAIN_EXAMPLES = 1_281_167
+# A bank sharded over the devices needs a row count they divide: the first 1,281,152 = 128 × 10,009
+# training images (15 of 1,281,167 left out) split evenly over 1, 2, 4, ..., 128 devices.
+IMAGENET_BANK_ROWS = 1_281_152
+
+
+def interclr_scaled(num_examples: int) -> dict:
+    """InterCLR's bank-relative numbers for a smaller data set: the official ImageNet ratios kept
+    (C 10,000, K 16,384, pool 128,000 of 1,281,167 rows: 0.78 %, 1.28 %, 9.99 %), so a cluster
+    holds ~128 images on average and the semi-hard pool is ~10 % of the bank, as on ImageNet.
+    K and the pool are rounded to multiples of 64, C to a multiple of 10."""
+    ratio = num_examples / IMAGENET_TRAIN_EXAMPLES
+    return dict(
+        num_clusters=max(10, round(10_000 * ratio / 10) * 10),
+        num_negatives=max(64, round(16_384 * ratio / 64) * 64),
+        pool_size=max(64, round(128_000 * ratio / 64) * 64),
+    )
+
+
+def interclr_from_mocov2(c: ml_collections.ConfigDict, num_examples: int, runlocal: bool) -> None:
+    """A MoCo v2 config (intra branch, data, encoder, optimiser) made InterCLR with the official
+    inter-branch settings (online labels, centroids every 10 steps, clusters < 20 refilled, semi-hard
+    sampling, MarginNCE m −0.5 with τ 0.2, weights 0.75/0.25, bank momentum 1.0, k-means 20
+    iterations) and C, K, pool scaled to the bank (`interclr_scaled`); `:runlocal` sizes with
+    `runlocal` (the MoCo v2 config already applied its own `:runlocal`)."""
+    c.method = "interclr"
+    c.method_config.update(
+        inter_temperature=0.2,
+        margin=-0.5,
+        intra_weight=0.75,
+        inter_weight=0.25,
+        sampler="semihard",
+        bank_size=num_examples,
+        bank_momentum=1.0,
+        labels="online",
+        centroid_every_steps=10,
+        min_cluster_size=20,
+        kmeans_iters=20,
+        **interclr_scaled(num_examples),
+    )
+    if runlocal:
+        interclr_runlocal(c)
+
+
+def interclr_runlocal(c: ml_collections.ConfigDict) -> None:
+    """`:runlocal` InterCLR state for the 256-image bank: 8 clusters, 32 negatives from a pool of 64,
+    clusters of fewer than 4 images refilled, k-means 5 iterations."""
+    c.method_config.update(
+        bank_size=256,
+        num_clusters=8,
+        num_negatives=32,
+        pool_size=64,
+        min_cluster_size=4,
+        kmeans_iters=5,
+        queue_size=256,
+    )
+
+
 def jcl_views(view: str, num_keys: int) -> tuple[str, ...]:
     """JCL's views from M' (`:keys=N` of the jcl_* configs): view 0 the query, views 1..M' the keys,
     all of recipe `view` (the official `MultiCropsTransform(k_crops=M' + 1)`)."""

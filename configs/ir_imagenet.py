@@ -6,7 +6,8 @@ K = 4096 negatives drawn uniformly (our loss is the softmax form the Ring code u
 τ 0.07, bank momentum 0.5, SGD lr 0.03, momentum 0.9, wd 1e-4, batch 256, 200 epochs with ×0.1 at 120 and
 160. Augmentation as the Ring code's IR baseline: RRC(0.2–1), grayscale 0.2, colour jitter 0.4 (always), flip.
 The data and the kNN monitor are `mocov2_imagenet.py`'s numbers (every 25,000 steps, 100,000 training
-images). `:runlocal` keeps the ResNet-50 at full width, trains on 256 Fashion-MNIST images with a bank of 256
+images). Ours: the bank and the training set are the first 1,281,152 images (`IMAGENET_BANK_ROWS`, 15
+left out) so that the sharded bank splits evenly over up to 128 devices. `:runlocal` keeps the ResNet-50 at full width, trains on 256 Fashion-MNIST images with a bank of 256
 and 64 negatives.
 """
 
@@ -30,10 +31,16 @@ def get_config(arg=None):
     c = configs.base_config()
     c.method = "ir"
     c.method_config = ml_collections.ConfigDict(
-        dict(temperature=0.07, num_negatives=4096, bank_size=1_281_167, bank_momentum=0.5)
+        dict(
+            temperature=0.07,
+            num_negatives=4096,
+            bank_size=common.IMAGENET_BANK_ROWS,
+            bank_momentum=0.5,
+        )
     )
 
     common.imagenet_data(c)
+    c.data.train_subset = common.IMAGENET_BANK_ROWS  # the bank splits evenly over ≤ 128 devices
     if a.runlocal:  # ImageNet is not on CPU CI
         common.fashion_mnist_data(c, channels=3)
         c.method_config.update(bank_size=256, num_negatives=64)

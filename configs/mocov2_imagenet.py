@@ -2,7 +2,8 @@
 
 Official facebookresearch/moco `main_moco.py --mlp --moco-t 0.2 --aug-plus --cos`: ResNet-50, 224 px,
 batch 256, SGD lr 0.03, momentum 0.9, wd 1e-4, cosine over 200 epochs, queue 65536 × 128, m 0.999
-(updated before the keys), MLP head 2048-2048-128, shuffle-BN across GPUs (one BN group per device).
+(updated before the keys), MLP head 2048-2048-128, per-GPU BN (8 GPUs × 32 images: groups of 32 for the
+query and the key encoder) with the keys shuffled across GPUs (shuffle-BN).
 kNN monitor every 25,000 steps on the first 100,000 training images (ours).
 `:runlocal` keeps the ResNet-50 at full width (export and shapes are exercised end to end) but trains a few
 steps on 256 Fashion-MNIST images (ImageNet is not on CPU CI) with a 256-entry queue and a 64-unit head.

@@ -50,28 +50,40 @@ def _local_index(
     return local, owned
 
 
+def rows_spec(table: jax.Array) -> P:
+    """`P('data', None, ...)` for a table of any rank sharded along its first axis (a bank `[N, D]`,
+    a label bank `[N]`)."""
+    return P(DATA_AXIS, *([None] * (table.ndim - 1)))
+
+
 def write_rows(table: jax.Array, index: jnp.ndarray, rows: jnp.ndarray, mesh: Mesh) -> jax.Array:
-    """table[index] = rows, each device writing only the rows it owns. index `[B]` int, rows `[B, D]`."""
+    """table[index] = rows, each device writing only the rows it owns. index `[B]` int, rows
+    `[B, *table.shape[1:]]` (a bank `[N, D]` or a label bank `[N]`)."""
 
     def write(local_table, index, rows):
         local, owned = _local_index(index, local_table.shape[0])
         local = jnp.where(owned, local, local_table.shape[0])  # out of bounds → dropped
         return local_table.at[local].set(rows.astype(local_table.dtype), mode="drop")
 
-    return jax.shard_map(write, mesh=mesh, in_specs=(ROWS, P(), P()), out_specs=ROWS)(
+    spec = rows_spec(table)
+    return jax.shard_map(write, mesh=mesh, in_specs=(spec, P(), P()), out_specs=spec)(
         table, index, lax.stop_gradient(rows)
     )
 
 
 def read_rows(table: jax.Array, index: jnp.ndarray, mesh: Mesh) -> jnp.ndarray:
-    """table[index] `[*index.shape, D]`, gathered from the owning devices (masked local gather + psum)."""
+    """table[index] `[*index.shape, *table.shape[1:]]`, gathered from the owning devices (masked
+    local gather + psum)."""
 
     def read(local_table, index):
         local, owned = _local_index(index, local_table.shape[0])
         got = local_table[jnp.clip(local, 0, local_table.shape[0] - 1)]
-        return lax.psum(jnp.where(owned[..., None], got, 0), DATA_AXIS)
+        owned = owned.reshape(owned.shape + (1,) * (got.ndim - owned.ndim))
+        return lax.psum(jnp.where(owned, got, 0), DATA_AXIS)
 
-    return jax.shard_map(read, mesh=mesh, in_specs=(ROWS, P()), out_specs=P())(table, index)
+    return jax.shard_map(read, mesh=mesh, in_specs=(rows_spec(table), P()), out_specs=P())(
+        table, index
+    )
 
 
 def row_similarities(

@@ -19,6 +19,8 @@ losses = SimpleNamespace(
     jcl=jax.jit(_losses.jcl),
     cross_entropy=jax.jit(_losses.cross_entropy),
     l2_normalize=jax.jit(_losses.l2_normalize),
+    margin_nce=jax.jit(_losses.margin_nce),
+    margin_nce_from_similarities=jax.jit(_losses.margin_nce_from_similarities),
 )
 
 RTOL = 1e-5
@@ -240,6 +242,38 @@ def test_jcl(lam):
     if lam == 0.0:  # no covariance: InfoNCE with the mean key as positive
         ref = np_info_nce(q, keys.mean(0), queue, 0.2)
         np.testing.assert_allclose(got, ref, rtol=RTOL, atol=ATOL)
+
+
+def np_margin_nce(q, p, negatives, t, m):
+    """The official inter branch: pos_logit = p·q − m, CE([pos, q·negᵀ] / τ, label 0)."""
+    pos = (q * p).sum(1, keepdims=True) - m
+    neg = np.einsum("bd,bkd->bk", q, negatives)
+    return -_log_softmax(np.concatenate([pos, neg], axis=1) / t)[:, 0].mean()
+
+
+@pytest.mark.parametrize("margin", [-0.5, 0.0, 0.5])
+def test_margin_nce(margin):
+    rng = np.random.default_rng(11)
+    q, p, neg = _unit(rng, 6, 8), _unit(rng, 6, 8), _unit(rng, 6, 10, 8)
+    got = losses.margin_nce(*_j(q, p, neg), 0.2, margin)
+    np.testing.assert_allclose(got, np_margin_nce(q, p, neg, 0.2, margin), rtol=RTOL, atol=ATOL)
+    # the sign: m = −0.5 adds 0.5 to the positive cosine, so the loss is lower than with m = 0
+    if margin == -0.5:
+        assert float(got) < float(losses.margin_nce(*_j(q, p, neg), 0.2, 0.0))
+    if margin == 0.0:  # no margin: InfoNCE with per-example negatives
+        ref = np.mean([np_info_nce(q[b : b + 1], p[b : b + 1], neg[b], 0.2) for b in range(6)])
+        np.testing.assert_allclose(got, ref, rtol=RTOL, atol=ATOL)
+    # from similarities, with masked columns: the same as dropping those negatives
+    sims = np.einsum("bd,bkd->bk", q, neg)
+    mask = np.ones((6, 10), bool)
+    mask[:, 7:] = False
+    got = losses.margin_nce_from_similarities(
+        *_j((q * p).sum(1), sims), 0.2, margin, jnp.asarray(mask)
+    )
+    ref = np_margin_nce(q, p, neg[:, :7], 0.2, margin)
+    np.testing.assert_allclose(got, ref, rtol=RTOL, atol=ATOL)
+    gq, gp, gn = jax.grad(_losses.margin_nce, argnums=(0, 1, 2))(*_j(q, p, neg), 0.2, margin)
+    assert np.any(np.asarray(gq)) and not np.any(np.asarray(gp)) and not np.any(np.asarray(gn))
 
 
 def test_jcl_gradients():
