@@ -147,42 +147,115 @@ def _rows_per_device(bank: jax.Array, mesh: Mesh) -> tuple[int, int]:
 def _merge_topk(
     values: jnp.ndarray, indices: jnp.ndarray, k: int
 ) -> tuple[jnp.ndarray, jnp.ndarray]:
-    """Inside shard_map: all-gather each device's `[B, k_loc]` candidates and keep the global top-k."""
-    if lax.axis_size(DATA_AXIS) == 1:
+    """Inside shard_map: merge each device's `[B, k_loc]` candidates into the global top-k.
+
+    n a power of two: a butterfly of log2(n) rounds, each exchanging the current `[B, ≤k]` block with
+    the device `d ^ 2^r` (`ppermute`) and keeping the top-k of the two blocks concatenated in device
+    order, so a device holds at most `[B, 2k]` candidates (an all-gather would hold `[B, n·k]`: 2 GB
+    per device for B = 256, k = 128000 on 8 devices). Ties keep the all-gather's order (lower device
+    first, then each device's own order; `lax.top_k` keeps the lower index first), so the result is
+    the same as `top_k(all_gather(...))`, which is used when n is not a power of two.
+    """
+    n = lax.axis_size(DATA_AXIS)
+    if n == 1:
         return values, indices
-    values = lax.all_gather(values, DATA_AXIS, axis=1, tiled=True)  # [B, n * k_loc]
-    indices = lax.all_gather(indices, DATA_AXIS, axis=1, tiled=True)
-    values, j = lax.top_k(values, k)
-    return values, jnp.take_along_axis(indices, j, axis=1)
+    if n & (n - 1):
+        values = lax.all_gather(values, DATA_AXIS, axis=1, tiled=True)  # [B, n * k_loc]
+        indices = lax.all_gather(indices, DATA_AXIS, axis=1, tiled=True)
+        values, j = lax.top_k(values, k)
+        return values, jnp.take_along_axis(indices, j, axis=1)
+    device = lax.axis_index(DATA_AXIS)
+    step = 1
+    while step < n:
+        perm = [(d, d ^ step) for d in range(n)]
+        other_values = lax.ppermute(values, DATA_AXIS, perm)
+        other_indices = lax.ppermute(indices, DATA_AXIS, perm)
+        upper = (device & step) != 0  # this device's block comes second in device order
+        first_v = jnp.where(upper, other_values, values)
+        second_v = jnp.where(upper, values, other_values)
+        first_i = jnp.where(upper, other_indices, indices)
+        second_i = jnp.where(upper, indices, other_indices)
+        values = jnp.concatenate([first_v, second_v], axis=1)
+        indices = jnp.concatenate([first_i, second_i], axis=1)
+        values, j = lax.top_k(values, min(k, values.shape[1]))
+        indices = jnp.take_along_axis(indices, j, axis=1)
+        step *= 2
+    return values, indices
+
+
+LABEL_RULES = ("exclude", "only")
+
+
+def _label_operands(
+    labels, query_labels, label_rule: str, num_rows: int, batch: int
+) -> tuple[tuple[jnp.ndarray, ...], tuple[P, ...]]:
+    """Checks the optional label filter → (extra shard_map operands, their in_specs); () without."""
+    if (labels is None) != (query_labels is None):
+        raise ValueError("labels and query_labels go together")
+    if labels is None:
+        return (), ()
+    if label_rule not in LABEL_RULES:
+        raise ValueError(f"label_rule={label_rule!r} not in {LABEL_RULES}")
+    if labels.shape != (num_rows,) or query_labels.shape != (batch,):
+        raise ValueError(
+            f"labels {labels.shape} / query_labels {query_labels.shape}: want ({num_rows},) / ({batch},)"
+        )
+    ops = (jnp.asarray(labels, jnp.int32), jnp.asarray(query_labels, jnp.int32))
+    return ops, (P(DATA_AXIS), P())
+
+
+def _label_mask(local_labels: jnp.ndarray, query_labels: jnp.ndarray, rule: str) -> jnp.ndarray:
+    """`[B, N/n]` eligibility: 'exclude' = label differs from the query's, 'only' = label equal."""
+    same = local_labels[None, :] == query_labels[:, None]
+    return ~same if rule == "exclude" else same
 
 
 def bank_topk(
-    bank: jax.Array, queries: jnp.ndarray, k: int, mesh: Mesh
+    bank: jax.Array,
+    queries: jnp.ndarray,
+    k: int,
+    mesh: Mesh,
+    *,
+    labels: jax.Array | None = None,
+    query_labels: jnp.ndarray | None = None,
+    label_rule: str = "exclude",
 ) -> tuple[jnp.ndarray, jnp.ndarray]:
     """The k largest similarities `queries @ bank.T` of each query and their bank rows.
 
     bank `[N, D]` sharded `ROWS`, queries `[B, D]` replicated → (values `[B, k]` float32, sorted
     descending, indices `[B, k]` int32 global row ids). Exact (the same set as a top-k of the full
     `[B, N]` matrix; ties in any consistent order). Each device takes `lax.top_k` of its own `[B, N/n]`
-    block (k capped at N/n), the `B·n·min(k, N/n)` candidates are all-gathered and top-k'd again: the
-    bank is never gathered. InterCLR's semi-hard pool is k = 128000 of 1.28M rows: then the merge
-    holds B·n·min(k, N/n) candidates (values + indices) on every device, e.g. 2 GB per device for
-    B = 256 on 8 devices (8 simulated CPU devices sharing one host's RAM ran out of memory); a
-    threshold-then-compact merge (bisect the k-th value as in `bank_quantiles`) would avoid it.
+    block (k capped at N/n) and the candidates are merged by `_merge_topk` (a butterfly holding at
+    most `[B, 2k]` per device): the bank is never gathered. InterCLR's k = 128000 pool therefore needs
+    ~B·3k·8 bytes per device (0.8 GB for B = 256), no longer n times that.
+    Label filter (optional): `labels` `[N]` int32 sharded `P('data')`, `query_labels` `[B]` int32;
+    `label_rule='exclude'` ranks only rows whose label differs from the query's, 'only' only rows with
+    the same label (InterCLR's `hard` negatives are the former). Ineligible rows score -inf: where
+    fewer than k rows are eligible the tail has value -inf (arbitrary rows; mask on `values > -inf`).
     """
     num_devices, per_device = _rows_per_device(bank, mesh)
     if not 1 <= k <= bank.shape[0]:
         raise ValueError(f"k={k} must be in [1, {bank.shape[0]}]")
     k_local = min(k, per_device)
+    label_ops, label_specs = _label_operands(
+        labels, query_labels, label_rule, bank.shape[0], queries.shape[0]
+    )
 
-    def local(local_bank, queries):
-        values, index = lax.top_k(_local_sims(local_bank, queries), k_local)
+    def local(local_bank, queries, *label_ops):
+        sims = _local_sims(local_bank, queries)
+        if label_ops:
+            sims = jnp.where(_label_mask(*label_ops, label_rule), sims, -jnp.inf)
+        values, index = lax.top_k(sims, k_local)
         index = index.astype(jnp.int32) + lax.axis_index(DATA_AXIS).astype(jnp.int32) * per_device
         return _merge_topk(values, index, k)
 
     return jax.shard_map(
-        local, mesh=mesh, in_specs=(ROWS, P()), out_specs=(P(), P()), check_vma=False
-    )(bank, queries)
+        local,
+        mesh=mesh,
+        in_specs=(ROWS, P(), *label_specs),
+        out_specs=(P(), P()),
+        check_vma=False,
+    )(bank, queries, *label_ops)
 
 
 _SIGN = 0x80000000
@@ -271,6 +344,9 @@ def sample_rows_where(
     mesh: Mesh,
     *,
     replace: bool,
+    labels: jax.Array | None = None,
+    query_labels: jnp.ndarray | None = None,
+    label_rule: str = "exclude",
 ) -> tuple[jnp.ndarray, jnp.ndarray]:
     """`num` uniform draws per query among the rows whose similarity lies in the band [lo[b], hi[b]].
 
@@ -288,26 +364,103 @@ def sample_rows_where(
       resolves the ranks in its range (binary search on the cumsum of its band counts per 32-row
       chunk, then within the chunk); results are psum'd. valid[b] is all False exactly where the band
       of b is empty.
+    Label filter (optional, as in `bank_topk`): with `labels` `[N]` sharded `P('data')` and
+    `query_labels` `[B]`, a row is eligible only if it is in the band AND ('exclude') its label differs
+    from the query's / ('only') equals it; "band" above then means this eligible set. Without labels
+    the results are those of the unfiltered sampler, bit for bit.
     Never gathers the bank or the similarities.
     """
-    num_devices, per_device = _rows_per_device(bank, mesh)
+    _rows_per_device(bank, mesh)
     if not 1 <= num <= bank.shape[0]:
         raise ValueError(f"num={num} must be in [1, {bank.shape[0]}]")
-    batch = queries.shape[0]
     lo = jnp.asarray(lo, jnp.float32)
     hi = jnp.asarray(hi, jnp.float32)
+    label_ops, label_specs = _label_operands(
+        labels, query_labels, label_rule, bank.shape[0], queries.shape[0]
+    )
 
-    def band_of(local_bank, queries, lo, hi):
+    def eligible(local_bank, queries, lo, hi, *label_ops):
         sims = _local_sims(local_bank, queries)
-        return (sims >= lo[:, None]) & (sims <= hi[:, None])  # [B, N/n]
+        band = (sims >= lo[:, None]) & (sims <= hi[:, None])  # [B, N/n]
+        return band & _label_mask(*label_ops, label_rule) if label_ops else band
+
+    return _sample_eligible(
+        rng,
+        eligible,
+        (bank, queries, lo, hi, *label_ops),
+        (ROWS, P(), P(), P(), *label_specs),
+        bank.shape[0],
+        queries.shape[0],
+        num,
+        mesh,
+        replace,
+    )
+
+
+def sample_rows_by_label(
+    rng: jax.Array,
+    labels: jax.Array,
+    query_labels: jnp.ndarray,
+    num: int,
+    mesh: Mesh,
+    *,
+    replace: bool,
+    label_rule: str = "only",
+) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """`sample_rows_where` on the label filter alone (no similarities, no bank): `num` uniform draws
+    per query among the rows whose label equals ('only') / differs from ('exclude') `query_labels[b]`.
+
+    labels `[N]` int32 sharded `P('data')`, query_labels `[B]` int32 → (indices `[B, num]` int32,
+    valid `[B, num]` bool), with the same replace / valid semantics and the same device-count
+    independence as `sample_rows_where`. InterCLR's positive (a uniform member of the own cluster) and
+    its `random` negatives (i.i.d. over the other clusters) need only this.
+    """
+    if labels.ndim != 1:
+        raise ValueError(f"labels must be [N], got {labels.shape}")
+    if labels.shape[0] % mesh.shape[DATA_AXIS]:
+        raise ValueError(f"{labels.shape[0]} rows cannot be split over {mesh.shape[DATA_AXIS]}")
+    if not 1 <= num <= labels.shape[0]:
+        raise ValueError(f"num={num} must be in [1, {labels.shape[0]}]")
+    label_ops, label_specs = _label_operands(
+        labels, query_labels, label_rule, labels.shape[0], query_labels.shape[0]
+    )
+    return _sample_eligible(
+        rng,
+        lambda *ops: _label_mask(*ops, label_rule),
+        label_ops,
+        label_specs,
+        labels.shape[0],
+        query_labels.shape[0],
+        num,
+        mesh,
+        replace,
+    )
+
+
+def _sample_eligible(
+    rng: jax.Array,
+    eligible,
+    operands: tuple,
+    specs: tuple,
+    num_rows: int,
+    batch: int,
+    num: int,
+    mesh: Mesh,
+    replace: bool,
+) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """The samplers of `sample_rows_where`: `eligible(*local operands)` → this device's `[B, N/n]`
+    bool mask of the rows that may be drawn; operands are sharded by `specs`."""
+    num_devices = mesh.shape[DATA_AXIS]
+    per_device = num_rows // num_devices
 
     if not replace:
         seeds = jax.random.bits(rng, (2,), jnp.uint32)
 
-        def local(local_bank, queries, lo, hi, seeds):
-            band = band_of(local_bank, queries, lo, hi)
+        def local(*args):
+            *local_ops, seeds = args
+            band = eligible(*local_ops)
             offset = lax.axis_index(DATA_AXIS).astype(jnp.int32) * per_device
-            cell = lax.broadcasted_iota(jnp.uint32, band.shape, 0) * jnp.uint32(bank.shape[0])
+            cell = lax.broadcasted_iota(jnp.uint32, band.shape, 0) * jnp.uint32(num_rows)
             cell = (
                 cell + lax.broadcasted_iota(jnp.uint32, band.shape, 1) + offset.astype(jnp.uint32)
             )
@@ -325,15 +478,16 @@ def sample_rows_where(
         return jax.shard_map(
             local,
             mesh=mesh,
-            in_specs=(ROWS, P(), P(), P(), P()),
+            in_specs=(*specs, P()),
             out_specs=(P(), P()),
             check_vma=False,
-        )(bank, queries, lo, hi, seeds)
+        )(*operands, seeds)
 
     chunk = 32  # with replacement: rank → chunk of 32 rows (cumsum of chunk counts) → row in chunk
 
-    def local_replace(local_bank, queries, lo, hi, rng):
-        band = band_of(local_bank, queries, lo, hi)
+    def local_replace(*args):
+        *local_ops, rng = args
+        band = eligible(*local_ops)
         count = jnp.sum(band, axis=1, dtype=jnp.int32)  # [B]
         counts = lax.all_gather(count, DATA_AXIS, axis=0)  # [n, B]
         device = lax.axis_index(DATA_AXIS)
@@ -361,7 +515,7 @@ def sample_rows_where(
     return jax.shard_map(
         local_replace,
         mesh=mesh,
-        in_specs=(ROWS, P(), P(), P(), P()),
+        in_specs=(*specs, P()),
         out_specs=(P(), P()),
         check_vma=False,
-    )(bank, queries, lo, hi, rng)
+    )(*operands, rng)
