@@ -176,31 +176,6 @@ def interclr_scaled(num_examples: int) -> dict:
     )
 
 
-def interclr_from_mocov2(c: ml_collections.ConfigDict, num_examples: int, runlocal: bool) -> None:
-    """A MoCo v2 config (intra branch, data, encoder, optimiser) made InterCLR with the official
-    inter-branch settings (online labels, centroids every 10 steps, clusters < 20 refilled, semi-hard
-    sampling, MarginNCE m −0.5 with τ 0.2, weights 0.75/0.25, bank momentum 1.0, k-means 20
-    iterations) and C, K, pool scaled to the bank (`interclr_scaled`); `:runlocal` sizes with
-    `runlocal` (the MoCo v2 config already applied its own `:runlocal`)."""
-    c.method = "interclr"
-    c.method_config.update(
-        inter_temperature=0.2,
-        margin=-0.5,
-        intra_weight=0.75,
-        inter_weight=0.25,
-        sampler="semihard",
-        bank_size=num_examples,
-        bank_momentum=1.0,
-        labels="online",
-        centroid_every_steps=10,
-        min_cluster_size=20,
-        kmeans_iters=20,
-        **interclr_scaled(num_examples),
-    )
-    if runlocal:
-        interclr_runlocal(c)
-
-
 def interclr_runlocal(c: ml_collections.ConfigDict) -> None:
     """`:runlocal` InterCLR state for the 256-image bank: 8 clusters, 32 negatives from a pool of 64,
     clusters of fewer than 4 images refilled, k-means 5 iterations."""

@@ -1,0 +1,262 @@
+"""InterCLR: the step against a float64 numpy reference written from the official order of operations
+(mmselfsup 0.x `interclr_moco.py`, `interclr_memory.py`; methods.md §3):
+
+```
+target = m·target + (1−m)·online                 # BEFORE the keys (MoCo v2)
+q = normalize(online(x_q)); k = normalize(target(x_k))
+L_intra = CE([q·k, q·queueᵀ]/τ, 0)
+p ∈ cluster(labels[idx]) (uniform, may be idx);  n ⊂ pool \\ cluster(labels[idx])
+L_inter = CE([q·bank[p] − m, q·bank[n]]/τ, 0)   # m = −0.5 adds 0.5
+loss = 0.75·L_intra + 0.25·L_inter
+queue ← k; bank[idx] = normalize((1−μ)·bank[idx] + μ·k); labels[idx] = argmax centroids·k
+centroids = cluster means every `centroid_every_steps`; small clusters dissolved / refilled
+```
+A tiny Fashion-MNIST run (64 images, 4 clusters) prepared as a fresh run (real eval batches through
+the query encoder, k-means on device), then 3 steps on 1 and on 8 devices; the resume test stops a
+run after 2 steps and restarts it.
+"""
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import pytest
+
+from ssl_jax import optim, sharding, train
+from ssl_jax.data import device_augment
+from ssl_jax.methods import METHODS, common, interclr
+from ssl_jax.state import state_shardings
+from tests.helpers import synthetic_batch, tiny_config
+
+N, B, C, K, POOL = 64, 16, 4, 8, 24
+TAU, MARGIN = 0.2, -0.5
+STEPS = 3
+
+
+def interclr_config(**method_config):
+    c = tiny_config("mocov2")
+    c.method = "interclr"
+    c.method_config = ml_collections.ConfigDict(
+        dict(
+            temperature=TAU,
+            queue_size=64,
+            inter_temperature=TAU,
+            margin=MARGIN,
+            intra_weight=0.75,
+            inter_weight=0.25,
+            num_clusters=C,
+            num_negatives=K,
+            pool_size=POOL,
+            sampler="semihard",
+            bank_size=N,
+            bank_momentum=1.0,
+            centroid_every_steps=2,
+            min_cluster_size=2,
+            kmeans_iters=5,
+            query_bn_group_size=0,
+            key_bn_group_size=0,
+            shuffle_bn=False,  # one BN group: the keys can be recomputed without the permutation
+        )
+    )
+    c.method_config.update(method_config)
+    c.ema.base = 0.5  # at step 1 the EMA'd target differs visibly from both networks
+    c.optim.base_lr = 0.01  # gentle steps: large ones amplify float reduction-order noise
+    return c
+
+
+def _place(host_state, exp):
+    return jax.device_put(
+        host_state, state_shardings(host_state, exp.mesh, exp.method.buffer_specs(exp.ctx))
+    )
+
+
+@pytest.fixture(scope="module")
+def runs():
+    config = interclr_config()
+    exp1 = train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()[:1]))
+    state = train.prepare_fresh_state(exp1, train.init_or_restore(exp1, None))
+    init = jax.device_get(state)
+    out = {"config": config, "init": init, "exp": exp1}
+    for n in (1, 8):
+        exp = (
+            exp1
+            if n == 1
+            else train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()))
+        )
+        state = _place(init, exp)
+        step = train.jit_train_step(exp, state)
+        states, metrics = [init], []
+        for i in range(STEPS):
+            state, m = step(state, sharding.host_to_global(synthetic_batch(config, i), exp.mesh))
+            metrics.append(jax.device_get(m))
+            states.append(jax.device_get(state))
+        out[n] = {"states": states, "metrics": metrics}
+    return out
+
+
+def np_normalize(x):
+    x = np.asarray(x, np.float64)
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def np_ce0(logits):
+    m = logits.max(axis=1, keepdims=True)
+    lse = m[:, 0] + np.log(np.exp(logits - m).sum(axis=1))
+    return float(np.mean(lse - logits[:, 0]))
+
+
+def test_registered_with_moco_timing():
+    assert METHODS["interclr"] is interclr
+    assert interclr.EMA_BEFORE_KEYS and interclr.USES_TARGET
+
+
+def test_prepared_bank_labels_and_centroids(runs):
+    """Before step 0: unit bank rows, every cluster non-empty, centroids = the clusters' means."""
+    buffers = runs["init"].buffers
+    bank, labels = np.asarray(buffers["bank"], np.float64), np.asarray(buffers["labels"])
+    np.testing.assert_allclose(np.linalg.norm(bank, axis=1), 1.0, rtol=1e-5)
+    assert set(labels.tolist()) == set(range(C))
+    means = np.stack([bank[labels == c].mean(0) for c in range(C)])
+    np.testing.assert_allclose(buffers["centroids"], means, atol=1e-5)
+
+
+def _inputs(state, config, step):
+    """StepInput of `step` as `train.make_train_step` builds it (EMA before the keys)."""
+    exp = train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()[:1]))
+    view_rng, loss_rng = jax.random.split(jax.random.fold_in(state.rng, step))
+    views = [
+        device_augment.normalize(v, config.data.mean, config.data.std, jnp.float32)
+        for v in synthetic_batch(config, step)["views"]
+    ]
+    target = optim.ema_update(state.target_params, state.params, exp.ema_schedule(step))
+    batch = {k: jnp.asarray(v) for k, v in synthetic_batch(config, step).items() if k != "views"}
+    inp = common.StepInput(
+        step=jnp.asarray(step, jnp.int32),
+        rng=loss_rng,
+        views=tuple(views),
+        batch=batch,
+        buffers=state.buffers,
+        target={"params": target, "batch_stats": state.target_batch_stats},
+    )
+    return exp, inp, target, views
+
+
+def test_step_loss_is_the_official_formula(runs):
+    """Step 1 (target ≠ online): the loss equals 0.75·InfoNCE + 0.25·MarginNCE recomputed in numpy
+    from the model's q, the EMA'd target's k, the queue and the bank rows the samplers picked; the
+    picked rows obey the rules (same cluster / other clusters, inside the semi-hard pool, distinct)."""
+    config, state = runs["config"], runs[1]["states"][1]
+    exp, inp, target, views = _inputs(state, config, 1)
+    loss, out = jax.jit(lambda p, s, i: interclr.loss_fn(exp.ctx, p, s, i))(
+        state.params, state.batch_stats, inp
+    )
+    fwd = jax.jit(lambda p, s, x: common.forward(exp.ctx, p, s, x, use_predictor=False)[0])
+    q = np_normalize(fwd(state.params, state.batch_stats, views[0])["projection"])
+    k = np_normalize(fwd(target, state.target_batch_stats, views[1])["projection"])
+    queue = np.asarray(state.buffers["queue"], np.float64)
+    bank = np.asarray(state.buffers["bank"], np.float64)
+    labels = np.asarray(state.buffers["labels"])
+    index = np.asarray(inp.batch["index"])
+    pos, neg = np.asarray(out.updates["positive"]), np.asarray(out.updates["negatives"])
+    valid = np.asarray(out.updates["valid"])
+    own = labels[index]
+    assert np.all(labels[pos] == own)
+    sims = q @ bank.T
+    for b in range(B):
+        chosen = neg[b][valid[b]]
+        pool = np.argsort(-sims[b], kind="stable")[:POOL]
+        eligible = set(pool[labels[pool] != own[b]].tolist())
+        assert set(chosen.tolist()) <= eligible and len(set(chosen.tolist())) == len(chosen)
+        assert valid[b].sum() == min(K, len(eligible))
+    intra = np_ce0(np.concatenate([(q * k).sum(1, keepdims=True), q @ queue.T], 1) / TAU)
+    pos_logit = (q * bank[pos]).sum(1, keepdims=True) - MARGIN
+    neg_logit = np.where(valid, np.einsum("bd,bkd->bk", q, bank[neg]), -np.inf)
+    inter = np_ce0(np.concatenate([pos_logit, neg_logit], 1) / TAU)
+    np.testing.assert_allclose(float(loss), 0.75 * intra + 0.25 * inter, rtol=1e-4)
+    np.testing.assert_allclose(out.metrics["intra_loss"], intra, rtol=1e-4)
+    np.testing.assert_allclose(out.metrics["inter_loss"], inter, rtol=1e-4)
+    # and the step logged that loss
+    np.testing.assert_allclose(runs[1]["metrics"][1]["train/loss"], float(loss), rtol=1e-5)
+
+
+def test_buffer_updates(runs):
+    """After step 0: the bank row of each sample is its key (μ = 1), its label the centroid with
+    the largest dot product, the queue holds the keys; after step 2 (every 2 steps) the centroids
+    are the clusters' means (before any small-cluster fix, which this bank does not trigger)."""
+    config, states = runs["config"], runs[1]["states"]
+    s0, s1 = states[0], states[1]
+    _, inp, target, views = _inputs(s0, config, 0)
+    exp = runs["exp"]
+    fwd = jax.jit(lambda p, s, x: common.forward(exp.ctx, p, s, x, use_predictor=False)[0])
+    k = np_normalize(fwd(target, s0.target_batch_stats, views[1])["projection"])
+    index = np.asarray(inp.batch["index"])
+    np.testing.assert_allclose(np.asarray(s1.buffers["bank"])[index], k, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(s1.buffers["queue"])[:B], k, atol=1e-5)
+    expected = np.argmax(k @ np.asarray(s0.buffers["centroids"], np.float64).T, axis=1)
+    if int(s1.buffers["cluster_stats"]["num_small_clusters"]) == 0:
+        np.testing.assert_array_equal(np.asarray(s1.buffers["labels"])[index], expected)
+        # step 1 is not a centroid step: unchanged
+        np.testing.assert_array_equal(s1.buffers["centroids"], s0.buffers["centroids"])
+    untouched = np.setdiff1d(np.arange(N), index)
+    np.testing.assert_array_equal(
+        np.asarray(s1.buffers["bank"])[untouched], np.asarray(s0.buffers["bank"])[untouched]
+    )
+    s2 = states[2]
+    if int(s2.buffers["cluster_stats"]["num_small_clusters"]) == 0:
+        bank, labels = np.asarray(s2.buffers["bank"], np.float64), np.asarray(s2.buffers["labels"])
+        for c in range(C):
+            if (labels == c).any():
+                np.testing.assert_allclose(
+                    s2.buffers["centroids"][c], bank[labels == c].mean(0), atol=1e-5
+                )
+    m = runs[1]["metrics"][0]
+    assert 0.0 <= m["train/label_change_ratio"] <= 1.0 and m["train/largest_cluster"] >= N // C
+
+
+def test_one_vs_eight_devices(runs):
+    m1, m8 = runs[1]["metrics"], runs[8]["metrics"]
+    np.testing.assert_allclose(
+        [m["train/loss"] for m in m1], [m["train/loss"] for m in m8], rtol=2e-4, atol=1e-5
+    )
+    for s1, s8 in zip(runs[1]["states"], runs[8]["states"], strict=True):
+        np.testing.assert_array_equal(s1.buffers["labels"], s8.buffers["labels"])
+        for name in ("bank", "centroids", "queue"):
+            np.testing.assert_allclose(
+                np.asarray(s1.buffers[name]), np.asarray(s8.buffers[name]), atol=2e-5
+            )
+
+
+@pytest.mark.parametrize("sampler", ["hard", "random", "semieasy"])
+def test_other_samplers_run(runs, sampler):
+    """Each sampler's rows obey its rule at the prepared state (the loss stays finite)."""
+    config = interclr_config(sampler=sampler)
+    state = runs["init"]
+    exp, inp, _, _ = _inputs(state, config, 0)
+    loss, out = jax.jit(lambda p, s, i: interclr.loss_fn(exp.ctx, p, s, i))(
+        state.params, state.batch_stats, inp
+    )
+    labels = np.asarray(state.buffers["labels"])
+    own = labels[np.asarray(inp.batch["index"])]
+    neg, valid = np.asarray(out.updates["negatives"]), np.asarray(out.updates["valid"])
+    assert np.isfinite(float(loss))
+    assert np.all((labels[neg] != own[:, None]) | ~valid)
+
+
+@pytest.mark.slow
+def test_resume_is_exact(tmp_path):
+    """Stopped after step 2 and restarted: the same losses as an uninterrupted run (bank, labels,
+    centroids and the sampler keys are in the checkpoint; the preparation is not repeated)."""
+    from tests.test_train import _losses_by_step
+
+    config = interclr_config(labels="offline", offline_every_epochs=1)
+    config.total_steps = 5
+    config.checkpoint_every_steps = 100
+    train.train_and_evaluate(config, str(tmp_path / "straight"))
+    interrupted = str(tmp_path / "interrupted")
+    train.train_and_evaluate(config, interrupted, stop_after_steps=2)
+    train.train_and_evaluate(config, interrupted)
+    straight, resumed = _losses_by_step(str(tmp_path / "straight")), _losses_by_step(interrupted)
+    assert sorted(resumed) == list(range(1, 6))
+    np.testing.assert_allclose(
+        [resumed[s] for s in sorted(resumed)], [straight[s] for s in sorted(straight)], rtol=1e-6
+    )
