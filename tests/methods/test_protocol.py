@@ -31,6 +31,7 @@ RUNLOCAL = {
     "ressl": "configs/ressl_fashion_mnist.py",
     "ressl_authors": "configs/ressl_authors_cifar10.py",
     "jcl": "configs/jcl_fashion_mnist.py",
+    "interclr": "configs/interclr_fashion_mnist.py",
 }
 
 
