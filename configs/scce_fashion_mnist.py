@@ -13,6 +13,7 @@ pretraining time (~9.5 min): width 1 / 1800 steps 81.96% (random init 80.59%, ra
 width 3/4 / 2700 steps 81.08%, width 1/2 / 5000 steps 80.22%; width 1 / 1500 steps 81.00%;
 before the matmul path, width 1/2 / 2400 steps reached 79.61%. Time of the whole job: 13 min 49 s
 measured with `--config.seed=1` (81.86%), 19.4 min in a slow spell of the shared 2-core machine.
+(Those figures predate the trunk-only SplitBN of session 5; with it, seed 0: 81.24%, below pixels.)
 Views: view 0 = `recipes.weak(28)` (crop +
 flip, the target's), view 1 = `recipes.fashion_mnist_default(28)` (crop, flip,
 brightness/contrast jitter p 0.8: the strong view without the colour ops grayscale images cannot
