@@ -26,6 +26,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+from _common import simulate_devices  # noqa: E402
+
 IMAGENET_TRAIN = 1_281_167
 
 
@@ -99,14 +101,7 @@ def moco_step_ms(batch: int, repeats: int, mesh) -> tuple[float, int]:
 
 def main() -> None:
     args = parse_args()
-    if args.devices > 1 and "xla_force_host_platform_device_count" not in os.environ.get(
-        "XLA_FLAGS", ""
-    ):
-        os.environ["XLA_FLAGS"] = (
-            os.environ.get("XLA_FLAGS", "")
-            + f" --xla_force_host_platform_device_count={args.devices}"
-        ).strip()
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    simulate_devices(args.devices)
 
     import jax
     from jax import lax

@@ -1,20 +1,24 @@
 """Linear-probe and kNN accuracy of several pretraining configs × seeds at the same budget: the
 evidence tables of the README (SCE vs ReSSL vs MoCo v2, JCL vs MoCo v2).
 
-    python benchmarks/compare_methods.py --workdir=runs/compare --seeds=0,1 \
+    python benchmarks/compare_methods.py --workdir=runs/compare --seeds=0,1,2 \
         --configs=configs/scce_fashion_mnist.py,configs/ressl_fashion_mnist.py,configs/mocov2_fashion_mnist.py \
+        [--config='configs/interclr_fashion_mnist.py method_config.sampler=hard' ...] \
         [--set=model.width=0.5 --set=total_steps=900 ...]
 
 Every `--set` override is applied to every config, so all runs share the budget (model, batch,
 steps, optimiser) and differ only in what the configs set that is not overridden (the method, its
-views). Each run pretrains in `WORKDIR/<config>_s<seed>` (a finished or interrupted run resumes
+views). `--config` (repeatable, after the `--configs` list) adds one config with overrides of its
+own, `'PATH[:ARG] KEY=VALUE ...'` (e.g. a method's variants: InterCLR's samplers, its margin), named
+in the table by the path and those overrides. Each run pretrains in `WORKDIR/<config>_s<seed>` (a finished or interrupted run resumes
 from its checkpoints, so the script can be re-run), then fits the config's linear probe
 (`config.evals.probe_table`: solver, l2 grid, train size, batch size) on frozen online-backbone
 features of the labelled train split and scores the test split, and runs the weighted kNN
 (`config.evals.knn.k`, `.temperature`) on the same features. Baselines with the same probe: the first config's
 encoder at random init (one per seed) and raw pixels. Results are cached in each run's
-`compare.json`; the script prints a Markdown table (per-seed values, mean ± half-range) and writes
-it to `WORKDIR/table.md`.
+`compare.json`; the script prints a Markdown table (mean ± sample standard deviation over the
+seeds, then every seed's value; `--spread=half-range` for the older tables) and writes it to
+`WORKDIR/table.md`.
 """
 
 from __future__ import annotations
@@ -89,43 +93,65 @@ def raw_pixels(config) -> float:
     return fit_linear_probe(*tr, *te, l2_grid=tuple(pt.l2_grid), solver=pt.solver)["top1"]
 
 
-def summary(values: list[float]) -> str:
+def summary(values: list[float], spread: str = "std") -> str:
+    """'mean ± spread (seed values)' in %; spread: sample std (n − 1) or half the range."""
     v = 100 * np.asarray(values)
     per_seed = " / ".join(f"{x:.2f}" for x in v)
-    spread = (v.max() - v.min()) / 2
-    return f"{v.mean():.2f} ± {spread:.2f} ({per_seed})"
+    if spread == "std":
+        width = float(np.std(v, ddof=1)) if len(v) > 1 else 0.0
+    else:
+        width = (v.max() - v.min()) / 2
+    return f"{v.mean():.2f} ± {width:.2f} ({per_seed})"
+
+
+def parse_entry(entry: str) -> tuple[str, str, list[str]]:
+    """'PATH[:ARG] KEY=VALUE ...' → (table name, config path with arg, overrides)."""
+    path, *overrides = entry.split()
+    name = os.path.splitext(os.path.basename(path.partition(":")[0]))[0]
+    name += path.partition(":")[2] and f"_{path.partition(':')[2].replace(',', '_')}"
+    for item in overrides:
+        if "=" not in item:
+            raise SystemExit(f"--config {entry!r}: {item!r} is not KEY=VALUE")
+        key, _, value = item.partition("=")
+        name += f" {key.rpartition('.')[2]}={value}"
+    return name, path, overrides
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--configs", required=True, help="comma-separated config paths[:arg]")
-    parser.add_argument("--seeds", default="0,1")
+    parser.add_argument("--configs", default="", help="comma-separated config paths[:arg]")
+    parser.add_argument(
+        "--config", action="append", default=[], help="'PATH[:ARG] KEY=VALUE ...' (repeatable)"
+    )
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--spread", choices=("std", "half-range"), default="std")
     parser.add_argument("--workdir", required=True)
     parser.add_argument("--set", action="append", default=[], help="key=value for every config")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
-    paths = args.configs.split(",")
+    entries = [parse_entry(p) for p in args.configs.split(",") if p] + [
+        parse_entry(e) for e in args.config
+    ]
+    if not entries:
+        raise SystemExit("give --configs and/or --config")
     os.makedirs(args.workdir, exist_ok=True)
     rows, first_config = {}, None
-    for path in paths:
-        name = os.path.splitext(os.path.basename(path.partition(":")[0]))[0]
-        name += path.partition(":")[2] and f"_{path.partition(':')[2].replace(',', '_')}"
+    for index, (name, path, overrides) in enumerate(entries):
         for seed in seeds:
             config = configs.load(path)
-            for assignment in args.set:
+            for assignment in [*args.set, *overrides]:
                 configs.apply_override(config, assignment)
             config.seed = seed
             config.evals.probe_table.every_steps = -1  # this script fits the probe itself
             config.evals.knn.every_steps = -1
             first_config = first_config or config
             print(f"== {name} seed {seed}", flush=True)
-            result = run_one(
-                config, os.path.join(args.workdir, f"{name}_s{seed}"), path == paths[0]
-            )
+            run_dir = os.path.join(args.workdir, f"{name.replace(' ', '_')}_s{seed}")
+            result = run_one(config, run_dir, index == 0)
             rows.setdefault(name, []).append(result)
     lines = [
         f"{first_config.data.name} ({first_config.data.eval_test_split}): {len(seeds)} seeds "
-        f"({args.seeds}), "
+        f"({args.seeds}), mean ± {args.spread} (every seed), "
         f"overrides: {' '.join(args.set) or 'none'}",
         "",
         "| encoder | linear probe top-1 (%) | kNN top-1 (%) | pretrain time (s) |",
@@ -133,14 +159,14 @@ def main() -> None:
     ]
     for name, results in rows.items():
         lines.append(
-            f"| {name} | {summary([r['pretrained']['probe'] for r in results])} "
-            f"| {summary([r['pretrained']['knn'] for r in results])} "
+            f"| {name} | {summary([r['pretrained']['probe'] for r in results], args.spread)} "
+            f"| {summary([r['pretrained']['knn'] for r in results], args.spread)} "
             f"| {np.mean([r['pretrain_s'] for r in results]):.0f} |"
         )
     first = next(iter(rows.values()))
     lines.append(
-        f"| random init | {summary([r['random']['probe'] for r in first])} "
-        f"| {summary([r['random']['knn'] for r in first])} | – |"
+        f"| random init | {summary([r['random']['probe'] for r in first], args.spread)} "
+        f"| {summary([r['random']['knn'] for r in first], args.spread)} | – |"
     )
     lines.append(f"| raw pixels | {100 * raw_pixels(first_config):.2f} | – | – |")
     table = "\n".join(lines)

@@ -20,6 +20,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+from _common import simulate_devices  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:
@@ -39,14 +40,7 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
-    if args.devices > 1 and "xla_force_host_platform_device_count" not in os.environ.get(
-        "XLA_FLAGS", ""
-    ):
-        os.environ["XLA_FLAGS"] = (
-            os.environ.get("XLA_FLAGS", "")
-            + f" --xla_force_host_platform_device_count={args.devices}"
-        ).strip()
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    simulate_devices(args.devices)
 
     import jax
     import jax.numpy as jnp

@@ -1,9 +1,20 @@
-"""img/s of the jitted MoCo v2 train step for a config, and of the same model/batch step in plain PyTorch.
+"""img/s of the jitted train step of one or several configs (their ratio), and of the same MoCo v2
+model/batch step in plain PyTorch.
 
     python benchmarks/train_step.py --config=configs/mocov2_cifar10.py --batch=64 [--steps=10]
         [--torch] [--override model.width=0.5 ...]
+    python benchmarks/train_step.py --config=configs/mocov2_fashion_mnist.py,configs/interclr_fashion_mnist.py \
+        --batch=256 --devices=8 [--bank-rows=1281152] [--rounds=2]
 
-The JAX side is `train.jit_train_step` on synthetic uint8 views (no input pipeline) on the current devices.
+The JAX side is `train.jit_train_step` on synthetic uint8 views (no input pipeline) on the current devices
+(`--devices=N` simulates N CPU devices). With several configs (comma-separated) each step is timed in
+`--rounds` alternating rounds (A B A B: the shared host's load drifts), the median step of all its rounds
+is reported, and the ratio of each config's step time to the first's is printed. `--bank-rows=N`
+benchmarks a bank method at a bank size other than its data set's (e.g. InterCLR's ImageNet bank,
+1,281,152 rows, with the Fashion-MNIST model): the step only sees synthetic batches, so the train split
+is declared to hold N images (`datasets.num_examples` answers N for it) and the InterCLR bank-relative
+numbers are rescaled (`configs/common.interclr_scaled(N)`: C, K, pool; N = 1,281,152 gives the
+official 10,000 / 16,384 / 128,000). Banks start as random rows and labels `i mod C` (no k-means).
 The PyTorch side (`--torch`, needs `pip install torch==2.13.0`) is the same MoCo v2 step written here: online
 ResNet + MLP head forward/backward on view 1, EMA key encoder (no grad) on view 2, InfoNCE over
 [q·k, q·queue]/τ, SGD with momentum + weight decay, EMA and enqueue. The ResNet is tests/torch_resnet.py
@@ -21,10 +32,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-import jax  # noqa: E402
 import numpy as np  # noqa: E402
-
-from ssl_jax import configs  # noqa: E402
+from _common import simulate_devices  # noqa: E402
 
 
 def view_size(config) -> int:
@@ -33,7 +42,10 @@ def view_size(config) -> int:
     return _view_size(config, 0)
 
 
-def jax_img_per_sec(config, steps: int) -> float:
+def compiled_step(config):
+    """(step function, state, global batch) of a config on synthetic uint8 views, compiled and warm."""
+    import jax
+
     from ssl_jax import sharding, train
 
     exp = train.build_experiment(config)
@@ -53,13 +65,38 @@ def jax_img_per_sec(config, steps: int) -> float:
     state, metrics = step(state, batch)  # compile
     state, metrics = step(state, batch)
     jax.block_until_ready(metrics)
+    return step, state, batch
+
+
+def time_steps(compiled, steps: int) -> tuple[list[float], tuple]:
+    """Seconds of `steps` calls (each ended by `block_until_ready`) → (times, advanced compiled)."""
+    import jax
+
+    step, state, batch = compiled
     times = []
     for _ in range(steps):
         t = time.perf_counter()
         state, metrics = step(state, batch)
         jax.block_until_ready(metrics)
         times.append(time.perf_counter() - t)
-    return b / float(np.median(times))
+    return times, (step, state, batch)
+
+
+def jax_img_per_sec(config, steps: int) -> float:
+    times, _ = time_steps(compiled_step(config), steps)
+    return config.global_batch_size / float(np.median(times))
+
+
+def declare_train_rows(num_rows: int) -> None:
+    """Make `datasets.num_examples` answer `num_rows` for every train split (see `--bank-rows`)."""
+    from ssl_jax.data import datasets
+
+    real = datasets.num_examples
+
+    def num_examples(data_config, split):
+        return num_rows if split == data_config.train_split else real(data_config, split)
+
+    datasets.num_examples = num_examples
 
 
 def torch_img_per_sec(config, steps: int, threads: int) -> float:
@@ -121,33 +158,84 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
-    parser.add_argument("--config", default="configs/mocov2_cifar10.py")
+    parser.add_argument("--config", default="configs/mocov2_cifar10.py", help="comma-separated")
     parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--devices", type=int, default=1, help="simulated CPU devices")
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="alternating rounds (several configs)"
+    )
+    parser.add_argument("--bank-rows", type=int, default=0, help="bank size of bank methods")
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--torch", action="store_true", help="also time the PyTorch step")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--dtype", default=None, help="float32 | bfloat16 (JAX compute dtype)")
     parser.add_argument("--override", nargs="*", default=[], help="key=value on the config")
     args = parser.parse_args()
-    config = configs.load(args.config)
-    config.global_batch_size = args.batch
-    config.method_config.queue_size = max(
-        args.batch, config.method_config.queue_size // args.batch * args.batch
-    )
-    if args.dtype:
-        config.model.dtype = args.dtype
-    for item in args.override:
-        configs.apply_override(config, item)
+    if args.torch and "," in args.config:
+        raise SystemExit("--torch compares one config with its PyTorch step: give one --config")
+    simulate_devices(args.devices)
+    import jax
+
+    from ssl_jax import configs
+
+    from configs import common
+
+    if args.bank_rows:
+        declare_train_rows(args.bank_rows)
+    loaded = []
+    for path in args.config.split(","):
+        config = configs.load(path)
+        config.global_batch_size = args.batch
+        hp = config.method_config
+        hp.queue_size = max(args.batch, hp.queue_size // args.batch * args.batch)
+        if args.bank_rows and "bank_size" in hp:
+            hp.bank_size = args.bank_rows
+            if config.method == "interclr":
+                hp.update(common.interclr_scaled(args.bank_rows))
+        if args.dtype:
+            config.model.dtype = args.dtype
+        for item in args.override:
+            configs.apply_override(config, item)
+        loaded.append((os.path.splitext(os.path.basename(path))[0], config))
+    first = loaded[0][1]
     print(
-        f"devices: {jax.device_count()} × {jax.devices()[0].device_kind}; "
-        f"{config.model.backbone} {config.model.stem} stem width {config.model.width}, "
-        f"{view_size(config)} px, batch {args.batch}, {config.model.dtype}",
+        f"devices: {jax.device_count()} × {jax.devices()[0].device_kind} ({os.cpu_count()} host "
+        f"cores); {first.model.backbone} {first.model.stem} stem width {first.model.width}, "
+        f"{view_size(first)} px, batch {args.batch}, {first.model.dtype}"
+        + (f", bank {args.bank_rows:,} rows" if args.bank_rows else ""),
         flush=True,
     )
-    jax_rate = jax_img_per_sec(config, args.steps)
-    print(f"JAX     {jax_rate:8.1f} img/s", flush=True)
+    if len(loaded) == 1:
+        jax_rate = jax_img_per_sec(first, args.steps)
+        print(f"JAX     {jax_rate:8.1f} img/s", flush=True)
+    else:
+        compiled, times = {}, {}
+        for name, config in loaded:
+            t = time.perf_counter()
+            compiled[name] = compiled_step(config)
+            hp = config.method_config
+            extra = (
+                f" (bank {hp.bank_size:,}, C {hp.num_clusters:,}, K {hp.num_negatives:,}, "
+                f"pool {hp.pool_size:,}, {hp.sampler})"
+                if config.method == "interclr"
+                else ""
+            )
+            print(f"{name}: compiled in {time.perf_counter() - t:.1f} s{extra}", flush=True)
+            times[name] = []
+        for r in range(args.rounds):
+            for name, _ in loaded:
+                seconds, compiled[name] = time_steps(compiled[name], args.steps)
+                times[name] += seconds
+                print(f"round {r}: {name} {1e3 * np.median(seconds):9.1f} ms/step", flush=True)
+        base = float(np.median(times[loaded[0][0]]))
+        for name, _ in loaded:
+            median = float(np.median(times[name]))
+            print(
+                f"{name:32s} {1e3 * median:9.1f} ms/step {args.batch / median:8.1f} img/s  "
+                f"×{median / base:.2f} step time of {loaded[0][0]}"
+            )
     if args.torch:
-        torch_rate = torch_img_per_sec(config, args.steps, args.threads)
+        torch_rate = torch_img_per_sec(first, args.steps, args.threads)
         print(f"PyTorch {torch_rate:8.1f} img/s  ({args.threads} threads)")
         print(f"ratio JAX / PyTorch = {jax_rate / torch_rate:.2f}")
 

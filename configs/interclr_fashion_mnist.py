@@ -9,6 +9,9 @@ refilled, semi-hard sampling, MarginNCE m −0.5, τ 0.2, weights 0.75/0.25, ban
 the bank-relative numbers scaled from ImageNet by the bank size (`common.interclr_scaled`: the same
 ratios of clusters, negatives and pool to rows): 470 clusters (~128 images each, as 10,000 on
 ImageNet), 768 negatives from a pool of 6,016 (~10 %). Bank 60,000 × 128 float32 = 31 MB.
+`:subset=N` pretrains on the first N training images (bank N rows, C/K/pool scaled to N the same
+way; `subset=10000`: 80 clusters, 128 negatives, pool 1,024 — the README's evidence runs, where 600
+steps of 64 visit each image ~4 times, so the bank and the online labels are refreshed).
 `:runlocal` trains 6 steps on 256 images with 8 clusters, 32 negatives from a pool of 64.
 """
 
@@ -28,7 +31,8 @@ from ssl_jax.models import head_config  # noqa: E402
 
 
 def get_config(arg=None):
-    a = common.parse_arg(arg)
+    a = common.parse_arg(arg, subset=0)
+    rows = a.subset or 60_000
     c = configs.base_config()
     c.method = "interclr"
     c.method_config = ml_collections.ConfigDict(
@@ -45,19 +49,19 @@ def get_config(arg=None):
             intra_weight=0.75,
             inter_weight=0.25,
             sampler="semihard",
-            bank_size=60_000,
+            bank_size=rows,
             bank_momentum=1.0,
             labels="online",
             centroid_every_steps=10,
             min_cluster_size=20,
             kmeans_iters=20,
-            **common.interclr_scaled(60_000),  # 470 clusters, K 768, pool 6016
+            **common.interclr_scaled(rows),  # 60,000 rows: 470 clusters, K 768, pool 6016
         )
     )
     c.ema.base = 0.99
 
     common.fashion_mnist_data(c, channels=1)
-    c.data.train_subset = 0
+    c.data.train_subset = a.subset
     c.data.shuffle_buffer = 60_000
     c.data.views = ("fashion", "fashion")
     c.data.recipes = ml_collections.ConfigDict({"fashion": recipes.fashion_mnist_default(28)})
