@@ -20,6 +20,8 @@ Official code followed (open-mmlab/mmselfsup, branch 0.x):
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 from jax import lax
@@ -248,6 +250,7 @@ def _local_fix(bank, labels, centroids, min_size, split_iters, chunk_rows):
 # Public API.
 
 
+@functools.partial(jax.jit, static_argnames=("num_clusters", "mesh"))
 def cluster_sizes(labels: jax.Array, num_clusters: int, mesh: Mesh) -> jax.Array:
     """`np.bincount(labels, minlength=C)` `[C]` int32, replicated: per-device counts, psum'd."""
     return jax.shard_map(
@@ -259,6 +262,7 @@ def cluster_sizes(labels: jax.Array, num_clusters: int, mesh: Mesh) -> jax.Array
     )(labels)
 
 
+@functools.partial(jax.jit, static_argnames=("mesh", "metric", "chunk_rows"))
 def assign_labels(
     bank: jax.Array,
     centroids: jax.Array,
@@ -284,6 +288,7 @@ def assign_labels(
     )
 
 
+@functools.partial(jax.jit, static_argnames=("mesh",))
 def centroids_from_bank(
     bank: jax.Array, labels: jax.Array, old_centroids: jax.Array, mesh: Mesh
 ) -> jax.Array:
@@ -295,6 +300,7 @@ def centroids_from_bank(
     )(bank, labels, old_centroids)
 
 
+@functools.partial(jax.jit, static_argnames=("mesh", "min_size", "split_iters", "chunk_rows"))
 def fix_small_clusters(
     bank: jax.Array,
     labels: jax.Array,
@@ -349,6 +355,10 @@ def kmeans_init_rows(rng: jax.Array, num_rows: int, num_clusters: int) -> jax.Ar
     return jax.random.choice(rng, num_rows, (num_clusters,), replace=False).astype(jnp.int32)
 
 
+@functools.partial(
+    jax.jit,
+    static_argnames=("num_clusters", "mesh", "iters", "min_size", "split_iters", "chunk_rows"),
+)
 def kmeans(
     rng: jax.Array,
     bank: jax.Array,

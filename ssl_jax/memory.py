@@ -7,10 +7,15 @@ device, and each device touches only the rows it owns, so the global layout is t
 `bank_topk`, `bank_quantiles` and `sample_rows_where` rank, threshold and sample the rows by their
 similarity to a few replicated queries in the same way: per device, then a merge of small per-query
 results (candidates, counts, indices); the bank and the `[B, N]` similarities are never gathered.
+
+The public functions here (and in `sampling`, `clustering`) are `jax.jit`-ted with their sizes, flags
+and mesh static: inside a train step they inline; called eagerly (tests, set-up code, notebooks) they
+compile once per shape instead of running their `shard_map` op by op (~6× slower on CPU).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -56,6 +61,7 @@ def rows_spec(table: jax.Array) -> P:
     return P(DATA_AXIS, *([None] * (table.ndim - 1)))
 
 
+@functools.partial(jax.jit, static_argnames=("mesh",))
 def write_rows(table: jax.Array, index: jnp.ndarray, rows: jnp.ndarray, mesh: Mesh) -> jax.Array:
     """table[index] = rows, each device writing only the rows it owns. index `[B]` int, rows
     `[B, *table.shape[1:]]` (a bank `[N, D]` or a label bank `[N]`)."""
@@ -71,6 +77,7 @@ def write_rows(table: jax.Array, index: jnp.ndarray, rows: jnp.ndarray, mesh: Me
     )
 
 
+@functools.partial(jax.jit, static_argnames=("mesh",))
 def read_rows(table: jax.Array, index: jnp.ndarray, mesh: Mesh) -> jnp.ndarray:
     """table[index] `[*index.shape, *table.shape[1:]]`, gathered from the owning devices (masked
     local gather + psum)."""
@@ -86,6 +93,7 @@ def read_rows(table: jax.Array, index: jnp.ndarray, mesh: Mesh) -> jnp.ndarray:
     )
 
 
+@functools.partial(jax.jit, static_argnames=("mesh",))
 def row_similarities(
     table: jax.Array, query: jnp.ndarray, index: jnp.ndarray, mesh: Mesh
 ) -> jnp.ndarray:
@@ -108,6 +116,7 @@ def row_similarities(
     )
 
 
+@functools.partial(jax.jit, static_argnames=("mesh",))
 def enqueue(
     queue: jax.Array, ptr: jnp.ndarray, keys: jnp.ndarray, mesh: Mesh
 ) -> tuple[jax.Array, jnp.ndarray]:
@@ -210,6 +219,7 @@ def _label_mask(local_labels: jnp.ndarray, query_labels: jnp.ndarray, rule: str)
     return ~same if rule == "exclude" else same
 
 
+@functools.partial(jax.jit, static_argnames=("k", "mesh", "label_rule"))
 def bank_topk(
     bank: jax.Array,
     queries: jnp.ndarray,
@@ -261,6 +271,11 @@ def bank_topk(
 _SIGN = 0x80000000
 
 
+def _check_num(num: int, num_rows: int) -> None:
+    if not 1 <= num <= num_rows:
+        raise ValueError(f"num={num} must be in [1, {num_rows}]")
+
+
 def _mix32(x: jnp.ndarray) -> jnp.ndarray:
     """A bijective avalanche hash of uint32 (Wellons' lowbias32): cheap per-element random bits."""
     x = (x ^ (x >> jnp.uint32(16))) * jnp.uint32(0x7FEB352D)
@@ -289,10 +304,11 @@ def _inverted_cdf_rank(num_rows: int, q: float) -> int:
     return min(max(index, 0), num_rows - 1) + 1
 
 
+@functools.partial(jax.jit, static_argnames=("qs", "mesh", "iters"))
 def bank_quantiles(
     bank: jax.Array,
     queries: jnp.ndarray,
-    qs: Sequence[float],
+    qs: tuple[float, ...],
     mesh: Mesh,
     *,
     iters: int = 32,
@@ -310,30 +326,42 @@ def bank_quantiles(
     bit); fewer iterations return an upper bound. `qs` are Python floats (static).
     """
     _rows_per_device(bank, mesh)
-    target = jnp.asarray([_inverted_cdf_rank(bank.shape[0], q) for q in qs], jnp.int32)
+    target = _quantile_ranks(bank.shape[0], qs)
 
     def local(local_bank, queries):
-        keys = _float_to_ordered(_local_sims(local_bank, queries))  # [B, N/n]
-        lo = lax.pmin(jnp.min(keys, axis=1), DATA_AXIS)
-        hi = lax.pmax(jnp.max(keys, axis=1), DATA_AXIS)
-        lo = jnp.broadcast_to(lo[:, None], (keys.shape[0], len(qs)))
-        hi = jnp.broadcast_to(hi[:, None], lo.shape)
-
-        def step(_, bracket):  # invariant: the answer's key lies in [lo, hi]
-            lo, hi = bracket
-            mid = lo + (hi - lo) // jnp.uint32(2)
-            count = jnp.sum(keys[:, None, :] <= mid[:, :, None], axis=-1, dtype=jnp.int32)
-            enough = lax.psum(count, DATA_AXIS) >= target
-            return jnp.where(enough, lo, mid + jnp.uint32(1)), jnp.where(enough, mid, hi)
-
-        _, hi = lax.fori_loop(0, iters, step, (lo, hi))
-        return _ordered_to_float(hi)
+        return _ordered_to_float(
+            _local_quantile_keys(_float_to_ordered(_local_sims(local_bank, queries)), target, iters)
+        )
 
     return jax.shard_map(local, mesh=mesh, in_specs=(ROWS, P()), out_specs=P(), check_vma=False)(
         bank, queries
     )
 
 
+def _quantile_ranks(num_rows: int, qs: Sequence[float]) -> jnp.ndarray:
+    return jnp.asarray([_inverted_cdf_rank(num_rows, q) for q in qs], jnp.int32)
+
+
+def _local_quantile_keys(keys: jnp.ndarray, target: jnp.ndarray, iters: int) -> jnp.ndarray:
+    """Inside `shard_map`: this device's ordered keys `[B, N/n]` → the `[B, len(target)]` keys of
+    the global ranks `target` (bisection on psum'd counts; see `bank_quantiles`)."""
+    lo = lax.pmin(jnp.min(keys, axis=1), DATA_AXIS)
+    hi = lax.pmax(jnp.max(keys, axis=1), DATA_AXIS)
+    lo = jnp.broadcast_to(lo[:, None], (keys.shape[0], target.shape[0]))
+    hi = jnp.broadcast_to(hi[:, None], lo.shape)
+
+    def step(_, bracket):  # invariant: the answer's key lies in [lo, hi]
+        lo, hi = bracket
+        mid = lo + (hi - lo) // jnp.uint32(2)
+        count = jnp.sum(keys[:, None, :] <= mid[:, :, None], axis=-1, dtype=jnp.int32)
+        enough = lax.psum(count, DATA_AXIS) >= target
+        return jnp.where(enough, lo, mid + jnp.uint32(1)), jnp.where(enough, mid, hi)
+
+    _, hi = lax.fori_loop(0, iters, step, (lo, hi))
+    return hi
+
+
+@functools.partial(jax.jit, static_argnames=("num", "mesh", "replace", "label_rule"))
 def sample_rows_where(
     rng: jax.Array,
     bank: jax.Array,
@@ -371,8 +399,7 @@ def sample_rows_where(
     Never gathers the bank or the similarities.
     """
     _rows_per_device(bank, mesh)
-    if not 1 <= num <= bank.shape[0]:
-        raise ValueError(f"num={num} must be in [1, {bank.shape[0]}]")
+    _check_num(num, bank.shape[0])
     lo = jnp.asarray(lo, jnp.float32)
     hi = jnp.asarray(hi, jnp.float32)
     label_ops, label_specs = _label_operands(
@@ -397,6 +424,64 @@ def sample_rows_where(
     )
 
 
+@functools.partial(
+    jax.jit, static_argnames=("q_lo", "q_hi", "num", "mesh", "replace", "label_rule", "iters")
+)
+def sample_rows_in_quantile_band(
+    rng: jax.Array,
+    bank: jax.Array,
+    queries: jnp.ndarray,
+    q_lo: float | None,
+    q_hi: float | None,
+    num: int,
+    mesh: Mesh,
+    *,
+    replace: bool,
+    labels: jax.Array | None = None,
+    query_labels: jnp.ndarray | None = None,
+    label_rule: str = "exclude",
+    iters: int = 32,
+) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """`sample_rows_where` with the band's ends given as quantiles of each query's similarities:
+    the band is [quantile(q_lo), quantile(q_hi)] as `bank_quantiles` defines them (None: that end
+    open). The same draws, bit for bit, as `sample_rows_where(rng, bank, queries, lo, hi, ...)` with
+    lo/hi from `bank_quantiles`, but each device computes its `[B, N/n]` similarities once instead
+    of twice (InterCLR's semi-hard/semi-easy pool, Ring's percentile band). q_lo/q_hi are Python
+    floats (static); the label filter is `sample_rows_where`'s."""
+    _rows_per_device(bank, mesh)
+    if q_lo is None and q_hi is None:
+        raise ValueError("give q_lo and/or q_hi")
+    _check_num(num, bank.shape[0])
+    ends = [q for q in (q_lo, q_hi) if q is not None]
+    target = _quantile_ranks(bank.shape[0], ends)
+    label_ops, label_specs = _label_operands(
+        labels, query_labels, label_rule, bank.shape[0], queries.shape[0]
+    )
+
+    def eligible(local_bank, queries, *label_ops):
+        sims = _local_sims(local_bank, queries)
+        at = _ordered_to_float(_local_quantile_keys(_float_to_ordered(sims), target, iters))
+        band = jnp.ones(sims.shape, bool)
+        if q_lo is not None:
+            band &= sims >= at[:, :1]
+        if q_hi is not None:
+            band &= sims <= at[:, -1:]
+        return band & _label_mask(*label_ops, label_rule) if label_ops else band
+
+    return _sample_eligible(
+        rng,
+        eligible,
+        (bank, queries, *label_ops),
+        (ROWS, P(), *label_specs),
+        bank.shape[0],
+        queries.shape[0],
+        num,
+        mesh,
+        replace,
+    )
+
+
+@functools.partial(jax.jit, static_argnames=("num", "mesh", "replace", "label_rule"))
 def sample_rows_by_label(
     rng: jax.Array,
     labels: jax.Array,

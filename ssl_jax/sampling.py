@@ -29,6 +29,8 @@ each attempt is uniform on S, so conditioned on landing in S \\ X it is uniform 
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 from jax.sharding import Mesh
@@ -48,6 +50,7 @@ def _pool_quantile(num_rows: int, rank: int) -> float:
     return q
 
 
+@functools.partial(jax.jit, static_argnames=("sampler", "num", "pool_size", "mesh"))
 def inter_negatives(
     rng: jax.Array,
     sampler: str,
@@ -67,7 +70,8 @@ def inter_negatives(
     - 'semihard': uniform without replacement among the `pool_size` most similar rows (the official
       `semihard_neg_pool_num` = 128000) whose label ≠ the query's. The pool is {sim ≥ t}, t = the
       pool_size-th largest similarity over ALL rows (same-cluster rows count in the pool, as in the
-      official top-k), from the exact `memory.bank_quantiles`; ties at t are all in the pool.
+      official top-k), from the exact `memory.bank_quantiles` rank (computed with the draw in one
+      pass: `memory.sample_rows_in_quantile_band`); ties at t are all in the pool.
     - 'semieasy': the same with the `pool_size` least similar rows ({sim ≤ t}).
     - 'random': i.i.d. uniform (with replacement, as the official alias sampler) over all rows whose
       label ≠ the query's; `pool_size` unused, the bank not read.
@@ -91,20 +95,16 @@ def inter_negatives(
         return index, values > -jnp.inf
     if not 1 <= pool_size <= num_rows:
         raise ValueError(f"pool_size={pool_size} must be in [1, {num_rows}]")
-    batch = queries.shape[0]
     if sampler == "semihard":  # the pool_size-th largest = ascending rank N - pool_size + 1
-        q = _pool_quantile(num_rows, num_rows - pool_size + 1)
-        lo = memory.bank_quantiles(bank, queries, (q,), mesh)[:, 0]
-        hi = jnp.full((batch,), jnp.inf, jnp.float32)
+        ends = (_pool_quantile(num_rows, num_rows - pool_size + 1), None)
     else:  # semieasy: the pool_size-th smallest
-        q = _pool_quantile(num_rows, pool_size)
-        hi = memory.bank_quantiles(bank, queries, (q,), mesh)[:, 0]
-        lo = jnp.full((batch,), -jnp.inf, jnp.float32)
-    return memory.sample_rows_where(
-        rng, bank, queries, lo, hi, num, mesh, replace=False, **label_filter
+        ends = (None, _pool_quantile(num_rows, pool_size))
+    return memory.sample_rows_in_quantile_band(
+        rng, bank, queries, *ends, num, mesh, replace=False, **label_filter
     )
 
 
+@functools.partial(jax.jit, static_argnames=("mesh",))
 def cluster_positive(
     rng: jax.Array, labels: jax.Array, query_labels: jnp.ndarray, mesh: Mesh
 ) -> jnp.ndarray:

@@ -130,6 +130,28 @@ def prepare_views(config, views, rng):
     return out
 
 
+def step_input(exp: Experiment, state: TrainState, batch) -> StepInput:
+    """What the step feeds `method.loss_fn` at `state.step`: the views prepared on device, the loss
+    rng, the buffers and the target (EMA'd first for methods with `EMA_BEFORE_KEYS`). Tests call it
+    to run a method's forward alone, exactly as the step does."""
+    method = exp.method
+    view_rng, loss_rng = jax.random.split(jax.random.fold_in(state.rng, state.step))
+    target = None
+    if method.USES_TARGET:
+        params = state.target_params
+        if method.EMA_BEFORE_KEYS:
+            params = optim.ema_update(params, state.params, exp.ema_schedule(state.step))
+        target = {"params": params, "batch_stats": state.target_batch_stats}
+    return StepInput(
+        step=state.step,
+        rng=loss_rng,
+        views=tuple(prepare_views(exp.config, batch["views"], view_rng)),
+        batch=batch,
+        buffers=state.buffers,
+        target=target,
+    )
+
+
 def make_train_step(exp: Experiment):
     """The pure step (state, batch) → (state, metrics); jitted with the state donated.
 
@@ -139,22 +161,9 @@ def make_train_step(exp: Experiment):
     uses_target = method.USES_TARGET
 
     def train_step(state: TrainState, batch):
-        rng = jax.random.fold_in(state.rng, state.step)
-        view_rng, loss_rng = jax.random.split(rng)
         momentum = exp.ema_schedule(state.step)
-        target_params = state.target_params
-        if uses_target and method.EMA_BEFORE_KEYS:
-            target_params = optim.ema_update(target_params, state.params, momentum)
-        inp = StepInput(
-            step=state.step,
-            rng=loss_rng,
-            views=tuple(prepare_views(exp.config, batch["views"], view_rng)),
-            batch=batch,
-            buffers=state.buffers,
-            target={"params": target_params, "batch_stats": state.target_batch_stats}
-            if uses_target
-            else None,
-        )
+        inp = step_input(exp, state, batch)
+        target_params = inp.target["params"] if uses_target else state.target_params
 
         def loss_fn(params):
             return method.loss_fn(ctx, params, state.batch_stats, inp)

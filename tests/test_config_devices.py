@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ssl_jax import configs, optim, sharding, train
+from ssl_jax import configs, sharding, train
 from ssl_jax.methods import METHODS, common, mocov2
 from ssl_jax.state import state_shardings
 from tests.helpers import synthetic_batch
@@ -81,21 +81,7 @@ def _first_step_forward(config, host_state, devices):
 
     @jax.jit
     def forward(state, batch):
-        view_rng, loss_rng = jax.random.split(jax.random.fold_in(state.rng, state.step))
-        target = None
-        if method.USES_TARGET:
-            params = state.target_params
-            if method.EMA_BEFORE_KEYS:
-                params = optim.ema_update(params, state.params, exp.ema_schedule(state.step))
-            target = {"params": params, "batch_stats": state.target_batch_stats}
-        inp = common.StepInput(
-            step=state.step,
-            rng=loss_rng,
-            views=tuple(train.prepare_views(config, batch["views"], view_rng)),
-            batch=batch,
-            buffers=state.buffers,
-            target=target,
-        )
+        inp = train.step_input(exp, state, batch)
         return method.loss_fn(exp.ctx, state.params, state.batch_stats, inp)
 
     return jax.device_get(forward(state, batch))

@@ -1,5 +1,6 @@
-"""Bank primitives (`memory.bank_topk`, `bank_quantiles`, `sample_rows_where`) against numpy on the
-gathered bank, on 1 and 8 simulated devices, and the compiled HLO of each: no bank-sized collective."""
+"""Bank primitives (`memory.bank_topk`, `bank_quantiles`, `sample_rows_where`,
+`sample_rows_in_quantile_band`) against numpy on the gathered bank, on 1 and 8 simulated devices,
+and the compiled HLO of each: no bank-sized collective."""
 
 import re
 
@@ -130,6 +131,33 @@ def test_sample_rows_where_does_not_depend_on_device_count():
         np.testing.assert_array_equal(out[1, replace], out[8, replace])
 
 
+def test_sample_rows_in_quantile_band_equals_quantiles_then_sample():
+    """The fused sampler draws exactly what `bank_quantiles` + `sample_rows_where` draw (a one-sided
+    band with the label filter, a two-sided one without), on 8 devices. Without replacement only:
+    both share `_sample_eligible`, whose replace=True path `sample_rows_where`'s tests cover."""
+    replace = False
+    mesh = make_mesh(jax.devices()[:8])
+    bank = memory.init_rows(jax.random.PRNGKey(0), N, D, mesh)
+    queries = memory.l2_normalize(jax.random.normal(jax.random.PRNGKey(1), (B, D)))
+    labels = jax.device_put(jnp.arange(N, dtype=jnp.int32) % 5, NamedSharding(mesh, P("data")))
+    filt = dict(labels=labels, query_labels=jnp.arange(B, dtype=jnp.int32) % 5)
+    rng = jax.random.PRNGKey(4)
+    for q_lo, q_hi, extra in ((0.8, None, filt), (0.3, 0.7, {})):
+        ends = [q for q in (q_lo, q_hi) if q is not None]
+        at = memory.bank_quantiles(bank, queries, tuple(ends), mesh)
+        lo = at[:, 0] if q_lo is not None else jnp.full((B,), -jnp.inf)
+        hi = at[:, -1] if q_hi is not None else jnp.full((B,), jnp.inf)
+        want = memory.sample_rows_where(
+            rng, bank, queries, lo, hi, 24, mesh, replace=replace, **extra
+        )
+        got = memory.sample_rows_in_quantile_band(
+            rng, bank, queries, q_lo, q_hi, 24, mesh, replace=replace, **extra
+        )
+        for w, g in zip(want, got):
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+        assert np.asarray(got[1]).any()
+
+
 # --------------------------------------------------------------------------------------------------
 # Compiled HLO on 8 devices: every collective moves fewer than N·D/8 elements (one device's shard).
 
@@ -177,7 +205,9 @@ def test_hlo_parser_flags_a_gathered_bank(big):
     assert _largest_collective(naive_topk, bank, queries) >= LIMIT
 
 
-@pytest.mark.parametrize("primitive", ["topk", "quantiles", "sample", "sample_replace"])
+@pytest.mark.parametrize(
+    "primitive", ["topk", "quantiles", "sample", "sample_replace", "quantile_band"]
+)
 def test_hlo_has_no_bank_sized_collective(big, primitive):
     mesh, bank, queries = big
     lo, hi = jnp.full((B,), 0.1), jnp.full((B,), 0.5)
@@ -188,6 +218,9 @@ def test_hlo_has_no_bank_sized_collective(big, primitive):
         "sample": lambda b, q: memory.sample_rows_where(rng, b, q, lo, hi, 64, mesh, replace=False),
         "sample_replace": lambda b, q: memory.sample_rows_where(
             rng, b, q, lo, hi, 64, mesh, replace=True
+        ),
+        "quantile_band": lambda b, q: memory.sample_rows_in_quantile_band(
+            rng, b, q, 0.9, None, 64, mesh, replace=False
         ),
     }[primitive]
     hlo = jax.jit(f).lower(bank, queries).compile().as_text()

@@ -22,8 +22,7 @@ import ml_collections
 import numpy as np
 import pytest
 
-from ssl_jax import optim, sharding, train
-from ssl_jax.data import device_augment
+from ssl_jax import sharding, train
 from ssl_jax.methods import METHODS, common, interclr
 from ssl_jax.state import state_shardings
 from tests.helpers import synthetic_batch, tiny_config
@@ -121,24 +120,13 @@ def test_prepared_bank_labels_and_centroids(runs):
 
 
 def _inputs(state, config, step):
-    """StepInput of `step` as `train.make_train_step` builds it (EMA before the keys)."""
+    """StepInput of `step` (= state.step) as the train step builds it (`train.step_input`: EMA
+    before the keys) → (experiment, input, the EMA'd target params, the prepared views)."""
+    assert int(state.step) == step
     exp = train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()[:1]))
-    view_rng, loss_rng = jax.random.split(jax.random.fold_in(state.rng, step))
-    views = [
-        device_augment.normalize(v, config.data.mean, config.data.std, jnp.float32)
-        for v in synthetic_batch(config, step)["views"]
-    ]
-    target = optim.ema_update(state.target_params, state.params, exp.ema_schedule(step))
-    batch = {k: jnp.asarray(v) for k, v in synthetic_batch(config, step).items() if k != "views"}
-    inp = common.StepInput(
-        step=jnp.asarray(step, jnp.int32),
-        rng=loss_rng,
-        views=tuple(views),
-        batch=batch,
-        buffers=state.buffers,
-        target={"params": target, "batch_stats": state.target_batch_stats},
-    )
-    return exp, inp, target, views
+    batch = jax.tree.map(jnp.asarray, synthetic_batch(config, step))
+    inp = jax.jit(lambda s, b: train.step_input(exp, s, b))(state, batch)
+    return exp, inp, inp.target["params"], inp.views
 
 
 def test_step_loss_is_the_official_formula(runs):
