@@ -18,6 +18,9 @@ from ssl_jax.configs import ConfigError
 
 FASHION_MNIST_MEAN = (0.2860,)
 FASHION_MNIST_STD = (0.3530,)
+# RGB mean/std of color_fashion_mnist's train split with the default options (seed 0, 32 px).
+COLOR_FASHION_MNIST_MEAN = (0.5024, 0.3952, 0.3614)
+COLOR_FASHION_MNIST_STD = (0.3078, 0.2751, 0.2768)
 CIFAR10_MEAN = (0.4914, 0.4822, 0.4465)
 CIFAR10_STD = (0.2023, 0.1994, 0.2010)  # as the MoCo/SCE CIFAR code
 CIFAR100_MEAN = (0.5071, 0.4865, 0.4409)
@@ -82,6 +85,24 @@ def fashion_mnist_data(c: ml_collections.ConfigDict, *, channels: int = 1) -> No
     c.data.channels = channels
     c.data.mean = FASHION_MNIST_MEAN * channels
     c.data.std = FASHION_MNIST_STD * channels
+    c.data.cache = True
+
+
+def color_fashion_mnist_data(c: ml_collections.ConfigDict, *, size: int = 32) -> None:
+    """color_fashion_mnist (Fashion-MNIST items on skimage photos, `ssl_jax/data/
+    color_fashion_mnist.py`) generated at `size` (32 or 64) px: evaluation on 'test' without a
+    centre crop, RGB mean/std of the default generation, splits cached in host memory. The
+    generator's options are `c.data.color_fashion_mnist` (defaults in `ssl_jax.configs`)."""
+    c.data.name = "color_fashion_mnist"
+    c.data.data_dir = ""
+    c.data.train_split = "train"
+    c.data.eval_train_split = "train"
+    c.data.eval_test_split = "test"
+    c.data.color_fashion_mnist.size = size
+    c.data.image_size = size
+    c.data.eval_crop_fraction = 1.0
+    c.data.channels = 3
+    c.data.mean, c.data.std = COLOR_FASHION_MNIST_MEAN, COLOR_FASHION_MNIST_STD
     c.data.cache = True
 
 

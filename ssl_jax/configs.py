@@ -22,7 +22,15 @@ import typing
 
 import ml_collections
 
-DATASETS = ("fashion_mnist", "cifar10", "cifar100", "stl10", "imagenet2012", "image_folder")
+DATASETS = (
+    "fashion_mnist",
+    "color_fashion_mnist",
+    "cifar10",
+    "cifar100",
+    "stl10",
+    "imagenet2012",
+    "image_folder",
+)
 JOBS = ("pretrain", "linear_probe", "knn")
 EVAL_JOBS = ("linear_probe", "knn")  # jobs on a pretrained encoder (config.init)
 PROBE_PROTOCOLS = ("sgd", "fast")
@@ -64,6 +72,21 @@ def base_config() -> ml_collections.ConfigDict:
     c.data.device_ops = False
     c.data.shuffle_buffer = 50_000
     c.data.cache = False
+    # The generator of name='color_fashion_mnist' (data/color_fashion_mnist.py; ignored otherwise):
+    # native size 32 or 64 px, seed, tint 'independent' | 'background' | 'fixed' (hue, turns), the
+    # skimage photos used as backgrounds (() = all), the fraction of a photo's side a crop covers,
+    # the folder of the cached splits ('' = $XDG_CACHE_HOME/ssl_jax or ~/.cache/ssl_jax).
+    c.data.color_fashion_mnist = ml_collections.ConfigDict(
+        dict(
+            size=32,
+            seed=0,
+            tint="independent",
+            hue=0.0,
+            backgrounds=(),
+            background_crop=0.25,
+            cache_dir="",
+        )
+    )
 
     c.model = ml_collections.ConfigDict()
     c.model.backbone = "resnet50"
@@ -388,6 +411,10 @@ def validate(config: ml_collections.ConfigDict, *, num_devices: int) -> None:
 
     data = config.data
     check_allowed("data.name", data.name, DATASETS)
+    if data.name == "color_fashion_mnist":
+        from ssl_jax.data import color_fashion_mnist  # the generator owns its options' values
+
+        color_fashion_mnist.check_config(data.get("color_fashion_mnist"))
     check_allowed("data.channels", data.channels, (1, 3))
     check_range("data.image_size", data.image_size, low=1, integer=True)
     check_range("data.train_subset", data.train_subset, low=0, integer=True)

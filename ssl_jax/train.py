@@ -109,7 +109,8 @@ def _view_size(config, view: int) -> int:
 
 def prepare_views(config, views, rng):
     """uint8 host crops → normalised compute-dtype arrays; with `data.device_ops` the colour ops of
-    each view's recipe run here, on the device, with per-example keys."""
+    each view's recipe run here, on the device, with per-example keys; a recipe's `color_space` op
+    always does (it replaces `data.mean` / `data.std`)."""
     dtype = _compute_dtype(config)
     out = []
     for i, view in enumerate(views):
@@ -125,8 +126,13 @@ def prepare_views(config, views, rng):
                     dtype,
                 )
             )
-        else:
-            out.append(device_augment.normalize(view, config.data.mean, config.data.std, dtype))
+        else:  # the host ran the recipe; its color_space op (if any) and normalisation run here
+            recipe = tuple(dict(op) for op in config.data.recipes[config.data.views[i]])
+            out.append(
+                device_augment.to_model_input(
+                    view, recipe, config.data.mean, config.data.std, dtype
+                )
+            )
     return out
 
 

@@ -39,6 +39,12 @@ torchvision semantics kept:
   separable, reflect padding (torchvision `GaussianBlur`); `kernel_size` 0 = the odd number nearest
   to 10% of the shorter side (23 at 224 px, 3 at 32 px), at least 3.
 - `solarize`: `x → 1 − x` where `x >= threshold` (threshold in [0, 1] pixel units).
+- `color_space` (CMC's colour transfer + `Normalize`): RGB → `space` ('lab', 'ycbcr', 'ydbdr'),
+  normalised with the official mean/std (`color.py`); float out, not an image in [0, 1], so it must
+  be a recipe's last op (`FLOAT_OPS`). The input pipeline leaves it to the device (the view still
+  leaves the host as uint8): `device_augment.to_model_input` / `apply_recipe` run it instead of the
+  `config.data.mean/std` normalisation. Here it is for `apply_ops` (float out); `apply_recipe` and
+  `apply_ops_uint8` refuse it.
 Uniforms come from TF's stateless generator, not torch's, so the draws (not their laws) differ.
 """
 
@@ -49,6 +55,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import tensorflow as tf
+
+from ssl_jax.configs import ConfigError
+from ssl_jax.data import color
 
 LUMA = (0.299, 0.587, 0.114)
 RRC_ATTEMPTS = 10
@@ -66,6 +75,7 @@ OP_KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "grayscale": (frozenset({"p"}), frozenset()),
     "gaussian_blur": (frozenset({"p", "sigma"}), frozenset({"kernel_size"})),
     "solarize": (frozenset({"p", "threshold"}), frozenset()),
+    "color_space": (frozenset({"space"}), frozenset()),
 }
 # Uniforms each op reads from its slice of `u`.
 NUM_DRAWS = {
@@ -77,6 +87,7 @@ NUM_DRAWS = {
     "grayscale": 1,
     "gaussian_blur": 2,
     "solarize": 1,
+    "color_space": 0,
 }
 SIZE_OPS = ("random_resized_crop", "resize", "center_crop")
 # With `config.data.device_ops` only these run on the host; `device_augment` runs the others.
@@ -84,6 +95,9 @@ HOST_OPS = ("random_resized_crop", "resize", "center_crop", "horizontal_flip")
 # Ops that only move pixels or pad with 0: they commute exactly with the final uint8 quantisation,
 # so trailing ones run on uint8 (a quarter of the bytes).
 PIXEL_OPS = ("horizontal_flip", "center_crop")
+# Ops whose output is not an image in [0, 1] (normalised colour spaces): last in a recipe, never
+# quantised to uint8; the input pipeline leaves them to the device.
+FLOAT_OPS = ("color_space",)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -506,6 +520,12 @@ def _solarize(images, u, *, p, threshold):
     return tf.where(_bcast(u[:, 0] < p) & (x >= threshold), 1.0 - x, x)
 
 
+def _color_space(images, u, *, space):
+    del u
+    _needs_colour(images, "color_space")
+    return color.convert_tf(to_float(images), space)
+
+
 BATCH_OPS: dict[str, Callable[..., tf.Tensor]] = {
     "random_resized_crop": _random_resized_crop,
     "resize": _resize,
@@ -515,6 +535,7 @@ BATCH_OPS: dict[str, Callable[..., tf.Tensor]] = {
     "grayscale": _grayscale,
     "gaussian_blur": _gaussian_blur,
     "solarize": _solarize,
+    "color_space": _color_space,
 }
 
 
@@ -540,6 +561,7 @@ color_jitter = _single("color_jitter")
 grayscale = _single("grayscale")
 gaussian_blur = _single("gaussian_blur")
 solarize = _single("solarize")
+color_space = _single("color_space")
 
 
 def random_resized_crop_params(
@@ -607,7 +629,13 @@ def apply_ops_uint8(
     images: tf.Tensor, recipe: Sequence[Mapping[str, Any]], u: tf.Tensor, start: int = 0
 ) -> tf.Tensor:
     """`apply_ops(images, recipe, u, start)` quantised to uint8; trailing flips / centre crops run
-    after the (exactly commuting) quantisation."""
+    after the (exactly commuting) quantisation. A `FLOAT_OPS` op (float out) raises ValueError."""
+    floats = [op["op"] for op in recipe[start:] if op["op"] in FLOAT_OPS]
+    if floats:
+        raise ValueError(
+            f"{floats[0]} gives float views, not uint8: run it with apply_ops, or on the device "
+            "(device_augment.to_model_input), as the input pipeline does."
+        )
     stop = len(recipe)
     while stop > start and recipe[stop - 1]["op"] in PIXEL_OPS:
         stop -= 1
@@ -635,8 +663,9 @@ def apply_recipe(
 
 
 def validate_recipe(name: str, recipe: Sequence[Mapping[str, Any]], channels: int) -> None:
-    """Raise ValueError naming the recipe and op for unknown ops / keys, bad values, or colour ops
-    (saturation, hue, grayscale) on 1-channel views."""
+    """Raise ValueError naming the recipe and op for unknown ops / keys, bad values, colour ops
+    (saturation, hue, grayscale, color_space) on 1-channel views, or a `color_space` that is not the
+    last op (`configs.ConfigError`, a ValueError, for the colour space's own options)."""
     if isinstance(recipe, (str, bytes)) or not isinstance(recipe, Sequence):
         raise ValueError(
             f"recipe {name!r} must be a sequence of op dicts, got {type(recipe).__name__}."
@@ -701,3 +730,18 @@ def validate_recipe(name: str, recipe: Sequence[Mapping[str, Any]], channels: in
             )
         if kind == "solarize":
             check(0.0 <= params["threshold"] <= 1.0, "threshold must be in [0, 1] pixel units.")
+        if kind in FLOAT_OPS:
+            _check_color_space(where, params, channels, last=k == len(recipe) - 1)
+
+
+def _check_color_space(where: str, params: Mapping[str, Any], channels: int, last: bool) -> None:
+    if params["space"] not in color.SPACES:
+        raise ConfigError(f"{where}: space={params['space']!r}; allowed: {tuple(color.SPACES)}.")
+    if channels != 3:
+        raise ConfigError(
+            f"{where}: converts RGB, but config.data.channels == {channels}; use channels=3."
+        )
+    if not last:
+        raise ConfigError(
+            f"{where}: gives normalised float channels, so it must be the recipe's last op."
+        )

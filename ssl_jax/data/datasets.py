@@ -11,6 +11,10 @@ Layouts:
   `/usr/share/datasets/fashion-mnist`, Debian package `dataset-fashion-mnist`). Splits 'train'
   (60000) and 'test' (10000). Headers, dimensions, lengths and labels are checked before use, so a
   truncated or corrupt file raises `DataError` and is never half-read. Always held in host memory.
+- `color_fashion_mnist`: the same IDX files and splits, each item tinted and composited on a crop
+  of a photograph shipped with scikit-image (`color_fashion_mnist.py`: the generative story, the
+  options `config.data.color_fashion_mnist`), RGB at 32 or 64 px; generated on first use and
+  cached as `.npz`. Held in host memory.
 - `cifar10`, `cifar100`, `stl10`, `imagenet2012`: tfds builders under `data_dir` (tfds's default
   when empty), downloaded and prepared on first use (imagenet2012 from the archives in
   `manual_dir`). tfds split names: stl10 'train' / 'test' / 'unlabelled' (label -1), imagenet2012
@@ -40,6 +44,8 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from ssl_jax.data import color_fashion_mnist
+
 FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
 FASHION_MNIST_INSTALL = (
     "Install it with `sudo apt-get install -y dataset-fashion-mnist` or pass the folder holding "
@@ -54,7 +60,8 @@ IDX_IMAGES_MAGIC = 2051
 IDX_LABELS_MAGIC = 2049
 
 TFDS_NAMES = ("cifar10", "cifar100", "stl10", "imagenet2012")
-NAMES = ("fashion_mnist", *TFDS_NAMES, "image_folder")
+NAMES = ("fashion_mnist", "color_fashion_mnist", *TFDS_NAMES, "image_folder")
+FASHION_NAMES = ("fashion_mnist", "color_fashion_mnist")  # read Fashion-MNIST's IDX files
 
 # Split sizes of the tfds sets, used while a set is not prepared yet (no pixel is read).
 KNOWN_NUM_EXAMPLES = {
@@ -124,7 +131,7 @@ def _fashion_dir(data_config: Any) -> str:
 def _fashion_paths(data_config: Any, split: str) -> tuple[str, str]:
     if split not in _FASHION_FILES:
         raise DataError(
-            f"fashion_mnist has splits {tuple(_FASHION_FILES)}, not {split!r} "
+            f"{data_config.name} has splits {tuple(_FASHION_FILES)}, not {split!r} "
             "(config.data.train_split / eval_train_split / eval_test_split)."
         )
     folder = _fashion_dir(data_config)
@@ -254,6 +261,24 @@ def _array_source(
 def _fashion_source(data_config: Any, split: str) -> Source:
     images, labels = _fashion_arrays(*_fashion_paths(data_config, split))
     return _array_source("fashion_mnist", split, images, labels, True)
+
+
+def _color_fashion_source(data_config: Any, split: str) -> Source:
+    paths = _fashion_paths(data_config, split)
+    cfg = _get(data_config, "color_fashion_mnist", None)
+    images, labels = _color_fashion_arrays(
+        *paths, split, color_fashion_mnist.check_config(cfg), color_fashion_mnist.cache_dir(cfg)
+    )
+    return _array_source("color_fashion_mnist", split, images, labels, True)
+
+
+@functools.lru_cache(maxsize=4)
+def _color_fashion_arrays(
+    images_path: str, labels_path: str, split: str, options: Any, folder: str
+) -> tuple[np.ndarray, np.ndarray]:
+    items, labels = _fashion_arrays(images_path, labels_path)
+    out = color_fashion_mnist.load(items, labels, split, options, folder, images_path)
+    return out["image"], out["label"]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -397,6 +422,7 @@ def clear_cache() -> None:
     """Forget materialised splits, Fashion-MNIST arrays and folder listings (tests, notebooks)."""
     _MATERIALISED.clear()
     _fashion_arrays.cache_clear()
+    _color_fashion_arrays.cache_clear()
     _list_folder.cache_clear()
 
 
@@ -494,6 +520,8 @@ def open_source(data_config: Any, split: str) -> Source:
     name = _name(data_config)
     if name == "fashion_mnist":
         return _fashion_source(data_config, split)
+    if name == "color_fashion_mnist":
+        return _color_fashion_source(data_config, split)
     if name == "image_folder":
         return _folder_source(data_config, split)
     return _tfds_source(data_config, split)
@@ -503,7 +531,7 @@ def num_examples(data_config: Any, split: str) -> int:
     """Examples in `split` without decoding pixels: IDX header, tfds info (or the published size
     while a tfds set is not prepared), or the file count of an image folder."""
     name = _name(data_config)
-    if name == "fashion_mnist":
+    if name in FASHION_NAMES:
         return _fashion_num_examples(data_config, split)
     if name == "image_folder":
         return len(_list_folder(_folder_for_split(data_config, split))[0])
@@ -513,7 +541,7 @@ def num_examples(data_config: Any, split: str) -> int:
 def has_labels(data_config: Any, split: str) -> bool:
     """False for stl10 'unlabelled', imagenet2012 'test' and flat image folders."""
     name = _name(data_config)
-    if name == "fashion_mnist":
+    if name in FASHION_NAMES:
         _fashion_paths(data_config, split)
         return True
     if name == "image_folder":

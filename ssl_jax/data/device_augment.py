@@ -17,6 +17,9 @@ semantics and the host ops' (`augment.py`) conventions, so a recipe means the sa
 - `gaussian_blur`: `RandomApply([GaussianBlur(kernel_size, sigma)], p)`, per-example σ, separable,
   reflect padding; `kernel_size` 0 = the odd number nearest to 10% of the shorter side, at least 3.
 - `solarize`: `RandomSolarize(threshold, p)`: `x → 1 − x` where `x >= threshold`.
+- `color_space`: CMC's colour transfer + `Normalize` (`color.convert`): RGB → Lab / YCbCr / YDbDr
+  normalised with the official mean/std, in place of `config.data.mean/std`; a recipe's last op.
+  Without `device_ops` the host runs the rest of the recipe and `to_model_input` runs this op.
 
 The random choices are computed for every example and selected with masks (no data-dependent
 control flow), so each op costs the same whatever it draws.
@@ -29,6 +32,8 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+
+from ssl_jax.data import color
 
 LUMA = (0.299, 0.587, 0.114)
 # Recipe ops that run on the host (`augment.py`); `apply_recipe` skips them.
@@ -294,12 +299,22 @@ def solarize(images: jnp.ndarray, rng: jax.Array, p: float, threshold: float = 0
     return _per_example(one, images, rng)
 
 
+def color_space(images: jnp.ndarray, rng: jax.Array, space: str) -> jnp.ndarray:
+    """RGB `[N, H, W, 3]` in [0, 1] → `space`, normalised (`color.convert`); deterministic."""
+    del rng
+    _needs_colour(images, "color_space")
+    return color.convert(images, space)
+
+
 DEVICE_OPS: dict[str, Callable[..., jnp.ndarray]] = {
     "color_jitter": color_jitter,
     "grayscale": grayscale,
     "gaussian_blur": gaussian_blur,
     "solarize": solarize,
+    "color_space": color_space,
 }
+# Ops that end a recipe with normalised model input (they replace `normalize`).
+NORMALIZING_OPS = ("color_space",)
 
 
 def _op_params(index: int, op: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -332,7 +347,8 @@ def apply_recipe(
     std: Sequence[float],
     dtype=jnp.float32,
 ) -> jnp.ndarray:
-    """The colour ops of a recipe, in recipe order, then `normalize`.
+    """The colour ops of a recipe, in recipe order, then `normalize` (unless the recipe ends with
+    a `color_space` op, whose own normalisation replaces `mean` / `std`).
 
     Geometric ops (`HOST_OPS`: crops, resize, flips) are skipped: they already ran on the host. Op
     `k` draws from `fold_in(rng, k)` (`k` = its index in the recipe).
@@ -351,8 +367,25 @@ def apply_recipe(
       normalised `[N, H, W, C]` in `dtype`.
     """
     x = images.astype(jnp.float32) / 255.0
+    normalized = False
     for k, op in enumerate(ops):
         name, params = _op_params(k, op)
         if name in DEVICE_OPS:
             x = DEVICE_OPS[name](x, jax.random.fold_in(rng, k), **params)
-    return _standardize(x, mean, std, dtype)
+            normalized = name in NORMALIZING_OPS
+    return x.astype(dtype) if normalized else _standardize(x, mean, std, dtype)
+
+
+def to_model_input(
+    images: jnp.ndarray,
+    ops: Sequence[Mapping[str, Any]],
+    mean: Sequence[float],
+    std: Sequence[float],
+    dtype=jnp.float32,
+) -> jnp.ndarray:
+    """uint8 views whose recipe `ops` already ran on the host → model input: the recipe's trailing
+    `color_space` op when it has one (`[N, H, W, 3]` in that space, normalised), else `normalize`
+    with `mean` / `std`."""
+    if ops and ops[-1]["op"] in NORMALIZING_OPS:
+        return apply_recipe(images, ops[-1:], jax.random.PRNGKey(0), mean, std, dtype)
+    return normalize(images, mean, std, dtype)

@@ -110,7 +110,8 @@ def eval_view(image: tf.Tensor, size: int, crop_fraction: float, channels: int) 
 
 def _recipes(config: Any) -> list[tuple[str, Sequence[Any]]]:
     """`(name, host recipe)` per view, validated; with `config.data.device_ops` only the geometric
-    ops (`augment.HOST_OPS`) stay on the host."""
+    ops (`augment.HOST_OPS`) stay on the host; a `color_space` op (`augment.FLOAT_OPS`) never runs
+    here (`device_augment.to_model_input`)."""
     data = config.data
     channels = int(data.channels)
     device_ops = bool(data.get("device_ops", False))
@@ -125,6 +126,8 @@ def _recipes(config: Any) -> list[tuple[str, Sequence[Any]]]:
         augment.validate_recipe(name, recipe, channels)
         if device_ops:
             recipe = tuple(op for op in recipe if op["op"] in augment.HOST_OPS)
+        # float ops (colour spaces) run on the device: views leave the host as uint8
+        recipe = tuple(op for op in recipe if op["op"] not in augment.FLOAT_OPS)
         out.append((name, recipe))
     return out
 

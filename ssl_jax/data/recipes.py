@@ -230,6 +230,44 @@ def cifar_strong(size: int = 32, kernel_size: int = 13) -> Recipe:
     return _sce_view(size, (0.2, 1.0), True, 0.4, 0.5, 0.0, kernel_size)
 
 
+# --------------------------------------------------------------------------------------------------
+# CMC (Tian et al. 2020): the view is the whole converted image; the model splits its channels with
+# `color.split_channels(x, space)` into the 1-channel and the 2-channel view (L | ab, ...).
+# --------------------------------------------------------------------------------------------------
+
+
+def cmc(size: int, space: str = "lab", scale: tuple[float, float] = (0.08, 1.0)) -> Recipe:
+    """CMC (HobbitLong/CMC `train_CMC.py`): RRC scale (crop_low, 1) (0.08 for ResNets, 0.2 for
+    AlexNet), flip, colour transfer to `space` (`RGB2Lab` by default) + its `Normalize`. No colour
+    jitter. Model input `[H, W, 3]` in `space`, normalised."""
+    return (
+        {"op": "random_resized_crop", "size": size, "scale": scale},
+        {"op": "horizontal_flip", "p": 0.5},
+        {"op": "color_space", "space": space},
+    )
+
+
+def cmc_pycontrast(
+    size: int, space: str = "ydbdr", scale: tuple[float, float] = (0.08, 1.0)
+) -> Recipe:
+    """PyContrast's augmentation "C" of its `CMC` preset (`datasets/util.py`): RRC scale (0.08, 1)
+    (memory bank; 0.2 with a MoCo queue), flip, colour jitter (0.4, 0.4, 0.4, 0.1) always applied,
+    then `RGB2YDbDr` + its `Normalize`."""
+    return (
+        {"op": "random_resized_crop", "size": size, "scale": scale},
+        {"op": "horizontal_flip", "p": 0.5},
+        {
+            "op": "color_jitter",
+            "p": 1.0,
+            "brightness": 0.4,
+            "contrast": 0.4,
+            "saturation": 0.4,
+            "hue": 0.1,
+        },
+        {"op": "color_space", "space": space},
+    )
+
+
 RECIPES = {
     "mocov2": mocov2,
     "simclr": simclr,
@@ -245,4 +283,6 @@ RECIPES = {
     "strong_gamma": strong_gamma,
     "cifar_soft": cifar_soft,
     "cifar_strong": cifar_strong,
+    "cmc": cmc,
+    "cmc_pycontrast": cmc_pycontrast,
 }

@@ -43,6 +43,7 @@ DATA_OVERRIDES = {
 # Classes of the labelled splits (image_folder: its class sub-folders).
 NUM_CLASSES = {
     "fashion_mnist": 10,
+    "color_fashion_mnist": 10,
     "cifar10": 10,
     "cifar100": 100,
     "stl10": 10,

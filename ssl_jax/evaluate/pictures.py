@@ -30,19 +30,21 @@ CURVES_FILE = "curves.png"
 AUGMENTATIONS_FILE = "augmentations.png"
 TSNE_FILE = "tsne.png"
 
+FASHION_MNIST_CLASSES = (
+    "T-shirt/top",
+    "Trouser",
+    "Pullover",
+    "Dress",
+    "Coat",
+    "Sandal",
+    "Shirt",
+    "Sneaker",
+    "Bag",
+    "Ankle boot",
+)
 CLASS_NAMES = {
-    "fashion_mnist": (
-        "T-shirt/top",
-        "Trouser",
-        "Pullover",
-        "Dress",
-        "Coat",
-        "Sandal",
-        "Shirt",
-        "Sneaker",
-        "Bag",
-        "Ankle boot",
-    ),
+    "fashion_mnist": FASHION_MNIST_CLASSES,
+    "color_fashion_mnist": FASHION_MNIST_CLASSES,
     "cifar10": (
         "airplane",
         "automobile",
