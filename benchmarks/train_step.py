@@ -176,9 +176,8 @@ def main() -> None:
     simulate_devices(args.devices)
     import jax
 
-    from ssl_jax import configs
-
     from configs import common
+    from ssl_jax import configs
 
     if args.bank_rows:
         declare_train_rows(args.bank_rows)
