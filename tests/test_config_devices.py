@@ -27,9 +27,9 @@ from tests.helpers import synthetic_batch
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOT_PRETRAINING = {"knn.py", "linear_probe.py", "common.py", "__init__.py"}
 FAMILY = {"ressl": "sce", "ressl_authors": "sce"}  # same machinery, only the pair loss differs
-# CMC's BN is IR's (one online forward, query groups only); tests/methods/test_cmc.py compares
-# its steps on 1 and 8 devices
-FAMILY["cmc"] = "ir"
+# CMC's BN is IR's (one online forward, query groups only) and CMCv2's MoCo v2's (query and
+# shuffled key groups); tests/methods/test_cmc{,v2}.py compare their steps on 1 and 8 devices
+FAMILY.update(cmc="ir", cmcv2="mocov2")
 
 
 def _pretraining_configs() -> list[str]:

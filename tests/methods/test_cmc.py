@@ -13,6 +13,7 @@ A tiny two-encoder model (ResNet-18 at width 1/16 each) on 16-px synthetic colou
 and on 8 devices; the resume test restores a checkpoint of step 2 and repeats step 3.
 """
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import ml_collections
@@ -24,6 +25,7 @@ from ssl_jax.data import color
 from ssl_jax.methods import METHODS, cmc, common
 from ssl_jax.models import TwoEncoderModel, head_config
 from ssl_jax.state import state_shardings
+from tests.data.data_helpers import make_fashion_dir
 from tests.helpers import TINY_RECIPE, synthetic_batch, tiny_config
 
 N, B, K, D = 64, 16, 24, 16
@@ -124,72 +126,115 @@ def test_registered_model_and_initial_buffers(runs):
     np.testing.assert_array_equal(buffers["z"], [-1.0, -1.0])
 
 
-def _inputs(state, config, step):
-    assert int(state.step) == step
-    exp = train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()[:1]))
-    batch = jax.tree.map(jnp.asarray, synthetic_batch(config, step))
-    inp = jax.jit(lambda s, b: train.step_input(exp, s, b))(state, batch)
-    return exp, inp
+@pytest.fixture(scope="module")
+def reference(runs):
+    """`(state, step) -> (f1, f2, out_l, out_ab)` in float64: the step's views, the 1-device
+    model's projections and the K+1 columns drawn from the step's loss key, against the state's
+    banks (one jitted forward for every test)."""
+    exp, config = runs["exp"], runs["config"]
 
+    @jax.jit
+    def forward(state, batch):
+        inp = train.step_input(exp, state, batch)
+        out = common.forward(exp.ctx, state.params, state.batch_stats, inp.views[0])[0]
+        cols = cmc.draw_columns(inp.rng, batch["index"], K, N)
+        return out["projection1"], out["projection2"], cols
 
-def _reference(exp, state, inp):
-    """(f1, f2, out_l, out_ab) in float64 from the model's projections and the state's banks."""
-    fwd = jax.jit(lambda p, s, x: common.forward(exp.ctx, p, s, x)[0])
-    out = fwd(state.params, state.batch_stats, inp.views[0])
-    f1, f2 = np_normalize(out["projection1"]), np_normalize(out["projection2"])
-    cols = np.asarray(cmc.draw_columns(inp.rng, inp.batch["index"], K, N))
-    assert np.array_equal(cols[:, 0], np.asarray(inp.batch["index"]))
-    bank1 = np.asarray(state.buffers["bank1"], np.float64)
-    bank2 = np.asarray(state.buffers["bank2"], np.float64)
-    out_l = np.einsum("bkd,bd->bk", bank2[cols], f1) / TAU
-    out_ab = np.einsum("bkd,bd->bk", bank1[cols], f2) / TAU
-    return f1, f2, out_l, out_ab
+    def compute(state, step):
+        assert int(state.step) == step
+        batch = jax.tree.map(jnp.asarray, synthetic_batch(config, step))
+        p1, p2, cols = jax.device_get(forward(state, batch))
+        f1, f2 = np_normalize(p1), np_normalize(p2)
+        assert np.array_equal(cols[:, 0], batch["index"])
+        bank1 = np.asarray(state.buffers["bank1"], np.float64)
+        bank2 = np.asarray(state.buffers["bank2"], np.float64)
+        out_l = np.einsum("bkd,bd->bk", bank2[cols], f1) / TAU  # L against the ab memory
+        out_ab = np.einsum("bkd,bd->bk", bank1[cols], f2) / TAU  # ab against the L memory
+        return f1, f2, out_l, out_ab
+
+    return compute
 
 
 @pytest.mark.parametrize("step", [0, 1])
-def test_step_loss_is_the_official_formula(runs, step):
-    """Step 0 sets Z from its own scores, step 1 uses the stored Z: the loss (and its two parts)
-    equals NCECriterion(exp(out)/Z) summed over the two directions."""
-    config, state = runs["config"], runs[1]["states"][step]
-    exp, inp = _inputs(state, config, step)
-    loss, out = jax.jit(lambda p, s, i: cmc.loss_fn(exp.ctx, p, s, i))(
-        state.params, state.batch_stats, inp
-    )
-    _, _, out_l, out_ab = _reference(exp, state, inp)
+def test_step_loss_is_the_official_formula(runs, reference, step):
+    """Step 0 sets Z from its own scores, step 1 uses the stored Z: the logged loss (and its two
+    parts, and Z) equals NCECriterion(exp(out)/Z) summed over the two directions."""
+    state = runs[1]["states"][step]
+    _, _, out_l, out_ab = reference(state, step)
     if step == 0:
         z = [np.exp(out_l).mean() * N, np.exp(out_ab).mean() * N]
     else:
         z = np.asarray(state.buffers["z"], np.float64)
     loss_l = np_nce_criterion(np.exp(out_l) / z[0], N)
     loss_ab = np_nce_criterion(np.exp(out_ab) / z[1], N)
-    np.testing.assert_allclose(np.asarray(out.updates["z"]), z, rtol=1e-5)
-    np.testing.assert_allclose(out.metrics["loss1"], loss_l, rtol=1e-4)
-    np.testing.assert_allclose(out.metrics["loss2"], loss_ab, rtol=1e-4)
-    np.testing.assert_allclose(float(loss), loss_l + loss_ab, rtol=1e-4)
-    np.testing.assert_allclose(runs[1]["metrics"][step]["train/loss"], float(loss), rtol=1e-5)
+    m = runs[1]["metrics"][step]
+    np.testing.assert_allclose([m["train/z1"], m["train/z2"]], z, rtol=1e-5)
+    np.testing.assert_allclose([m["train/loss1"], m["train/loss2"]], [loss_l, loss_ab], rtol=1e-4)
+    np.testing.assert_allclose(m["train/loss"], loss_l + loss_ab, rtol=1e-4)
 
 
-def test_softmax_loss(runs):
-    """`loss='softmax'` (the code's --softmax, NCESoftmaxLoss): CE(out, 0) per direction."""
-    config = cmc_config(loss="softmax")
-    state = runs["init"]
-    exp, inp = _inputs(state, config, 0)
-    loss, out = jax.jit(lambda p, s, i: cmc.loss_fn(exp.ctx, p, s, i))(
-        state.params, state.batch_stats, inp
+class _LinearTwoView(nn.Module):
+    """A stand-in for the two encoders: one linear map per channel split (compiles in a second)."""
+
+    @nn.compact
+    def __call__(self, x, train, bn_groups=1, use_predictor=True, head_bn_groups=None):
+        flat = lambda v: v.reshape(v.shape[0], -1)
+        return {
+            "projection1": nn.Dense(D, name="l")(flat(x[..., :1])),
+            "projection2": nn.Dense(D, name="ab")(flat(x[..., 1:])),
+        }
+
+
+@pytest.mark.parametrize("loss", ["softmax", "nce"])
+def test_loss_fn_on_a_linear_model(loss):
+    """`cmc.loss_fn` with a linear stand-in model and random banks against numpy: `softmax` (the
+    code's --softmax, NCESoftmaxLoss) is CE(out, 0) per direction and leaves Z unset; `nce` with a
+    stored Z uses it."""
+    config = cmc_config(loss=loss)
+    mesh = sharding.make_mesh(jax.devices()[:1])
+    model = _LinearTwoView()
+    x = jax.random.normal(jax.random.PRNGKey(0), (B, 4, 4, 3))
+    variables = model.init(jax.random.PRNGKey(1), x, train=True)
+    ctx = common.StepContext(model, mesh, config, cmc.hparams(config), N, 10, 4)
+    rng = np.random.default_rng(0)
+    z = np.array([30.0, 50.0]) if loss == "nce" else np.array([-1.0, -1.0])
+    buffers = {
+        "bank1": jnp.asarray(np_normalize(rng.normal(size=(N, D))), jnp.float32),
+        "bank2": jnp.asarray(np_normalize(rng.normal(size=(N, D))), jnp.float32),
+        "z": jnp.asarray(z, jnp.float32),
+    }
+    index = jnp.arange(B, dtype=jnp.int32) * 3
+    inp = common.StepInput(
+        step=jnp.int32(5),
+        rng=jax.random.PRNGKey(2),
+        views=(x,),
+        batch={"index": index},
+        buffers=buffers,
     )
-    _, _, out_l, out_ab = _reference(exp, state, inp)
-    np.testing.assert_allclose(float(loss), np_ce0(out_l) + np_ce0(out_ab), rtol=1e-4)
-    np.testing.assert_array_equal(np.asarray(out.updates["z"]), [-1.0, -1.0])  # Z unused
+    got, out = jax.jit(lambda v, i: cmc.loss_fn(ctx, v["params"], {}, i))(variables, inp)
+    proj = model.apply(variables, x, train=True)
+    f1, f2 = np_normalize(proj["projection1"]), np_normalize(proj["projection2"])
+    cols = np.asarray(cmc.draw_columns(inp.rng, index, K, N))
+    b1, b2 = (np.asarray(buffers[k], np.float64) for k in ("bank1", "bank2"))
+    out_l = np.einsum("bkd,bd->bk", b2[cols], f1) / TAU
+    out_ab = np.einsum("bkd,bd->bk", b1[cols], f2) / TAU
+    if loss == "softmax":
+        expected = np_ce0(out_l) + np_ce0(out_ab)
+    else:
+        expected = np_nce_criterion(np.exp(out_l) / z[0], N) + np_nce_criterion(
+            np.exp(out_ab) / z[1], N
+        )
+    np.testing.assert_allclose(float(got), expected, rtol=1e-4)
+    np.testing.assert_array_equal(np.asarray(out.updates["z"]), z)  # kept (nce) / unused
 
 
-def test_bank_update_and_z_kept(runs):
+def test_bank_update_and_z_kept(runs, reference):
     """After step 0: bank_v[idx] = normalize(0.5·bank_v[idx] + 0.5·f_v), other rows untouched; Z is
     set at step 0 and never changes after."""
-    config, states = runs["config"], runs[1]["states"]
+    states = runs[1]["states"]
     s0, s1 = states[0], states[1]
-    exp, inp = _inputs(s0, config, 0)
-    f1, f2, _, _ = _reference(exp, s0, inp)
-    index = np.asarray(inp.batch["index"])
+    f1, f2, _, _ = reference(s0, 0)
+    index = synthetic_batch(runs["config"], 0)["index"]
     untouched = np.setdiff1d(np.arange(N), index)
     for name, f in (("bank1", f1), ("bank2", f2)):
         old = np.asarray(s0.buffers[name], np.float64)[index]
@@ -244,28 +289,49 @@ def test_views_must_be_in_a_colour_space():
         train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()[:1]))
 
 
+def test_evaluation_reads_the_runs_colour_space():
+    """`device_augment.eval_input` (kNN, probe, `load_encoder`, `RowEmbedder`): the recipe's
+    colour space for a CMC run, `data.mean/std` otherwise."""
+    from ssl_jax.data import device_augment
+
+    images = np.random.default_rng(0).integers(0, 256, (3, 8, 8, 3), dtype=np.uint8)
+    rgb = jnp.asarray(images, jnp.float32) / 255.0
+    c = cmc_config()
+    assert device_augment.eval_ops(c.data) == ({"op": "color_space", "space": "lab"},)
+    np.testing.assert_allclose(
+        device_augment.eval_input(jnp.asarray(images), c.data),
+        color.convert(rgb, "lab"),
+        atol=1e-5,
+    )
+    c.data.recipes = ml_collections.ConfigDict({"tiny": TINY_RECIPE})
+    assert device_augment.eval_ops(c.data) == ()
+    np.testing.assert_allclose(
+        device_augment.eval_input(jnp.asarray(images), c.data), (rgb - 0.5) / 0.25, atol=1e-6
+    )
+
+
 @pytest.mark.slow
 def test_color_fashion_mnist_runlocal_end_to_end(tmp_path):
-    """`cmc_color_fashion_mnist:runlocal` through `train_and_evaluate` with the kNN monitor at the
-    end; then the encoder reads Lab at evaluation (`Encoder.normalize`), its features are both
+    """`cmc_color_fashion_mnist:runlocal` through `train_and_evaluate` (on a 256-image Fashion-MNIST
+    source); then the encoder reads Lab at evaluation (`Encoder.normalize`), its features are both
     encoders', and the export writes one torchvision file per encoder."""
     from ssl_jax import configs
     from ssl_jax.evaluate.encoder import load_encoder
     from ssl_jax.writers import read_metrics
 
     config = configs.load("configs/cmc_color_fashion_mnist.py:runlocal")
+    # the generator's Fashion-MNIST source: a 256 + 64 image folder (generated in a second)
+    config.data.data_dir = make_fashion_dir(str(tmp_path / "fashion"), num_train=256, num_test=64)
+    config.data.color_fashion_mnist.cache_dir = str(tmp_path / "cache")
     config.total_steps = 2
     config.log_every_steps = 1
-    config.evals = ml_collections.ConfigDict(
-        {"knn": dict(type="knn", every_steps=0, num_train=64, num_test=32, batch_size=32, k=5)}
-    )
+    config.evals = ml_collections.ConfigDict()
     workdir = str(tmp_path / "run")
     train.train_and_evaluate(config, workdir)
-    rows = read_metrics(workdir)
-    losses = [r for r in rows if "train/loss" in r]
+    losses = [r for r in read_metrics(workdir) if "train/loss" in r]
     assert [r["step"] for r in losses] == [1, 2]
     assert all(np.isfinite(r["train/loss"]) and r["train/z1"] > 0 for r in losses)
-    assert any("eval/knn_top1" in r for r in rows)
+    assert losses[0]["train/z1"] == losses[1]["train/z1"]
 
     enc = load_encoder(workdir)
     images = np.random.default_rng(0).integers(0, 256, (4, 32, 32, 3), dtype=np.uint8)

@@ -33,9 +33,10 @@ RUNLOCAL = {
     "jcl": "configs/jcl_fashion_mnist.py",
     "interclr": "configs/interclr_fashion_mnist.py",
     "cmc": "configs/cmc_color_fashion_mnist.py",
+    "cmcv2": "configs/cmcv2_imagenet.py",
 }
 # ResNet sub-modules of the methods' models (one `backbone` unless named here)
-ENCODERS = {"cmc": ("encoder1", "encoder2")}
+ENCODERS = {"cmc": ("encoder1", "encoder2"), "cmcv2": ("encoder1", "encoder2")}
 
 
 @pytest.mark.parametrize("name", sorted(METHODS))
