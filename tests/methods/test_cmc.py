@@ -9,8 +9,9 @@ Z_v = mean(exp(out_v))·N at the first step, kept after;  P = exp(out)/Z
 L_v = −[Σ_b log(P_b0/(P_b0 + K/N + eps)) + Σ_b Σ_j log((K/N)/(P_bj + K/N + eps))]/B
 loss = L_l + L_ab;  bank_v[idx0] = normalize(0.5·bank_v[idx0] + 0.5·f_v)
 ```
-A tiny two-encoder model (ResNet-18 at width 1/16 each) on 16-px synthetic colour views, 3 steps on 1
-and on 8 devices; the resume test restores a checkpoint of step 2 and repeats step 3.
+`cmc_color_fashion_mnist:runlocal` (two ResNet-18s at width 1/16, bank of 256, K 64, batch 32) on a
+256-image source: its first 3 batches through the train step on 1 device, the same run by
+`train_and_evaluate` on 8 devices; the resume test restores the state of step 2 and repeats step 3.
 """
 
 import flax.linen as nn
@@ -26,25 +27,46 @@ from ssl_jax.methods import METHODS, cmc, common
 from ssl_jax.models import TwoEncoderModel, head_config
 from ssl_jax.state import state_shardings
 from tests.data.data_helpers import make_fashion_dir
-from tests.helpers import TINY_RECIPE, synthetic_batch, tiny_config
+from tests.helpers import TINY_RECIPE, tiny_config
 
-N, B, K, D = 64, 16, 24, 16
+# `cmc_color_fashion_mnist:runlocal`: bank of 256, K 64, batch 32, heads to 32, 32-px views
+N, B, K, D = 256, 32, 64, 32
 TAU, MOMENTUM = 0.07, 0.5
 STEPS = 3
 
 
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    """The generator's Fashion-MNIST source, a 256 + 64 image folder (generated in a second), and
+    the cache folder of the generated colour splits."""
+    root = tmp_path_factory.mktemp("cmc_data")
+    return make_fashion_dir(str(root / "fashion"), num_train=256, num_test=64), str(root / "cache")
+
+
+def runlocal_config(source, **method_config):
+    """`cmc_color_fashion_mnist:runlocal` on the small source, 3 steps, no evaluator: the runs below
+    and the end-to-end run compile the same 8-device step (the persistent compilation cache of
+    the test session compiles it once)."""
+    from ssl_jax import configs
+
+    c = configs.load("configs/cmc_color_fashion_mnist.py:runlocal")
+    c.data.data_dir, c.data.color_fashion_mnist.cache_dir = source
+    c.total_steps = STEPS
+    c.log_every_steps = 1
+    c.evals = ml_collections.ConfigDict()
+    c.method_config.update(method_config)
+    assert (c.method_config.bank_size, c.method_config.num_negatives) == (N, K)
+    assert c.global_batch_size == B and c.model.projector.out_dim == D
+    return c
+
+
 def cmc_config(**method_config):
+    """The tiny Fashion-MNIST config of the other methods' tests in CMC's shape (no data needed for
+    `hparams` / validation tests)."""
     c = tiny_config("ir")
     c.method = "cmc"
     c.method_config = ml_collections.ConfigDict(
-        dict(
-            temperature=TAU,
-            num_negatives=K,
-            bank_size=N,
-            bank_momentum=MOMENTUM,
-            loss="nce",
-            query_bn_group_size=0,
-        )
+        dict(temperature=TAU, num_negatives=K, bank_size=N, bank_momentum=MOMENTUM, loss="nce")
     )
     c.method_config.update(method_config)
     c.data.channels = 3
@@ -53,7 +75,6 @@ def cmc_config(**method_config):
         {"tiny": (*TINY_RECIPE, {"op": "color_space", "space": "lab"})}
     )
     c.model.projector = head_config((), D, use_bn=False)  # CMC's linear head
-    c.optim.base_lr = 0.01
     return c
 
 
@@ -64,26 +85,36 @@ def _place(host_state, exp):
 
 
 @pytest.fixture(scope="module")
-def runs():
-    config = cmc_config()
+def runs(source, tmp_path_factory):
+    """The runlocal config's first 3 pipeline batches through the train step on ONE device, and
+    the same run by `train_and_evaluate` on all 8 devices (its metrics and final state)."""
+    import itertools
+
+    from ssl_jax.data import pipeline
+    from ssl_jax.writers import read_metrics
+
+    config = runlocal_config(source)
     exp1 = train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()[:1]))
     init = jax.device_get(train.init_or_restore(exp1, None))
-    out = {"config": config, "init": init, "exp": exp1}
-    for n in (1, 8):
-        exp = (
-            exp1
-            if n == 1
-            else train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()))
-        )
-        state = _place(init, exp)
-        step = train.jit_train_step(exp, state)
-        states, metrics = [init], []
-        for i in range(STEPS):
-            state, m = step(state, sharding.host_to_global(synthetic_batch(config, i), exp.mesh))
-            metrics.append(jax.device_get(m))
-            states.append(jax.device_get(state))
-        out[n] = {"states": states, "metrics": metrics, "step": step}
-    return out
+    batches = list(itertools.islice(pipeline.train_iterator(config), STEPS))
+    state = _place(init, exp1)
+    step = train.jit_train_step(exp1, state)
+    states, metrics = [init], []
+    for batch in batches:
+        state, m = step(state, sharding.host_to_global(batch, exp1.mesh))
+        metrics.append(jax.device_get(m))
+        states.append(jax.device_get(state))
+    workdir = str(tmp_path_factory.mktemp("cmc_run") / "run")
+    final = jax.device_get(train.train_and_evaluate(config, workdir))
+    logged = [r for r in read_metrics(workdir) if "train/loss" in r]
+    return {
+        "config": config,
+        "init": init,
+        "exp": exp1,
+        "batches": batches,
+        1: {"states": states, "metrics": metrics, "step": step},
+        8: {"final": final, "metrics": logged, "workdir": workdir},
+    }
 
 
 def np_normalize(x):
@@ -111,7 +142,7 @@ def test_registered_model_and_initial_buffers(runs):
     assert METHODS["cmc"] is cmc and not cmc.USES_TARGET
     model = runs["exp"].ctx.model
     assert isinstance(model, TwoEncoderModel) and model.ENCODERS == ("encoder1", "encoder2")
-    assert model.encoder1.width == model.encoder2.width == 0.125 / 2
+    assert model.encoder1.width == model.encoder2.width == 0.125 / 2  # runlocal's width, halved
     params = runs["init"].params
     assert params["encoder1"]["conv1"]["kernel"].shape[2] == 1  # L
     assert params["encoder2"]["conv1"]["kernel"].shape[2] == 2  # ab
@@ -131,7 +162,7 @@ def reference(runs):
     """`(state, step) -> (f1, f2, out_l, out_ab)` in float64: the step's views, the 1-device
     model's projections and the K+1 columns drawn from the step's loss key, against the state's
     banks (one jitted forward for every test)."""
-    exp, config = runs["exp"], runs["config"]
+    exp = runs["exp"]
 
     @jax.jit
     def forward(state, batch):
@@ -142,7 +173,7 @@ def reference(runs):
 
     def compute(state, step):
         assert int(state.step) == step
-        batch = jax.tree.map(jnp.asarray, synthetic_batch(config, step))
+        batch = jax.tree.map(jnp.asarray, runs["batches"][step])
         p1, p2, cols = jax.device_get(forward(state, batch))
         f1, f2 = np_normalize(p1), np_normalize(p2)
         assert np.array_equal(cols[:, 0], batch["index"])
@@ -234,7 +265,7 @@ def test_bank_update_and_z_kept(runs, reference):
     states = runs[1]["states"]
     s0, s1 = states[0], states[1]
     f1, f2, _, _ = reference(s0, 0)
-    index = synthetic_batch(runs["config"], 0)["index"]
+    index = runs["batches"][0]["index"]
     untouched = np.setdiff1d(np.arange(N), index)
     for name, f in (("bank1", f1), ("bank2", f2)):
         old = np.asarray(s0.buffers[name], np.float64)[index]
@@ -250,29 +281,32 @@ def test_bank_update_and_z_kept(runs, reference):
 
 
 def test_one_vs_eight_devices(runs):
+    """The 8-device run (`train_and_evaluate`) logged the 1-device steps' losses and Z and ends
+    with the same banks and Z."""
     m1, m8 = runs[1]["metrics"], runs[8]["metrics"]
-    np.testing.assert_allclose(
-        [m["train/loss"] for m in m1], [m["train/loss"] for m in m8], rtol=2e-4, atol=1e-5
-    )
-    for s1, s8 in zip(runs[1]["states"], runs[8]["states"], strict=True):
-        np.testing.assert_allclose(np.asarray(s1.buffers["z"]), s8.buffers["z"], rtol=1e-5)
-        for name in ("bank1", "bank2"):
-            np.testing.assert_allclose(
-                np.asarray(s1.buffers[name]), np.asarray(s8.buffers[name]), atol=2e-5
-            )
+    assert [r["step"] for r in m8] == [1, 2, 3]
+    for key in ("train/loss", "train/loss1", "train/loss2", "train/z1", "train/z2"):
+        np.testing.assert_allclose(
+            [m[key] for m in m1], [m[key] for m in m8], rtol=2e-4, atol=1e-5, err_msg=key
+        )
+    s1, s8 = runs[1]["states"][-1], runs[8]["final"]
+    np.testing.assert_allclose(np.asarray(s1.buffers["z"]), s8.buffers["z"], rtol=1e-5)
+    for name in ("bank1", "bank2"):
+        np.testing.assert_allclose(
+            np.asarray(s1.buffers[name]), np.asarray(s8.buffers[name]), atol=2e-5
+        )
 
 
 def test_save_restore_next_step_is_identical(runs, tmp_path):
     """The state after step 2 saved and restored (banks and Z included): step 3 gives the same
     state and loss as the uninterrupted run."""
     exp, step = runs["exp"], runs[1]["step"]
-    config = runs["config"]
     ckpt = checkpoint.Checkpointer(str(tmp_path))
     ckpt.save(_place(runs[1]["states"][2], exp), force=True)
     ckpt.wait()
     restored = train.init_or_restore(exp, ckpt)
     np.testing.assert_array_equal(restored.buffers["z"], runs[1]["states"][2].buffers["z"])
-    state, m = step(restored, sharding.host_to_global(synthetic_batch(config, 2), exp.mesh))
+    state, m = step(restored, sharding.host_to_global(runs["batches"][2], exp.mesh))
     assert float(m["train/loss"]) == float(runs[1]["metrics"][2]["train/loss"])
     for a, b in zip(
         jax.tree.leaves(jax.device_get(state)), jax.tree.leaves(runs[1]["states"][3]), strict=True
@@ -311,27 +345,16 @@ def test_evaluation_reads_the_runs_colour_space():
 
 
 @pytest.mark.slow
-def test_color_fashion_mnist_runlocal_end_to_end(tmp_path):
-    """`cmc_color_fashion_mnist:runlocal` through `train_and_evaluate` (on a 256-image Fashion-MNIST
-    source); then the encoder reads Lab at evaluation (`Encoder.normalize`), its features are both
-    encoders', and the export writes one torchvision file per encoder."""
-    from ssl_jax import configs
+def test_color_fashion_mnist_runlocal_end_to_end(runs, tmp_path):
+    """`cmc_color_fashion_mnist:runlocal` through `train_and_evaluate` (the fixture's 8-device run,
+    on the small source): finite losses, Z set once; then the encoder reads Lab at evaluation
+    (`Encoder.normalize`), its features are both encoders', and the export writes one torchvision
+    file per encoder."""
     from ssl_jax.evaluate.encoder import load_encoder
-    from ssl_jax.writers import read_metrics
 
-    config = configs.load("configs/cmc_color_fashion_mnist.py:runlocal")
-    # the generator's Fashion-MNIST source: a 256 + 64 image folder (generated in a second)
-    config.data.data_dir = make_fashion_dir(str(tmp_path / "fashion"), num_train=256, num_test=64)
-    config.data.color_fashion_mnist.cache_dir = str(tmp_path / "cache")
-    config.total_steps = 2
-    config.log_every_steps = 1
-    config.evals = ml_collections.ConfigDict()
-    workdir = str(tmp_path / "run")
-    train.train_and_evaluate(config, workdir)
-    losses = [r for r in read_metrics(workdir) if "train/loss" in r]
-    assert [r["step"] for r in losses] == [1, 2]
+    workdir, losses = runs[8]["workdir"], runs[8]["metrics"]
     assert all(np.isfinite(r["train/loss"]) and r["train/z1"] > 0 for r in losses)
-    assert losses[0]["train/z1"] == losses[1]["train/z1"]
+    assert losses[0]["train/z1"] == losses[1]["train/z1"] == losses[2]["train/z1"]
 
     enc = load_encoder(workdir)
     images = np.random.default_rng(0).integers(0, 256, (4, 32, 32, 3), dtype=np.uint8)
