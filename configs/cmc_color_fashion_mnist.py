@@ -4,7 +4,7 @@ CMC's loss and banks as the official `train_CMC.py` (HobbitLong/CMC): Lab views 
 two encoders at half the configured width, linear heads to 128, τ 0.07, bank momentum 0.5, NCE loss
 with Z fixed at the first step (code default; `method_config.loss='softmax'` is the code's
 `--softmax`, which the maintainer recommends on small data sets, CMC issue #12), RRC scale (0.2, 1)
-(the code's `--crop_low` default), flip, no colour jitter. Ours, for this small data set: K 4096 of
+(the code's `--crop_low` 0.2, its AlexNet value), flip, no colour jitter. Ours, for this small data set: K 4096 of
 the 60,000 bank rows, the encoder, batch and SGD of `ir_fashion_mnist.py` (ResNet-18 with the CIFAR
 stem, width 1/2 = two encoders of width 1/4, batch 256, 3 epochs, lr 0.06, wd 5e-4, cosine) and its
 final probe table. Other colour spaces: `:space=ycbcr` (CMC README: 0.5–1 % better on ImageNet) or

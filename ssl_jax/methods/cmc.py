@@ -22,8 +22,9 @@ as this update after the loss. Banks `[N, 128]` per view are sharded over `data`
 uniform in ±1/√(d/3) and not normalised, as `NCEAverage`'s `torch.rand(N, d)·2·stdv − stdv`.
 
 Hyper-parameters (`Hparams` defaults = `train_CMC.py`'s): τ 0.07 (README: 0.1 for STL-10), K 16384
-(README: 4096 for the released weights), bank momentum 0.5, NCE loss (`--softmax` gives CE; the
-README recommends it for ImageNet-scale runs, and PyContrast's `CMC` preset always uses it).
+(README: 4096 for the released weights), bank momentum 0.5, NCE loss (`loss='softmax'` = the code's
+`--softmax`, CE; the maintainer recommends it on small data sets, where Z is ill-estimated, CMC issue
+#12, and PyContrast's `CMC` preset always uses it).
 """
 
 from __future__ import annotations
