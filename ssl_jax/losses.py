@@ -375,3 +375,55 @@ def margin_nce(
     positive_sim = _rowdot(q, _target(positive))
     negative_sims = jnp.einsum("bd,bkd->bk", q, _target(negatives))
     return margin_nce_from_similarities(positive_sim, negative_sims, temperature, margin)
+
+
+# --------------------------------------------------------------------------------------------------
+# CMC (Tian et al., ECCV 2020; HobbitLong/CMC `NCE/NCEAverage.py`, `NCE/NCECriterion.py`)
+# --------------------------------------------------------------------------------------------------
+
+
+def cmc_partition(scores: Array, num_data: int) -> jax.Array:
+    """CMC's Monte-Carlo estimate of the NCE partition function, `Z = mean(exp(scores)) · N`.
+
+    `NCEAverage` computes it once per view at the first iteration (`out.mean() * outputSize`, over
+    all `B × (K+1)` entries) and keeps it as a constant (a Python float): no gradient flows here.
+
+    Args:
+      scores: `[B, K+1]` `memory[idx]·feat/τ` (positive in column 0).
+      num_data: N, the number of training examples (rows of the memory).
+
+    Returns:
+      float32 scalar Z.
+    """
+    s = jax.lax.stop_gradient(_f32(scores))
+    return jnp.mean(jnp.exp(s)) * num_data
+
+
+def cmc_nce(scores: Array, z: Array, num_data: int, eps: float = 1e-7) -> jax.Array:
+    """CMC's binary NCE loss (`NCECriterion` applied to `NCEAverage`'s output in NCE mode).
+
+    With `P = exp(scores)/Z`, `K` = the width of `scores` − 1 and the noise term `K·Pn = K/N`:
+    `L = −[Σ_b log(P_b0/(P_b0 + K/N + eps)) + Σ_b Σ_{j≥1} log((K/N)/(P_bj + K/N + eps))] / B`
+    (negatives summed, the total divided by B only, as the code's `.sum(0) / bsz`).
+
+    Args:
+      scores: `[B, K+1]` `memory[idx]·feat/τ`; column 0 is the own (positive) entry.
+      z: the partition constant (`cmc_partition` at the first step), a scalar; no gradient.
+      num_data: N, the number of rows of the memory (Pn = 1/N).
+      eps: the code's 1e-7.
+
+    Returns:
+      float32 scalar.
+    """
+    s = _f32(scores)
+    p = jnp.exp(s) / jax.lax.stop_gradient(_f32(z))
+    noise = (s.shape[1] - 1) / float(num_data)
+    log_d1 = jnp.log(p[:, 0] / (p[:, 0] + noise + eps))
+    log_d0 = jnp.log(noise / (p[:, 1:] + noise + eps))
+    return -(jnp.sum(log_d1) + jnp.sum(log_d0)) / s.shape[0]
+
+
+def cmc_softmax(scores: Array) -> jax.Array:
+    """CMC's softmax variant (`NCESoftmaxLoss`; PyContrast's only loss): `CE(scores, 0)` averaged
+    over the batch, `scores` `[B, K+1]` already divided by τ, positive in column 0."""
+    return ir_nce(scores, 1.0)

@@ -21,6 +21,9 @@ losses = SimpleNamespace(
     l2_normalize=jax.jit(_losses.l2_normalize),
     margin_nce=jax.jit(_losses.margin_nce),
     margin_nce_from_similarities=jax.jit(_losses.margin_nce_from_similarities),
+    cmc_partition=jax.jit(_losses.cmc_partition, static_argnames="num_data"),
+    cmc_nce=jax.jit(_losses.cmc_nce, static_argnames=("num_data", "eps")),
+    cmc_softmax=jax.jit(_losses.cmc_softmax),
 )
 
 RTOL = 1e-5
@@ -331,3 +334,67 @@ def test_bfloat16_inputs_computed_in_float32(batch):
     for name, (got, ref) in results.items():
         assert got.dtype == jnp.float32, name
         np.testing.assert_allclose(got, ref, rtol=RTOL, atol=ATOL, err_msg=name)
+
+
+# ------------------------------------------------------------------------------------------------
+# CMC: NCEAverage (NCE mode: exp(out/T)/Z, Z = mean·N at the first call) + NCECriterion, and
+# NCESoftmaxLoss (CrossEntropyLoss(x.squeeze(), 0)), transcribed line by line.
+# ------------------------------------------------------------------------------------------------
+
+
+def np_nce_average(out, n_data):
+    """`NCEAverage.forward` in NCE mode on `out = bmm(memory[idx], feat)/T`: returns (P, Z)."""
+    e = np.exp(out)
+    z = e.mean() * n_data
+    return e / z, z
+
+
+def np_nce_criterion(x, n_data, eps=1e-7):
+    bsz = x.shape[0]
+    m = x.shape[1] - 1
+    pn = 1 / float(n_data)
+    p_pos = x[:, 0]
+    log_d1 = np.log(p_pos / (p_pos + m * pn + eps))
+    p_neg = x[:, 1:]
+    log_d0 = np.log(np.full_like(p_neg, m * pn) / (p_neg + m * pn + eps))
+    return -(log_d1.sum(0) + log_d0.reshape(-1, 1).sum(0)[0]) / bsz
+
+
+def _cmc_scores(rng, b=6, k=9, d=8, n=50, t=0.07):
+    feat = _unit(rng, b, d)
+    memory = rng.uniform(-1, 1, (n, d)) / np.sqrt(d / 3)  # NCEAverage's init: not normalised
+    idx = rng.integers(0, n, (b, k + 1))
+    return np.einsum("bkd,bd->bk", memory[idx], feat) / t, n
+
+
+def test_cmc_partition_and_nce():
+    rng = np.random.default_rng(11)
+    out, n = _cmc_scores(rng)
+    x, z = np_nce_average(out, n)
+    got_z = float(losses.cmc_partition(jnp.asarray(out, jnp.float32), num_data=n))
+    np.testing.assert_allclose(got_z, z, rtol=1e-5)
+    got = float(losses.cmc_nce(jnp.asarray(out, jnp.float32), got_z, num_data=n))
+    np.testing.assert_allclose(got, np_nce_criterion(x, n), rtol=1e-5)
+    # a later step keeps the first step's Z: the loss at another Z is the formula at that Z
+    later, _ = _cmc_scores(rng)
+    got = float(losses.cmc_nce(jnp.asarray(later, jnp.float32), z, num_data=n))
+    np.testing.assert_allclose(got, np_nce_criterion(np.exp(later) / z, n), rtol=1e-5)
+
+
+def test_cmc_nce_gradient_skips_z():
+    rng = np.random.default_rng(12)
+    out, n = _cmc_scores(rng)
+    s = jnp.asarray(out, jnp.float32)
+    g = jax.grad(lambda z: _losses.cmc_nce(s, z, n))(jnp.float32(3.0))
+    assert float(g) == 0.0
+    g = jax.grad(lambda s: _losses.cmc_partition(s, n))(s)
+    assert float(jnp.abs(g).max()) == 0.0
+
+
+def test_cmc_softmax():
+    rng = np.random.default_rng(13)
+    out, _ = _cmc_scores(rng)
+    logp = _log_softmax(out)
+    np.testing.assert_allclose(
+        float(losses.cmc_softmax(jnp.asarray(out, jnp.float32))), -logp[:, 0].mean(), rtol=1e-5
+    )

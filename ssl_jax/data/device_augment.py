@@ -389,3 +389,22 @@ def to_model_input(
     if ops and ops[-1]["op"] in NORMALIZING_OPS:
         return apply_recipe(images, ops[-1:], jax.random.PRNGKey(0), mean, std, dtype)
     return normalize(images, mean, std, dtype)
+
+
+def eval_ops(data_config) -> tuple[dict, ...]:
+    """The part of the training recipes that evaluation applies too: the trailing normalising op
+    (`color_space`) of the first view's recipe, else nothing (`data.mean` / `data.std`). A model
+    pretrained on CMC's Lab views reads Lab at evaluation (kNN, probe, `load_encoder`)."""
+    views = tuple(data_config.get("views", ()) or ())
+    recipes = data_config.get("recipes", None)
+    if not views or recipes is None or views[0] not in recipes:
+        return ()
+    ops = tuple(dict(op) for op in recipes[views[0]])
+    return ops[-1:] if ops and ops[-1]["op"] in NORMALIZING_OPS else ()
+
+
+def eval_input(images: jnp.ndarray, data_config, dtype=jnp.float32) -> jnp.ndarray:
+    """uint8 eval images `[N, H, W, C]` → model input as in pretraining: the run's colour space
+    (`eval_ops`) or `normalize` with `data.mean` / `data.std`."""
+    mean, std = tuple(data_config.mean), tuple(data_config.std)
+    return to_model_input(images, eval_ops(data_config), mean, std, dtype)

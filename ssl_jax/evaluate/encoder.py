@@ -71,9 +71,9 @@ class Encoder:
 
     def __post_init__(self):
         self._apply = _jitted_apply(self.model)
-        mean, std = tuple(self.config.data.mean), tuple(self.config.data.std)
+        data = self.config.data
         dtype = jnp.bfloat16 if self.config.model.dtype == "bfloat16" else jnp.float32
-        self._normalize = jax.jit(lambda x: device_augment.normalize(x, mean, std, dtype))
+        self._normalize = jax.jit(lambda x: device_augment.eval_input(x, data, dtype))
 
     @property
     def feature_dim(self) -> int:
@@ -95,7 +95,8 @@ class Encoder:
         }
 
     def normalize(self, images) -> jax.Array:
-        """uint8 pixels `[N, H, W, C]` → model input, with the run's `data.mean` / `data.std`."""
+        """uint8 pixels `[N, H, W, C]` → model input, as in pretraining: the run's `data.mean` /
+        `data.std`, or its recipe's colour space (`device_augment.eval_input`)."""
         return self._normalize(jnp.asarray(images))
 
     def features(self, images) -> jax.Array:
@@ -114,9 +115,15 @@ class Encoder:
 
     def feature_fn(self, data_config=None) -> FeatureFn:
         """jitted `(variables, uint8 images) → features`, normalising with `data_config`'s (default:
-        the run's) mean/std; what `split_features` / `sharded_split_features` take."""
+        the run's) mean/std or colour space; what `split_features` / `sharded_split_features` take."""
         data = data_config or self.config.data
-        key = (_model_key(self.model), tuple(data.mean), tuple(data.std), self.config.model.dtype)
+        key = (
+            _model_key(self.model),
+            tuple(data.mean),
+            tuple(data.std),
+            repr(device_augment.eval_ops(data)),
+            self.config.model.dtype,
+        )
         if key not in _FEATURE_FNS:
             _FEATURE_FNS[key] = uint8_feature_fn(features_apply(self.model), data, self.config)
         return _FEATURE_FNS[key]
@@ -171,13 +178,16 @@ def _with_data(config, data_config):
 
 
 def uint8_feature_fn(apply_fn: Callable, data_config, config) -> FeatureFn:
-    """jitted `(variables, uint8 [B, H, W, C]) → apply_fn(variables, normalised x, train=False)`."""
-    mean, std = tuple(data_config.mean), tuple(data_config.std)
+    """jitted `(variables, uint8 [B, H, W, C]) → apply_fn(variables, x, train=False)`, x the model
+    input as in pretraining (`device_augment.eval_input`: mean/std or the recipe's colour space)."""
+    data = ml_collections.ConfigDict(
+        data_config.to_dict() if hasattr(data_config, "to_dict") else dict(data_config)
+    )
     dtype = jnp.bfloat16 if config.model.dtype == "bfloat16" else jnp.float32
 
     @jax.jit
     def fn(variables, images):
-        x = device_augment.normalize(images, mean, std, dtype)
+        x = device_augment.eval_input(images, data, dtype)
         return apply_fn(variables, x, train=False)
 
     return fn
@@ -440,13 +450,13 @@ class RowEmbedder:
         return table
 
     def _writer(self, embed_fn):
-        mean, std = tuple(self.config.data.mean), tuple(self.config.data.std)
+        data = self.config.data
         dtype = jnp.bfloat16 if self.config.model.dtype == "bfloat16" else jnp.float32
         mesh = self.mesh
 
         @functools.partial(jax.jit, donate_argnums=(4,))
         def write(variables, images, index, mask, table):
-            rows = embed_fn(variables, device_augment.normalize(images, mean, std, dtype))
+            rows = embed_fn(variables, device_augment.eval_input(images, data, dtype))
             index = jnp.where(mask, index, table.shape[0])  # padding: no device owns it → dropped
             return memory.write_rows(table, index, rows.astype(table.dtype), mesh)
 

@@ -274,7 +274,8 @@ def _images_epochs(trainer: _Trainer, inputs, probe, mesh):
     """Yields after each epoch of SGD over augmented images (frozen eval-mode backbone)."""
     encoder, config = inputs.encoder, inputs.config
     pc = _probe_data_config(config, probe)
-    mean, std = tuple(config.data.mean), tuple(config.data.std)
+    # the pretraining run's model input (mean/std or colour space), not the probe data's
+    run_data = config.data
     dtype = jnp.bfloat16 if config.model.dtype == "bfloat16" else jnp.float32
     tx = trainer.tx
     rep, batch = NamedSharding(mesh, P()), sharding.batch_sharding(mesh)
@@ -286,7 +287,7 @@ def _images_epochs(trainer: _Trainer, inputs, probe, mesh):
         in_shardings=(rep, rep, rep, batch, batch),
     )
     def step(head, opt_state, variables, images, y):
-        x = device_augment.normalize(images, mean, std, dtype)
+        x = device_augment.eval_input(images, run_data, dtype)
         f = jax.lax.stop_gradient(encoder.apply(variables, x))
         return _update(tx, head, opt_state, f, y)
 

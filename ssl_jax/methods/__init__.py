@@ -1,6 +1,6 @@
 """Every method, picked by `config.method`. A new method: its module, its configs, one line here."""
 
-from ssl_jax.methods import interclr, ir, jcl, mocov2, ressl, ressl_authors, sce
+from ssl_jax.methods import cmc, cmcv2, interclr, ir, jcl, mocov2, ressl, ressl_authors, sce
 
 METHODS = {
     "mocov2": mocov2,
@@ -10,4 +10,6 @@ METHODS = {
     "ressl": ressl,
     "ressl_authors": ressl_authors,
     "interclr": interclr,  # ReSSL with the authors' EMA timing (before the keys)
+    "cmc": cmc,
+    "cmcv2": cmcv2,
 }

@@ -8,6 +8,7 @@ width               float > 0                            (default 1.0)
 dtype               'float32' | 'bfloat16'               (compute dtype; default 'float32')
 zero_init_residual  bool                                 (default False, as torchvision)
 conv_impl           'auto' | 'xla' | 'matmul'            (default 'auto'; see models/conv.py)
+stem_width          int >= 0: stem conv channels         (default 0 = round(64 * width); CMC: 64)
 projector           head config (below), required
 predictor           None / absent = no predictor; a head config = a predictor unless its
                     `enabled` is False (so defaults may carry a disabled predictor's shape)
@@ -42,9 +43,11 @@ __all__ = [
     "MLPHead",
     "ResNet",
     "SSLModel",
+    "TwoEncoderModel",
     "backbone_only",
     "build_head",
     "build_model",
+    "build_two_encoder_model",
     "check_config",
     "feature_dim",
     "head_config",
@@ -61,6 +64,7 @@ _MODEL_KEYS = (
     "dtype",
     "zero_init_residual",
     "conv_impl",
+    "stem_width",
     "projector",
     "predictor",
 )
@@ -113,6 +117,61 @@ class SSLModel(nn.Module):
     def features(self, x: jnp.ndarray, train: bool = False, bn_groups: int = 1) -> jnp.ndarray:
         """Backbone features `[N, D_backbone]` float32 only (kNN, linear probe, export)."""
         return self.backbone(x, train, bn_groups)
+
+
+class TwoEncoderModel(nn.Module):
+    """CMC's model: one ResNet and one head per channel split of a colour-space image.
+
+    The input is the whole converted image `[N, H, W, 3]` (Lab / YCbCr / YDbDr, normalised: the
+    recipe's `color_space` op); `encoder1` reads channels `[:split]` (L or Y, 1 channel) and
+    `encoder2` channels `[split:]` (ab, CbCr or DbDr, 2 channels), as CMC's `MyResNetsCMC`
+    (`l_to_ab`, `ab_to_l`) and PyContrast's `CMCMultiHeads` split the tensor.
+
+    `__call__(x, train, bn_groups=1, use_predictor=True, head_bn_groups=None)` →
+    `{'features': [N, D1 + D2], 'projection1': [N, d], 'projection2': [N, d]}` (float32, not
+    normalised; the methods normalise). `features(x)` = the concatenation of both encoders' pooled
+    features, what CMC's linear evaluation reads; `ENCODERS` names both ResNets (the export writes
+    one torchvision file each). `use_predictor` is accepted for the engine's signature (no predictor).
+    """
+
+    encoder1: ResNet
+    encoder2: ResNet
+    head1: MLPHead
+    head2: MLPHead
+    split: int = 1
+
+    ENCODERS = ("encoder1", "encoder2")
+
+    @property
+    def feature_dim(self) -> int:
+        return self.encoder1.feature_dim + self.encoder2.feature_dim
+
+    def _encode(self, x, train, bn_groups):
+        return (
+            self.encoder1(x[..., : self.split], train, bn_groups),
+            self.encoder2(x[..., self.split :], train, bn_groups),
+        )
+
+    def __call__(
+        self,
+        x: jnp.ndarray,
+        train: bool,
+        bn_groups: int = 1,
+        use_predictor: bool = True,
+        head_bn_groups: int | None = None,
+    ) -> dict[str, jnp.ndarray]:
+        del use_predictor
+        head_groups = bn_groups if head_bn_groups is None else head_bn_groups
+        f1, f2 = self._encode(x, train, bn_groups)
+        return {
+            "features": jnp.concatenate([f1, f2], axis=-1),
+            "projection1": self.head1(f1, train, head_groups),
+            "projection2": self.head2(f2, train, head_groups),
+        }
+
+    def features(self, x: jnp.ndarray, train: bool = False, bn_groups: int = 1) -> jnp.ndarray:
+        """`[N, D1 + D2]`: both encoders' pooled features, concatenated (view 1 first)."""
+        return jnp.concatenate(self._encode(x, train, bn_groups), axis=-1)
 
 
 def head_config(
@@ -204,6 +263,9 @@ def backbone_only(model_config: Any) -> ResNet:
     conv_impl = cfg.get("conv_impl", "auto")
     if conv_impl not in CONV_IMPLS:
         raise ValueError(f"model.conv_impl must be one of {list(CONV_IMPLS)}, got {conv_impl!r}")
+    stem_width = cfg.get("stem_width", 0)
+    if isinstance(stem_width, bool) or not isinstance(stem_width, int) or stem_width < 0:
+        raise ValueError(f"model.stem_width must be an int >= 0, got {stem_width!r}")
     return ResNet(
         depth=BACKBONES[name],
         stem=stem,
@@ -211,6 +273,7 @@ def backbone_only(model_config: Any) -> ResNet:
         dtype=_dtype(cfg.get("dtype", "float32"), "model.dtype"),
         zero_init_residual=zero_init,
         conv_impl=conv_impl,
+        stem_width=stem_width,
     )
 
 
@@ -235,6 +298,29 @@ def build_model(model_config: Any) -> SSLModel:
         else:
             _check_keys(pred_cfg, (*_HEAD_KEYS, "enabled"), "model.predictor")
     return SSLModel(backbone=backbone, projector=projector, predictor=predictor)
+
+
+def build_two_encoder_model(
+    model_config: Any, *, width_factor: float = 0.5, split: int = 1
+) -> TwoEncoderModel:
+    """`TwoEncoderModel` from `config.model`: two ResNets of `config.model.backbone` at
+    `width_factor · model.width` each (CMC's `resnet50v1` = ResNet-50 at width 1 split in two halves
+    of width 0.5; v2 = width 2, v3 = width 4) and two heads `model.projector` (a predictor is
+    refused). `split`: channels of view 1 (1: L | ab, Y | CbCr, Y | DbDr)."""
+    cfg = _as_dict(model_config, "model")
+    _check_keys(cfg, _MODEL_KEYS, "model")
+    pred = cfg.get("predictor")
+    if pred is not None and _as_dict(pred, "model.predictor").get("enabled", True):
+        raise ValueError("model.predictor: a two-encoder model has no predictor; set it to None")
+    if cfg.get("projector") is None:
+        raise ValueError("model.projector is required (a head config: hidden_dims, out_dim, ...)")
+    half = dict(cfg, width=float(cfg.get("width", 1.0)) * width_factor)
+    encoder1, encoder2 = backbone_only(half), backbone_only(half)
+    dtype = encoder1.dtype
+    head = lambda: build_head(cfg["projector"], dtype=dtype, where="model.projector")
+    return TwoEncoderModel(
+        encoder1=encoder1, encoder2=encoder2, head1=head(), head2=head(), split=split
+    )
 
 
 def _model_error(where: str, key: str, value: Any, allowed: str) -> ConfigError:
@@ -301,6 +387,9 @@ def check_config(model_config: Any, where: str = "model") -> None:
     zero_init = cfg.get("zero_init_residual", False)
     if not isinstance(zero_init, bool):
         raise _model_error(where, "zero_init_residual", zero_init, "True or False")
+    stem_width = cfg.get("stem_width", 0)
+    if isinstance(stem_width, bool) or not isinstance(stem_width, int) or stem_width < 0:
+        raise _model_error(where, "stem_width", stem_width, "an int >= 0 (0 = round(64 * width))")
     if cfg.get("projector") is None:
         raise ConfigError(
             f"config.{where}.projector is required (a head config: hidden_dims, out_dim, ...)"

@@ -121,6 +121,8 @@ class ResNet(nn.Module):
       dtype: compute dtype (float32 or bfloat16); params, BN statistics and the output are float32.
       zero_init_residual: zero-init the gamma of the last BN of each block (torchvision option).
       conv_impl: 'auto' | 'xla' | 'matmul' (`conv.Conv2d`; the parameters do not depend on it).
+      stem_width: channels of the stem conv; 0 (default) = the first stage's `round(64 * width)`.
+        CMC's `resnet50v1/v2/v3` keep a 64-channel stem at every width.
     """
 
     depth: int = 50
@@ -129,6 +131,7 @@ class ResNet(nn.Module):
     dtype: Any = jnp.float32
     zero_init_residual: bool = False
     conv_impl: str = "auto"
+    stem_width: int = 0
 
     def __post_init__(self):
         if self.depth not in STAGES:
@@ -157,12 +160,13 @@ class ResNet(nn.Module):
             k, s, p = 7, 2, 3
         else:
             k, s, p = 3, 1, 1
-        x = _conv(base, k, s, p, self.conv_impl, self.dtype, "conv1")(x)
+        stem = self.stem_width or base
+        x = _conv(stem, k, s, p, self.conv_impl, self.dtype, "conv1")(x)
         x = nn.relu(BatchNorm(dtype=self.dtype, name="bn1")(x, train, bn_groups))
         if self.stem == "imagenet":
             # reduce_window pads with the init value -inf, as torch's MaxPool2d(3, 2, padding=1).
             x = nn.max_pool(x, (3, 3), strides=(2, 2), padding=_pad(1))
-        in_planes = base
+        in_planes = stem
         for i, n_blocks in enumerate(blocks):
             planes = base * 2**i
             for j in range(n_blocks):

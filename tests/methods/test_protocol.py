@@ -32,7 +32,11 @@ RUNLOCAL = {
     "ressl_authors": "configs/ressl_authors_cifar10.py",
     "jcl": "configs/jcl_fashion_mnist.py",
     "interclr": "configs/interclr_fashion_mnist.py",
+    "cmc": "configs/cmc_color_fashion_mnist.py",
+    "cmcv2": "configs/cmcv2_imagenet.py",
 }
+# ResNet sub-modules of the methods' models (one `backbone` unless named here)
+ENCODERS = {"cmc": ("encoder1", "encoder2"), "cmcv2": ("encoder1", "encoder2")}
 
 
 @pytest.mark.parametrize("name", sorted(METHODS))
@@ -46,7 +50,8 @@ def test_every_method_satisfies_the_protocol(name):
     abstract = jax.eval_shape(lambda r: method.init_buffers(r, exp.ctx), jax.random.PRNGKey(0))
     shardings = buffer_shardings(exp.mesh, method.buffer_specs(exp.ctx), abstract)
     assert jax.tree.structure(shardings) == jax.tree.structure(abstract)
-    assert hasattr(exp.ctx.model, "features") and exp.ctx.model.ENCODERS == ("backbone",)
+    assert hasattr(exp.ctx.model, "features")
+    assert exp.ctx.model.ENCODERS == ENCODERS.get(name, ("backbone",))
 
 
 def test_a_module_missing_a_hook_is_not_a_method():

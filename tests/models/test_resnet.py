@@ -183,3 +183,17 @@ def test_invalid_attributes():
         ResNet(depth=18, stem="tiny")
     with pytest.raises(ValueError, match="depth"):
         feature_dim(152)
+
+
+def test_stem_width_keeps_a_wide_stem_at_any_width():
+    """CMC's `resnet50v1`: a 64-channel stem in front of stages of width 0.5 (layer1 widens 64 → 32·4
+    through its downsample); features as the width says."""
+    model = ResNet(depth=50, width=0.5, stem_width=64)
+    v = abstract_variables(model, (1, 32, 32, 2))
+    p = v["params"]
+    assert p["conv1"]["kernel"].shape == (7, 7, 2, 64)
+    assert p["layer1_0"]["conv1"]["kernel"].shape == (1, 1, 64, 32)
+    assert p["layer1_0"]["downsample_conv"]["kernel"].shape == (1, 1, 64, 128)
+    assert model.feature_dim == 1024
+    default = abstract_variables(ResNet(depth=50, width=0.5), (1, 32, 32, 2))["params"]
+    assert default["conv1"]["kernel"].shape == (7, 7, 2, 32)

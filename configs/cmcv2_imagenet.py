@@ -1,0 +1,91 @@
+"""CMCv2 on ImageNet: PyContrast's `--method CMCv2` preset (methods.md §4c).
+
+PyContrast (`options/base_options.py`, `train_options.py`, `docs/RUN.md`): YDbDr (`RGB2YDbDr` +
+Normalize), each crop split into Y (1 channel) and DbDr (2 channels), two ResNet-50s at width 0.5
+(1024-d each, `model.width` 1.0 halved) with 'mlp' heads Linear(1024, 1024) → ReLU → Linear(→128),
+MoCo queues of 65536 keys per view (`--nce_k`), τ 0.2 (`--nce_t`), cross-view InfoNCE (q1 against k2
+and queue2, q2 against k1 and queue1), EMA α 0.999 after the optimiser step, shuffle-BN within the
+8 GPUs × 32 images of the DDP run; batch 256, SGD lr 0.03 momentum 0.9 wd 1e-4, cosine per epoch to
+lr·0.1³ (`--cosine`), 200 epochs. Augmentation "E" without its RandAugment (not in this library;
+PyContrast draws 2 of AutoContrast, Identity, Rotate, Sharpness, ShearX/Y, TranslateX/YRel):
+RRC scale (0.2, 1) (MoCo queue), flip, colour jitter (0.4, 0.4, 0.4, 0.1) with p 0.8, Gaussian blur
+(kernel 23, σ 0.1–2) with p 0.5, no grayscale. Ours: the stem of each ResNet has round(64·0.5) = 32
+channels (not checked against PyContrast's `networks/resnet.py`; `model.stem_width = 64`
+gives CMC's 64); kNN monitor as `mocov2_imagenet.py`. `:runlocal` keeps the two ResNet-50s, trains
+on 256 color_fashion_mnist images with queues of 256 keys.
+"""
+
+import os
+import sys
+
+import ml_collections
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
+    sys.path.insert(0, _ROOT)
+
+from configs import common  # noqa: E402
+from ssl_jax import configs  # noqa: E402
+from ssl_jax.models import head_config  # noqa: E402
+
+
+def get_config(arg=None):
+    a = common.parse_arg(arg, space="ydbdr")
+    c = configs.base_config()
+    c.method = "cmcv2"
+    c.method_config = ml_collections.ConfigDict(
+        dict(
+            temperature=0.2,
+            queue_size=65536,
+            query_bn_group_size=32,  # DDP: 8 GPUs × 32 images, per-GPU BN
+            key_bn_group_size=32,
+            shuffle_bn=True,
+        )
+    )
+    c.ema.base = 0.999
+    c.ema.schedule = "constant"
+
+    common.imagenet_data(c)
+    if a.runlocal:  # ImageNet is not on CPU CI
+        common.color_fashion_mnist_data(c, size=32)
+        c.method_config.queue_size = 256
+    size = c.data.image_size
+    c.data.views = ("cmcv2", "cmcv2")
+    c.data.recipes = ml_collections.ConfigDict(
+        {
+            "cmcv2": (
+                {"op": "random_resized_crop", "size": size, "scale": (0.2, 1.0)},
+                {"op": "horizontal_flip", "p": 0.5},
+                {
+                    "op": "color_jitter",
+                    "p": 0.8,
+                    "brightness": 0.4,
+                    "contrast": 0.4,
+                    "saturation": 0.4,
+                    "hue": 0.1,
+                },
+                {"op": "gaussian_blur", "p": 0.5, "sigma": (0.1, 2.0), "kernel_size": 23},
+                {"op": "color_space", "space": a.space},
+            )
+        }
+    )
+
+    c.model.backbone = "resnet50"
+    c.model.stem = "imagenet"
+    c.model.width = 1.0  # two encoders of width 0.5 (1024-d features each)
+    c.model.projector = head_config((1024,), 128, use_bn=False)  # PyContrast 'mlp' head
+
+    c.global_batch_size = 256
+    c.num_epochs = 200.0
+    c.optim.name = "sgd"
+    c.optim.base_lr = 0.03
+    c.optim.momentum = 0.9
+    c.optim.weight_decay = 1e-4
+    c.optim.schedule = "cosine"
+    c.optim.schedule_unit = "epoch"
+    c.optim.final_lr = 0.03 * 0.1**3  # η_min = lr·0.1³
+    c.evals.knn.update(every_steps=25_000, num_train=100_000)
+    if a.runlocal:
+        common.runlocal(c)
+        c.model.width = 1.0  # keep the real ResNet-50s at width 0.5
+    return c
