@@ -57,6 +57,46 @@ def test_bank_quantiles_match_numpy_inverted_cdf(setup):
     assert np.all(coarse >= got)
 
 
+def _full_bisection(bank, queries, qs, mesh):
+    """The 32-step key bisection alone (`memory._local_quantile_keys`), as `bank_quantiles` ran it
+    before the select path."""
+    target = memory._quantile_ranks(bank.shape[0], qs)
+
+    def local(local_bank, queries):
+        keys = memory._float_to_ordered(memory._local_sims(local_bank, queries))
+        return memory._ordered_to_float(memory._local_quantile_keys(keys, target, 32))
+
+    f = jax.shard_map(local, mesh=mesh, in_specs=(memory.ROWS, P()), out_specs=P(), check_vma=False)
+    return np.asarray(jax.jit(f)(bank, queries))
+
+
+def test_exact_quantiles_select_equals_the_full_bisection():
+    """The exact path (`_local_select`: bisection to a bracket of ≤ 128 rows, then a top-k) returns
+    the float32 value bit for bit of the full 32-step key bisection, on 1 and 8 devices, with ties
+    (a bank of 40 distinct rows repeated) and a concentrated distribution (rows near one direction)."""
+    qs = (0.0, 0.3, 0.9, 0.99, 1.0)
+    rows = N * 16  # 8,192 rows: brackets start far above the 128-row cap
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(40, D))
+    tied = base[rng.integers(0, 40, rows)]
+    near = np.ones(D) + 0.01 * rng.normal(size=(rows, D))
+    queries = memory.l2_normalize(jnp.asarray(rng.normal(size=(B, D)), jnp.float32))
+    for table in (tied, near, rng.normal(size=(rows, D))):
+        table = np.asarray(memory.l2_normalize(jnp.asarray(table, jnp.float32)))
+        out = {}
+        for n in (1, 8):
+            mesh = make_mesh(jax.devices()[:n])
+            bank = jax.device_put(table, NamedSharding(mesh, P("data", None)))
+            out[n, "select"] = np.asarray(memory.bank_quantiles(bank, queries, qs, mesh))
+            out[n, "bisect"] = _full_bisection(bank, queries, qs, mesh)
+        sims = np.asarray(queries) @ table.T
+        expected = np.quantile(sims, qs, axis=1, method="inverted_cdf").T
+        for n in (1, 8):
+            np.testing.assert_allclose(out[n, "select"], expected, atol=1e-6)
+            np.testing.assert_array_equal(out[n, "select"], out[n, "bisect"])
+        np.testing.assert_array_equal(out[1, "select"], out[8, "select"])
+
+
 def _band(sims_row, start, size):
     """lo/hi strictly between sorted neighbours: exactly `size` rows from sorted position `start`."""
     s = np.concatenate([[-2.0], np.sort(sims_row), [2.0]])
