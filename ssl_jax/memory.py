@@ -323,7 +323,9 @@ def bank_quantiles(
     `[B, len(qs)]` counts (the bracket starts at the psum'd min/max). Tolerance: after i iterations
     the bracket holds at most 2^(32-i) consecutive float32 values and its upper end is returned, so
     the default `iters=32` is EXACT (the returned value is one of the float32 similarities, bit for
-    bit); fewer iterations return an upper bound. `qs` are Python floats (static).
+    bit), and is computed in fewer passes by `_local_select` (bisection to a bracket of ≤ 128 rows,
+    then a top-k of the bracket's rows); fewer iterations return an upper bound (plain bisection).
+    `qs` are Python floats (static).
     """
     _rows_per_device(bank, mesh)
     target = _quantile_ranks(bank.shape[0], qs)
