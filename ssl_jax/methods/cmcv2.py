@@ -28,8 +28,8 @@ import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
 from ssl_jax import losses, memory
-from ssl_jax.configs import hp_field, hparams_from_config
-from ssl_jax.methods import cmc, common
+from ssl_jax.configs import hparams_from_config
+from ssl_jax.methods import cmc, common, mocov2
 
 EMA_BEFORE_KEYS = False  # PyContrast's momentum_update runs after optimizer.step()
 USES_TARGET = True
@@ -39,14 +39,9 @@ prepare_buffers = common.prepare_buffers
 
 
 @dataclasses.dataclass(frozen=True)
-class Hparams(common.QueryKeyBN):
-    """Defaults: PyContrast's `CMCv2` preset and `base_options.py` (`--nce_t 0.2`, `--nce_k 65536`)."""
-
-    temperature: float = hp_field(0.2, low=0.0, low_open=True)
-    queue_size: int = hp_field(65536, low=1)
-    query_bn_group_size: int = hp_field(32, low=0)  # DDP: 256 over 8 GPUs, per-GPU BN
-    key_bn_group_size: int = hp_field(32, low=0)
-    shuffle_bn: bool = True
+class Hparams(mocov2.Hparams):
+    """MoCo v2's (τ 0.2, queue 65536, BN 32/32 shuffled), which are PyContrast's `CMCv2` preset and
+    `base_options.py` (`--nce_t 0.2`, `--nce_k 65536`; DDP: 256 over 8 GPUs, per-GPU BN)."""
 
 
 def hparams(config) -> Hparams:
@@ -54,16 +49,10 @@ def hparams(config) -> Hparams:
 
 
 def check_config(ctx: common.StepContext) -> None:
-    common.require_views(ctx, 2)
+    """MoCo v2's checks (two views, the queue divisible by the batch and the devices, BN groups)
+    and a colour-space split for the two encoders."""
+    mocov2.check_config(ctx)
     cmc.check_colour_space_views(ctx)
-    for divisor, what in (
-        (ctx.config.global_batch_size, "the global key batch (config.global_batch_size)"),
-        (ctx.num_devices, "the device count"),
-    ):
-        common.require_divisible(
-            "config.method_config.queue_size", ctx.hp.queue_size, divisor, what
-        )
-    common.check_bn_config(ctx, key_batch=ctx.config.global_batch_size)
 
 
 def buffer_specs(ctx: common.StepContext) -> dict:
