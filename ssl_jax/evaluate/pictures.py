@@ -128,12 +128,14 @@ def _display(images: np.ndarray) -> np.ndarray:
     return images[..., 0] if images.shape[-1] == 1 else images
 
 
-def augmentation_grid(
-    config: ml_collections.ConfigDict, out: str, *, rows: int = 6, draws: int = 2
-) -> str:
+def augmentation_views(
+    config: ml_collections.ConfigDict, *, rows: int = 6, draws: int = 2
+) -> tuple[list[str], dict[tuple[int, int], np.ndarray]]:
     """The first `rows` training images and `draws` independent draws of every configured view,
     made by the training pipeline itself (`pipeline.train_iterator`, plus the on-device colour ops
-    when `config.data.device_ops`)."""
+    when `config.data.device_ops`), in RGB: a `color_space` op (the model's input normalisation)
+    is left out. Returns the column titles and `{(row, column): [H, W, C] image}` (uint8 or
+    float in [0, 1]); column 0 is the original."""
     pc = ml_collections.ConfigDict(config.to_dict())
     pc.data.train_subset = rows
     pc.data.shuffle_buffer = rows
@@ -141,34 +143,44 @@ def augmentation_grid(
     pc.global_batch_size = rows
     data = pipeline.train_iterator(pc, num_parallel_calls=1)
     source = datasets.load_source(pc.data, pc.data.train_split).take(rows)
-    originals = [
-        pipeline.adapt_channels(ex["image"], int(pc.data.channels)).numpy() for ex in source
-    ]
     names = list(pc.data.views)
-    columns = [("original", None)]
-    cells: dict[tuple[int, int], np.ndarray] = {}
+    columns = ["original"]
+    cells = {
+        (r, 0): pipeline.adapt_channels(ex["image"], int(pc.data.channels)).numpy()
+        for r, ex in enumerate(source)
+    }
     for d in range(draws):  # one epoch per draw: every view re-drawn
         batch = next(data)
         order = np.argsort(batch["index"])
         for v, view in enumerate(batch["views"]):
             view = view[order]
+            recipe = tuple(dict(op) for op in pc.data.recipes[names[v]])
             if pc.data.device_ops:
-                recipe = tuple(dict(op) for op in pc.data.recipes[names[v]])
+                rgb_ops = tuple(
+                    op for op in recipe if op["op"] not in device_augment.NORMALIZING_OPS
+                )
                 x = device_augment.apply_recipe(
-                    view, recipe, jax.random.PRNGKey(1000 * d + v), pc.data.mean, pc.data.std
+                    view, rgb_ops, jax.random.PRNGKey(1000 * d + v), pc.data.mean, pc.data.std
                 )
                 x = np.asarray(x) * np.asarray(pc.data.std) + np.asarray(pc.data.mean)
                 view = np.clip(x, 0.0, 1.0)
-            col = len(columns)
-            columns.append((f"view {v + 1} ({names[v]})\ndraw {d + 1}", None))
+            spaces = [op["space"] for op in recipe if op["op"] == "color_space"]
+            shown = f", RGB before {spaces[0]}" if spaces else ""
+            columns.append(f"view {v + 1} ({names[v]}{shown})\ndraw {d + 1}")
             for r in range(rows):
-                cells[(r, col)] = view[r]
-    for r in range(rows):
-        cells[(r, 0)] = originals[r]
+                cells[(r, len(columns) - 1)] = np.asarray(view[r])
+    return columns, cells
+
+
+def augmentation_grid(
+    config: ml_collections.ConfigDict, out: str, *, rows: int = 6, draws: int = 2
+) -> str:
+    """A picture of `augmentation_views`: one row per image, one column per view and draw."""
+    columns, cells = augmentation_views(config, rows=rows, draws=draws)
     fig, axes = plt.subplots(
         rows, len(columns), figsize=(1.6 * len(columns), 1.6 * rows), squeeze=False
     )
-    gray = int(pc.data.channels) == 1
+    gray = int(config.data.channels) == 1
     for (r, c), image in cells.items():
         ax = axes[r][c]
         ax.imshow(
@@ -177,12 +189,13 @@ def augmentation_grid(
             vmin=0,
             vmax=255 if image.dtype == np.uint8 else 1,
         )
-    for c, (title, _) in enumerate(columns):
+    for c, title in enumerate(columns):
         axes[0][c].set_title(title, fontsize=8)
     for ax in axes.flat:
         ax.set_xticks([])
         ax.set_yticks([])
-    fig.suptitle(f"{pc.data.name} {pc.data.train_split}: views {tuple(names)}", fontsize=10)
+    data = config.data
+    fig.suptitle(f"{data.name} {data.train_split}: views {tuple(data.views)}", fontsize=10)
     return _save(fig, out)
 
 
