@@ -45,6 +45,11 @@ torchvision semantics kept:
   leaves the host as uint8): `device_augment.to_model_input` / `apply_recipe` run it instead of the
   `config.data.mean/std` normalisation. Here it is for `apply_ops` (float out); `apply_recipe` and
   `apply_ops_uint8` refuse it.
+- `rand_augment` (not torchvision: timm / PyContrast `rand-n2-m10-mstd0.5`, InfoMin's aug "D"):
+  `num_ops` ops drawn uniformly with replacement from `ops` (`randaugment.RAND_TRANSFORMS`, the 15
+  of timm, by default), each applied with probability `p`, magnitude ~ N(`magnitude`,
+  `magnitude_std`) clipped to [0, 10], geometric ops filled with `fill`; PIL's uint8 arithmetic
+  (`randaugment.py`), so the image is quantised to uint8 values on entry. 4 uniforms per drawn op.
 Uniforms come from TF's stateless generator, not torch's, so the draws (not their laws) differ.
 """
 
@@ -57,7 +62,7 @@ from typing import Any
 import tensorflow as tf
 
 from ssl_jax.configs import ConfigError
-from ssl_jax.data import color
+from ssl_jax.data import color, randaugment
 
 LUMA = (0.299, 0.587, 0.114)
 RRC_ATTEMPTS = 10
@@ -76,8 +81,12 @@ OP_KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "gaussian_blur": (frozenset({"p", "sigma"}), frozenset({"kernel_size"})),
     "solarize": (frozenset({"p", "threshold"}), frozenset()),
     "color_space": (frozenset({"space"}), frozenset()),
+    "rand_augment": (
+        frozenset(),
+        frozenset({"num_ops", "magnitude", "magnitude_std", "p", "ops", "fill", "increasing"}),
+    ),
 }
-# Uniforms each op reads from its slice of `u`.
+# Uniforms each op reads from its slice of `u` (`op_draws`: rand_augment reads 4 per drawn op).
 NUM_DRAWS = {
     "random_resized_crop": 2 * RRC_ATTEMPTS + 2,
     "resize": 0,
@@ -92,6 +101,8 @@ NUM_DRAWS = {
 SIZE_OPS = ("random_resized_crop", "resize", "center_crop")
 # With `config.data.device_ops` only these run on the host; `device_augment` runs the others.
 HOST_OPS = ("random_resized_crop", "resize", "center_crop", "horizontal_flip")
+# Ops with no `device_augment` version: a recipe with one cannot use `config.data.device_ops`.
+HOST_ONLY_OPS = ("rand_augment",)
 # Ops that only move pixels or pad with 0: they commute exactly with the final uint8 quantisation,
 # so trailing ones run on uint8 (a quarter of the bytes).
 PIXEL_OPS = ("horizontal_flip", "center_crop")
@@ -520,6 +531,36 @@ def _solarize(images, u, *, p, threshold):
     return tf.where(_bcast(u[:, 0] < p) & (x >= threshold), 1.0 - x, x)
 
 
+def _rand_augment(
+    images,
+    u,
+    *,
+    num_ops=2,
+    magnitude=10.0,
+    magnitude_std=0.5,
+    p=0.5,
+    ops=None,
+    fill=randaugment.IMAGENET_FILL,
+    increasing=False,
+):
+    names = tuple(ops) if ops is not None else randaugment.RAND_TRANSFORMS
+    index, applied, mags, signs = randaugment.op_params(
+        u, num_ops, len(names), magnitude, magnitude_std, p
+    )
+    fill_c = randaugment.fill_value(fill, images.shape[-1])
+    x = tf.cast(to_uint8(images), tf.float32)
+    for layer in range(num_ops):
+        m, s = mags[:, layer], signs[:, layer]
+        branches = [
+            lambda part, rows, op=randaugment.OPS[name], m=m, s=s: op(
+                part, tf.gather(m, rows), tf.gather(s, rows), fill_c, increasing
+            )
+            for name in names
+        ]
+        x = _partitioned(x, tf.where(applied[:, layer], index[:, layer], len(names)), branches)
+    return to_float(tf.cast(x, tf.uint8))
+
+
 def _color_space(images, u, *, space):
     del u
     _needs_colour(images, "color_space")
@@ -536,6 +577,7 @@ BATCH_OPS: dict[str, Callable[..., tf.Tensor]] = {
     "gaussian_blur": _gaussian_blur,
     "solarize": _solarize,
     "color_space": _color_space,
+    "rand_augment": _rand_augment,
 }
 
 
@@ -545,7 +587,8 @@ BATCH_OPS: dict[str, Callable[..., tf.Tensor]] = {
 
 def _single(name: str) -> Callable[..., tf.Tensor]:
     def op(image: tf.Tensor, seed: tf.Tensor, **params: Any) -> tf.Tensor:
-        u = tf.random.stateless_uniform([1, NUM_DRAWS[name]], tf.cast(seed, tf.int64))
+        k = op_draws({"op": name, **params})
+        u = tf.random.stateless_uniform([1, k], tf.cast(seed, tf.int64))
         return BATCH_OPS[name](image[None], u, **params)[0]
 
     op.__name__ = name
@@ -562,6 +605,7 @@ grayscale = _single("grayscale")
 gaussian_blur = _single("gaussian_blur")
 solarize = _single("solarize")
 color_space = _single("color_space")
+rand_augment = _single("rand_augment")
 
 
 def random_resized_crop_params(
@@ -585,9 +629,16 @@ def _params(op: Mapping[str, Any]) -> dict[str, Any]:
     return {k: tuple(v) if isinstance(v, list) else v for k, v in op.items() if k != "op"}
 
 
+def op_draws(op: Mapping[str, Any]) -> int:
+    """Uniforms one op dict reads."""
+    if op["op"] == "rand_augment":
+        return randaugment.DRAWS_PER_OP * int(op.get("num_ops", 2))
+    return NUM_DRAWS[op["op"]]
+
+
 def num_draws(recipe: Sequence[Mapping[str, Any]]) -> int:
     """Uniforms per example that `recipe` reads."""
-    return sum(NUM_DRAWS[op["op"]] for op in recipe)
+    return sum(op_draws(op) for op in recipe)
 
 
 def draw(recipe: Sequence[Mapping[str, Any]], seed: tf.Tensor) -> tf.Tensor:
@@ -616,10 +667,10 @@ def apply_ops(
     (`D = num_draws(recipe)`; op k reads its own columns). Returns float32 (uint8 if no op
     converted)."""
     stop = len(recipe) if stop is None else stop
-    offset = sum(NUM_DRAWS[op["op"]] for op in recipe[:start])
+    offset = sum(op_draws(op) for op in recipe[:start])
     x = images
     for op in recipe[start:stop]:
-        k = NUM_DRAWS[op["op"]]
+        k = op_draws(op)
         x = BATCH_OPS[op["op"]](x, u[:, offset : offset + k], **_params(op))
         offset += k
     return x
@@ -730,8 +781,41 @@ def validate_recipe(name: str, recipe: Sequence[Mapping[str, Any]], channels: in
             )
         if kind == "solarize":
             check(0.0 <= params["threshold"] <= 1.0, "threshold must be in [0, 1] pixel units.")
+        if kind == "rand_augment":
+            _check_rand_augment(check, params, channels)
         if kind in FLOAT_OPS:
             _check_color_space(where, params, channels, last=k == len(recipe) - 1)
+
+
+def _check_rand_augment(check: Callable[..., None], params: Mapping[str, Any], channels: int):
+    num_ops = params.get("num_ops", 2)
+    check(
+        isinstance(num_ops, int) and not isinstance(num_ops, bool) and num_ops >= 1,
+        f"num_ops={num_ops!r} must be a positive int.",
+    )
+    magnitude = params.get("magnitude", 10.0)
+    check(
+        isinstance(magnitude, (int, float)) and 0.0 <= magnitude <= randaugment.MAX_LEVEL,
+        f"magnitude={magnitude!r} must be a number in [0, {randaugment.MAX_LEVEL:g}].",
+    )
+    std = params.get("magnitude_std", 0.5)
+    check(isinstance(std, (int, float)) and std >= 0.0, f"magnitude_std={std!r} must be >= 0.")
+    ops = params.get("ops")
+    if ops is not None:
+        check(
+            not isinstance(ops, (str, bytes)) and len(tuple(ops)) > 0,
+            f"ops={ops!r} must be a non-empty sequence of op names (or None for all 15).",
+        )
+        unknown = [name for name in ops if name not in randaugment.OPS]
+        check(not unknown, f"unknown RandAugment ops {unknown}; allowed: {tuple(randaugment.OPS)}.")
+    fill = params.get("fill", randaugment.IMAGENET_FILL)
+    values = (fill,) if isinstance(fill, int) else tuple(fill)
+    check(
+        all(isinstance(v, int) and 0 <= v <= 255 for v in values)
+        and (isinstance(fill, int) or len(values) == channels or (channels, len(values)) == (1, 3)),
+        f"fill={fill!r} must be an int in [0, 255] or {channels} of them (3 on 1 channel: luma).",
+    )
+    check(isinstance(params.get("increasing", False), bool), "increasing must be a bool.")
 
 
 def _check_color_space(where: str, params: Mapping[str, Any], channels: int, last: bool) -> None:

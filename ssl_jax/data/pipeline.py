@@ -125,6 +125,12 @@ def _recipes(config: Any) -> list[tuple[str, Sequence[Any]]]:
         recipe = tuple(data.recipes[name])
         augment.validate_recipe(name, recipe, channels)
         if device_ops:
+            host_only = [op["op"] for op in recipe if op["op"] in augment.HOST_ONLY_OPS]
+            if host_only:
+                raise ValueError(
+                    f"recipe {name!r}: {host_only[0]} has no device version; "
+                    "set config.data.device_ops = False."
+                )
             recipe = tuple(op for op in recipe if op["op"] in augment.HOST_OPS)
         # float ops (colour spaces) run on the device: views leave the host as uint8
         recipe = tuple(op for op in recipe if op["op"] not in augment.FLOAT_OPS)

@@ -268,6 +268,56 @@ def cmc_pycontrast(
     )
 
 
+# --------------------------------------------------------------------------------------------------
+# InfoMin (Tian et al. 2020, PyContrast `datasets/util.py`): augmentations "D" (InfoMin) and "E"
+# (CMCv2), RandAugment `rand-n2-m10-mstd0.5` from PyContrast's copy of timm (`randaugment.py`).
+# --------------------------------------------------------------------------------------------------
+
+
+def _infomin_view(
+    size: int, jitter: tuple[float, float, float, float], ops, grayscale: bool, kernel_size: int
+) -> Recipe:
+    b, c, s, h = jitter
+    out = [
+        {"op": "random_resized_crop", "size": size, "scale": (0.2, 1.0)},
+        {"op": "horizontal_flip", "p": 0.5},
+        {"op": "color_jitter", "p": 0.8, "brightness": b, "contrast": c, "saturation": s, "hue": h},
+        {"op": "gaussian_blur", "p": 0.5, "sigma": (0.1, 2.0), "kernel_size": kernel_size},
+    ]
+    rand = {"op": "rand_augment", "num_ops": 2, "magnitude": 10.0, "magnitude_std": 0.5, "p": 0.5}
+    if ops is not None:
+        rand["ops"] = ops
+    out.append({**rand, "fill": (124, 116, 104)})
+    if grayscale:
+        out.append({"op": "grayscale", "p": 0.2})
+    return tuple(out)
+
+
+def infomin(size: int, kernel_size: int = 23) -> Recipe:
+    """PyContrast aug "D" (the `InfoMin` preset), in its order: RRC scale (0.2, 1) (MoCo queue),
+    flip, jitter (0.8, 0.8, 0.8, 0.2) p 0.8, Gaussian blur σ∈[0.1, 2] p 0.5 with 23 taps
+    (`GaussianBlur(22)`, at every size; 0 = 10% of the side), RandAugment n2 m10 mstd0.5 over timm's
+    15 ops (fill = ImageNet mean), grayscale p 0.2."""
+    return _infomin_view(size, (0.8, 0.8, 0.8, 0.2), None, True, kernel_size)
+
+
+def cmcv2_e(size: int, kernel_size: int = 23) -> Recipe:
+    """PyContrast aug "E" (the `CMCv2` preset): as `infomin` with jitter (0.4, 0.4, 0.4, 0.1) p 0.8,
+    no grayscale, and RandAugment over `_RAND_TRANSFORMS_CMC` (AutoContrast, Identity, Rotate,
+    Sharpness, ShearX/Y, TranslateX/YRel: no colour ops). Add `color_space` last for CMC's views."""
+    ops = (
+        "AutoContrast",
+        "Identity",
+        "Rotate",
+        "Sharpness",
+        "ShearX",
+        "ShearY",
+        "TranslateXRel",
+        "TranslateYRel",
+    )
+    return _infomin_view(size, (0.4, 0.4, 0.4, 0.1), ops, False, kernel_size)
+
+
 RECIPES = {
     "mocov2": mocov2,
     "simclr": simclr,
@@ -285,4 +335,6 @@ RECIPES = {
     "cifar_strong": cifar_strong,
     "cmc": cmc,
     "cmc_pycontrast": cmc_pycontrast,
+    "infomin": infomin,
+    "cmcv2_e": cmcv2_e,
 }
