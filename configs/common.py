@@ -15,6 +15,7 @@ import types
 import ml_collections
 
 from ssl_jax.configs import ConfigError
+from ssl_jax.data import recipes
 
 FASHION_MNIST_MEAN = (0.2860,)
 FASHION_MNIST_STD = (0.3530,)
@@ -217,3 +218,20 @@ def jcl_views(view: str, num_keys: int) -> tuple[str, ...]:
     if not isinstance(num_keys, int) or num_keys < 1:
         raise ConfigError(f"config argument keys={num_keys!r}: allowed keys=1, keys=2, ...")
     return (view,) * (num_keys + 1)
+
+
+def infomin_views(c: ml_collections.ConfigDict, *, jigsaw: bool, jigsaw_size: int = 0) -> None:
+    """InfoMin's views at `c.data.image_size`: two aug-"D" crops (`recipes.infomin`) and, with
+    `jigsaw`, the jigsaw mosaic (`recipes.jigsaw`: RRC to `jigsaw_size`, 3 × 3 cells, one patch
+    of 64/85 of a cell each; PyContrast: 255 px, cells of 85, patches of 64). Without the
+    jigsaw, `c.method_config.jigsaw` is set False."""
+    size = c.data.image_size
+    views = {"infomin": recipes.infomin(size)}
+    if jigsaw:
+        jigsaw_size = jigsaw_size or round(size * 255 / 224)
+        patch = max(1, round((jigsaw_size // 3) * 64 / 85))
+        views["jigsaw"] = recipes.jigsaw(jigsaw_size, grid=3, patch=patch)
+    else:
+        c.method_config.jigsaw = False
+    c.data.views = ("infomin", "infomin", "jigsaw") if jigsaw else ("infomin", "infomin")
+    c.data.recipes = ml_collections.ConfigDict(views)

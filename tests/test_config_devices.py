@@ -27,9 +27,10 @@ from tests.helpers import synthetic_batch
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOT_PRETRAINING = {"knn.py", "linear_probe.py", "common.py", "__init__.py"}
 FAMILY = {"ressl": "sce", "ressl_authors": "sce"}  # same machinery, only the pair loss differs
-# Methods whose own tests run their configs on 1 and 8 devices (tests/methods/test_cmc{,v2}.py); their
-# BN structures are IR's (cmc) and MoCo v2's (cmcv2), whose configs stay the representatives here.
-OWN_DEVICE_TESTS = {"cmc", "cmcv2"}
+# Methods whose own tests run their configs on 1 and 8 devices (tests/methods/test_cmc{,v2}.py,
+# test_infomin.py); their BN structures are IR's (cmc) and MoCo v2's (cmcv2; infomin, whose jigsaw
+# forward groups its patches as the queries), whose configs stay the representatives here.
+OWN_DEVICE_TESTS = {"cmc", "cmcv2", "infomin"}
 
 
 def _pretraining_configs() -> list[str]:

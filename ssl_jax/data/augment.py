@@ -62,7 +62,7 @@ from typing import Any
 import tensorflow as tf
 
 from ssl_jax.configs import ConfigError
-from ssl_jax.data import color, randaugment
+from ssl_jax.data import color, device_augment, randaugment
 
 LUMA = (0.299, 0.587, 0.114)
 RRC_ATTEMPTS = 10
@@ -85,8 +85,10 @@ OP_KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         frozenset(),
         frozenset({"num_ops", "magnitude", "magnitude_std", "p", "ops", "fill", "increasing"}),
     ),
+    "jigsaw": (frozenset({"grid", "patch"}), frozenset()),
 }
-# Uniforms each op reads from its slice of `u` (`op_draws`: rand_augment reads 4 per drawn op).
+# Uniforms each op reads from its slice of `u` (`op_draws`: rand_augment reads 4 per drawn op,
+# jigsaw 2 per cell).
 NUM_DRAWS = {
     "random_resized_crop": 2 * RRC_ATTEMPTS + 2,
     "resize": 0,
@@ -98,14 +100,14 @@ NUM_DRAWS = {
     "solarize": 1,
     "color_space": 0,
 }
-SIZE_OPS = ("random_resized_crop", "resize", "center_crop")
+SIZE_OPS = ("random_resized_crop", "resize", "center_crop", "jigsaw")
 # With `config.data.device_ops` only these run on the host; `device_augment` runs the others.
-HOST_OPS = ("random_resized_crop", "resize", "center_crop", "horizontal_flip")
+HOST_OPS = device_augment.HOST_OPS
 # Ops with no `device_augment` version: a recipe with one cannot use `config.data.device_ops`.
 HOST_ONLY_OPS = ("rand_augment",)
 # Ops that only move pixels or pad with 0: they commute exactly with the final uint8 quantisation,
 # so trailing ones run on uint8 (a quarter of the bytes).
-PIXEL_OPS = ("horizontal_flip", "center_crop")
+PIXEL_OPS = ("horizontal_flip", "center_crop", "jigsaw")
 # Ops whose output is not an image in [0, 1] (normalised colour spaces): last in a recipe, never
 # quantised to uint8; the input pipeline leaves them to the device.
 FLOAT_OPS = ("color_space",)
@@ -561,6 +563,35 @@ def _rand_augment(
     return to_float(tf.cast(x, tf.uint8))
 
 
+def _jigsaw(images, u, *, grid, patch):
+    """PIRL / PyContrast `JigsawCrop`: the image cut into `grid × grid` cells of `side // grid`
+    px (85 at 255), one `patch × patch` crop at a uniform integer offset in each cell
+    (`randint(0, cell − patch + 1)` per axis), laid out as a `[grid·patch, grid·patch, C]` mosaic,
+    cell (i, j) at block (i, j): the model cuts it back into `grid²` patches. u `[N, 2·grid²]`:
+    row offsets, then column offsets, cell by cell in row-major order."""
+    _, height, width, channels = images.shape
+    cell_h, cell_w = height // grid, width // grid
+    if patch > min(cell_h, cell_w):
+        raise ValueError(
+            f"jigsaw: patch={patch} is larger than the {cell_h}×{cell_w} cells of a "
+            f"{height}×{width} image in a {grid}×{grid} grid."
+        )
+    cells = grid * grid
+    origin = tf.range(cells) // grid, tf.range(cells) % grid
+    offsets = []
+    for axis, (cell, u_axis) in enumerate(((cell_h, u[:, :cells]), (cell_w, u[:, cells:]))):
+        shift = tf.minimum(tf.cast(u_axis * (cell - patch + 1), tf.int32), cell - patch)
+        start = origin[axis][None, :] * cell + shift  # [N, cells]
+        offsets.append(start[:, :, None] + tf.range(patch)[None, None, :])  # [N, cells, patch]
+    rows = tf.reshape(offsets[0], [-1, cells * patch])
+    x = tf.gather(images, rows, axis=1, batch_dims=1)  # [N, cells·patch, W, C]
+    x = tf.reshape(x, [-1, cells, patch, width, channels])
+    x = tf.gather(x, offsets[1], axis=3, batch_dims=2)  # [N, cells, patch, patch, C]
+    x = tf.reshape(x, [-1, grid, grid, patch, patch, channels])
+    x = tf.transpose(x, [0, 1, 3, 2, 4, 5])
+    return tf.reshape(x, [-1, grid * patch, grid * patch, channels])
+
+
 def _color_space(images, u, *, space):
     del u
     _needs_colour(images, "color_space")
@@ -578,6 +609,7 @@ BATCH_OPS: dict[str, Callable[..., tf.Tensor]] = {
     "solarize": _solarize,
     "color_space": _color_space,
     "rand_augment": _rand_augment,
+    "jigsaw": _jigsaw,
 }
 
 
@@ -606,6 +638,7 @@ gaussian_blur = _single("gaussian_blur")
 solarize = _single("solarize")
 color_space = _single("color_space")
 rand_augment = _single("rand_augment")
+jigsaw = _single("jigsaw")
 
 
 def random_resized_crop_params(
@@ -633,6 +666,8 @@ def op_draws(op: Mapping[str, Any]) -> int:
     """Uniforms one op dict reads."""
     if op["op"] == "rand_augment":
         return randaugment.DRAWS_PER_OP * int(op.get("num_ops", 2))
+    if op["op"] == "jigsaw":
+        return 2 * int(op["grid"]) ** 2
     return NUM_DRAWS[op["op"]]
 
 
@@ -783,6 +818,13 @@ def validate_recipe(name: str, recipe: Sequence[Mapping[str, Any]], channels: in
             check(0.0 <= params["threshold"] <= 1.0, "threshold must be in [0, 1] pixel units.")
         if kind == "rand_augment":
             _check_rand_augment(check, params, channels)
+        if kind == "jigsaw":
+            for key in ("grid", "patch"):
+                value = params[key]
+                check(
+                    isinstance(value, int) and not isinstance(value, bool) and value > 0,
+                    f"{key}={value!r} must be a positive int.",
+                )
         if kind in FLOAT_OPS:
             _check_color_space(where, params, channels, last=k == len(recipe) - 1)
 

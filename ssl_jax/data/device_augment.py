@@ -37,7 +37,7 @@ from ssl_jax.data import color
 
 LUMA = (0.299, 0.587, 0.114)
 # Recipe ops that run on the host (`augment.py`); `apply_recipe` skips them.
-HOST_OPS = ("random_resized_crop", "resize", "center_crop", "horizontal_flip")
+HOST_OPS = ("random_resized_crop", "resize", "center_crop", "horizontal_flip", "jigsaw")
 _PERMUTATIONS_4 = tuple(itertools.permutations(range(4)))  # the 24 orders of the jitter's ops
 
 

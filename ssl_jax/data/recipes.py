@@ -318,6 +318,20 @@ def cmcv2_e(size: int, kernel_size: int = 23) -> Recipe:
     return _infomin_view(size, (0.4, 0.4, 0.4, 0.1), ops, False, kernel_size)
 
 
+def jigsaw(
+    size: int = 255, grid: int = 3, patch: int = 64, scale: tuple[float, float] = (0.6, 1.0)
+) -> Recipe:
+    """PyContrast's jigsaw transform (`datasets/util.py`, PIRL-style, InfoMin's jigsaw branch):
+    RRC(255, scale (0.6, 1)), flip, `JigsawCrop` (3 × 3 cells of 85 px, a random 64 × 64 patch in
+    each), no colour ops; the view is the `[grid·patch, grid·patch, C]` mosaic of the patches
+    (192 px at 255), which the model cuts back into `grid²` patches."""
+    return (
+        {"op": "random_resized_crop", "size": size, "scale": tuple(scale)},
+        {"op": "horizontal_flip", "p": 0.5},
+        {"op": "jigsaw", "grid": grid, "patch": patch},
+    )
+
+
 RECIPES = {
     "mocov2": mocov2,
     "simclr": simclr,
@@ -337,4 +351,5 @@ RECIPES = {
     "cmc_pycontrast": cmc_pycontrast,
     "infomin": infomin,
     "cmcv2_e": cmcv2_e,
+    "jigsaw": jigsaw,
 }

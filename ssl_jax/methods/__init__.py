@@ -1,6 +1,17 @@
 """Every method, picked by `config.method`. A new method: its module, its configs, one line here."""
 
-from ssl_jax.methods import cmc, cmcv2, interclr, ir, jcl, mocov2, ressl, ressl_authors, sce
+from ssl_jax.methods import (
+    cmc,
+    cmcv2,
+    infomin,
+    interclr,
+    ir,
+    jcl,
+    mocov2,
+    ressl,
+    ressl_authors,
+    sce,
+)
 
 METHODS = {
     "mocov2": mocov2,
@@ -12,4 +23,5 @@ METHODS = {
     "interclr": interclr,  # ReSSL with the authors' EMA timing (before the keys)
     "cmc": cmc,
     "cmcv2": cmcv2,
+    "infomin": infomin,
 }

@@ -42,8 +42,8 @@ def hparams(config) -> Hparams:
     return hparams_from_config(Hparams, config)
 
 
-def check_config(ctx: common.StepContext) -> None:
-    common.require_views(ctx, 2)
+def check_config(ctx: common.StepContext, num_views: int = 2) -> None:
+    common.require_views(ctx, num_views)
     common.require_divisible(
         "config.method_config.queue_size",
         ctx.hp.queue_size,

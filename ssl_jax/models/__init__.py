@@ -33,13 +33,14 @@ from ssl_jax.configs import ConfigError
 from ssl_jax.models import resnet as _resnet
 from ssl_jax.models.batchnorm import BatchNorm
 from ssl_jax.models.conv import CONV_IMPLS
-from ssl_jax.models.heads import MLPHead
+from ssl_jax.models.heads import JigsawHead, MLPHead
 from ssl_jax.models.resnet import ResNet, feature_dim
 
 __all__ = [
     "BACKBONES",
     "DTYPES",
     "BatchNorm",
+    "JigsawHead",
     "MLPHead",
     "ResNet",
     "SSLModel",
@@ -89,6 +90,7 @@ class SSLModel(nn.Module):
     backbone: ResNet
     projector: MLPHead
     predictor: MLPHead | None = None
+    jigsaw: JigsawHead | None = None  # InfoMin's jigsaw branch (`jigsaw_projection`)
 
     ENCODERS = ("backbone",)
 
@@ -112,11 +114,23 @@ class SSLModel(nn.Module):
         out = {"features": features, "projection": projection}
         if self.predictor is not None and use_predictor:
             out["prediction"] = self.predictor(projection, train, head_groups)
+        if self.jigsaw is not None and self.is_initializing():  # create its parameters
+            k = self.jigsaw.num_patches
+            order = jnp.arange(k)[None]
+            self.jigsaw(jnp.zeros((k, features.shape[-1]), features.dtype), order, train)
         return out
 
     def features(self, x: jnp.ndarray, train: bool = False, bn_groups: int = 1) -> jnp.ndarray:
         """Backbone features `[N, D_backbone]` float32 only (kNN, linear probe, export)."""
         return self.backbone(x, train, bn_groups)
+
+    def jigsaw_projection(
+        self, patches: jnp.ndarray, order: jnp.ndarray, train: bool, bn_groups: int = 1
+    ) -> jnp.ndarray:
+        """InfoMin's jigsaw branch: the backbone on `patches` `[N·k, h, w, C]` (image-major; its own
+        forward, so its own BN batch statistics, as PyContrast's second `self.encoder` call), then
+        `JigsawHead` with `order` `[N, k]` → `[N, d]` float32, not normalised."""
+        return self.jigsaw(self.backbone(patches, train, bn_groups), order, train, bn_groups)
 
 
 class TwoEncoderModel(nn.Module):
@@ -277,8 +291,10 @@ def backbone_only(model_config: Any) -> ResNet:
     )
 
 
-def build_model(model_config: Any) -> SSLModel:
-    """SSLModel from `config.model` (schema in the module docstring); ValueError on bad config."""
+def build_model(model_config: Any, *, jigsaw_patches: int = 0) -> SSLModel:
+    """SSLModel from `config.model` (schema in the module docstring); ValueError on bad config.
+    `jigsaw_patches` > 0 adds InfoMin's `JigsawHead` over that many patches, its per-patch head
+    of the projector's shape."""
     cfg = _as_dict(model_config, "model")
     _check_keys(cfg, _MODEL_KEYS, "model")
     backbone = backbone_only(cfg)
@@ -297,7 +313,11 @@ def build_model(model_config: Any) -> SSLModel:
             predictor = build_head(pred_cfg, dtype=dtype, where="model.predictor")
         else:
             _check_keys(pred_cfg, (*_HEAD_KEYS, "enabled"), "model.predictor")
-    return SSLModel(backbone=backbone, projector=projector, predictor=predictor)
+    jigsaw = None
+    if jigsaw_patches:
+        patch_head = build_head(cfg["projector"], dtype=dtype, where="model.projector")
+        jigsaw = JigsawHead(patch_head=patch_head, num_patches=jigsaw_patches, dtype=dtype)
+    return SSLModel(backbone=backbone, projector=projector, predictor=predictor, jigsaw=jigsaw)
 
 
 def build_two_encoder_model(

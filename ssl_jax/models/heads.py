@@ -77,3 +77,37 @@ class MLPHead(nn.Module):
                 x, train, bn_groups
             )
         return x.astype(jnp.float32)
+
+
+class JigsawHead(nn.Module):
+    """PyContrast's `JigsawHead` (InfoMin's jigsaw branch, PIRL-style): `patch_head` (its `fc1`,
+    the projector's shape: 'mlp' = Linear(D, D) → ReLU → Linear(D, d)) on every patch's pooled
+    features, the `num_patches` embeddings of each image put in a random order, concatenated
+    (`num_patches·d`) → Linear `fc2` → d. Not normalised (the method normalises).
+
+    `__call__(features [N·k, D] image-major, order [N, k] a permutation of range(k) per image,
+    train, bn_groups)` → `[N, d]` float32; embedding `order[n, j]` of image n goes to slot j (the
+    code's `x[shuffle_ids]`)."""
+
+    patch_head: MLPHead
+    num_patches: int = 9
+    dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(
+        self, features: jnp.ndarray, order: jnp.ndarray, train: bool, bn_groups: int = 1
+    ) -> jnp.ndarray:
+        k = self.num_patches
+        x = self.patch_head(features, train, bn_groups)  # [N·k, d]
+        x = x.reshape(-1, k, x.shape[-1])
+        x = jnp.take_along_axis(x, order[:, :, None], axis=1)
+        x = x.reshape(x.shape[0], -1).astype(self.dtype)
+        x = nn.Dense(
+            self.patch_head.out_dim,
+            kernel_init=linear_kernel_init,
+            bias_init=_linear_bias_init(x.shape[-1]),
+            dtype=self.dtype,
+            param_dtype=jnp.float32,
+            name="fc2",
+        )(x)
+        return x.astype(jnp.float32)
