@@ -6,10 +6,10 @@ Normalize), each crop split into Y (1 channel) and DbDr (2 channels), two ResNet
 MoCo queues of 65536 keys per view (`--nce_k`), τ 0.2 (`--nce_t`), cross-view InfoNCE (q1 against k2
 and queue2, q2 against k1 and queue1), EMA α 0.999 after the optimiser step, shuffle-BN within the
 8 GPUs × 32 images of the DDP run; batch 256, SGD lr 0.03 momentum 0.9 wd 1e-4, cosine per epoch to
-lr·0.1³ (`--cosine`), 200 epochs. Augmentation "E" without its RandAugment (not in this library;
-PyContrast draws 2 of AutoContrast, Identity, Rotate, Sharpness, ShearX/Y, TranslateX/YRel):
-RRC scale (0.2, 1) (MoCo queue), flip, colour jitter (0.4, 0.4, 0.4, 0.1) with p 0.8, Gaussian blur
-(kernel 23, σ 0.1–2) with p 0.5, no grayscale. Ours: the stem of each ResNet has round(64·0.5) = 32
+lr·0.1³ (`--cosine`), 200 epochs. Augmentation "E" (`recipes.cmcv2_e`): RRC scale (0.2, 1) (MoCo
+queue), flip, colour jitter (0.4, 0.4, 0.4, 0.1) with p 0.8, Gaussian blur (kernel 23, σ 0.1–2)
+with p 0.5, RandAugment n2 m10 mstd0.5 over PyContrast's CMC list (AutoContrast, Identity, Rotate,
+Sharpness, ShearX/Y, TranslateX/YRel), no grayscale, then YDbDr. Ours: the stem of each ResNet has round(64·0.5) = 32
 channels (not checked against PyContrast's `networks/resnet.py`; `model.stem_width = 64`
 gives CMC's 64); kNN monitor as `mocov2_imagenet.py`. `:runlocal` keeps the two ResNet-50s, trains
 on 256 color_fashion_mnist images with queues of 256 keys.
@@ -26,6 +26,7 @@ if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any d
 
 from configs import common  # noqa: E402
 from ssl_jax import configs  # noqa: E402
+from ssl_jax.data import recipes  # noqa: E402
 from ssl_jax.models import head_config  # noqa: E402
 
 
@@ -52,22 +53,7 @@ def get_config(arg=None):
     size = c.data.image_size
     c.data.views = ("cmcv2", "cmcv2")
     c.data.recipes = ml_collections.ConfigDict(
-        {
-            "cmcv2": (
-                {"op": "random_resized_crop", "size": size, "scale": (0.2, 1.0)},
-                {"op": "horizontal_flip", "p": 0.5},
-                {
-                    "op": "color_jitter",
-                    "p": 0.8,
-                    "brightness": 0.4,
-                    "contrast": 0.4,
-                    "saturation": 0.4,
-                    "hue": 0.1,
-                },
-                {"op": "gaussian_blur", "p": 0.5, "sigma": (0.1, 2.0), "kernel_size": 23},
-                {"op": "color_space", "space": a.space},
-            )
-        }
+        {"cmcv2": (*recipes.cmcv2_e(size), {"op": "color_space", "space": a.space})}
     )
 
     c.model.backbone = "resnet50"

@@ -264,3 +264,22 @@ def test_jigsaw_needs_its_view(source):
     config.data.views = ("infomin", "infomin", "infomin")
     with pytest.raises(ConfigError, match="must end with a 'jigsaw' op"):
         train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()[:1]))
+
+
+def test_imagenet_preset_and_pycontrasts_large_batch_rule():
+    c = configs.load("configs/infomin_imagenet.py")
+    assert (c.global_batch_size, c.optim.base_lr, c.optim.warmup_epochs) == (256, 0.03, 0.0)
+    assert c.method_config.temperature == TAU and c.method_config.queue_size == 65536
+    assert [op["op"] for op in c.data.recipes.jigsaw] == [
+        "random_resized_crop",
+        "horizontal_flip",
+        "jigsaw",
+    ]
+    assert (c.data.recipes.jigsaw[0]["size"], dict(c.data.recipes.jigsaw[2])) == (
+        255,
+        {"op": "jigsaw", "grid": 3, "patch": 64},
+    )
+    big = configs.load("configs/infomin_imagenet.py:batch=512")
+    assert (big.global_batch_size, big.optim.warmup_epochs) == (512, 5.0)
+    assert big.optim.base_lr == pytest.approx(0.06)
+    assert big.optim.final_lr == pytest.approx(0.06e-3)
