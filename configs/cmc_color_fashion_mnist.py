@@ -8,7 +8,8 @@ with Z fixed at the first step (code default; `method_config.loss='softmax'` is 
 the 60,000 bank rows, the encoder, batch and SGD of `ir_fashion_mnist.py` (ResNet-18 with the CIFAR
 stem, width 1/2 = two encoders of width 1/4, batch 256, 3 epochs, lr 0.06, wd 5e-4, cosine) and its
 final probe table. Other colour spaces: `:space=ycbcr` (CMC README: 0.5–1 % better on ImageNet) or
-`:space=ydbdr` (PyContrast). `:runlocal`: 6 steps of 32 images at width 1/8, a bank of 256 and 64
+`:space=ydbdr` (PyContrast); `:flow=PATH` trains on the views of a learned colour space (InfoMin Sec.
+4.2, the `flow.npz` of `python -m ssl_jax.view_learning`). `:runlocal`: 6 steps of 32 images at width 1/8, a bank of 256 and 64
 negatives.
 """
 
@@ -28,7 +29,7 @@ from ssl_jax.models import head_config  # noqa: E402
 
 
 def get_config(arg=None):
-    a = common.parse_arg(arg, space="lab")
+    a = common.parse_arg(arg, space="lab", flow="")
     c = configs.base_config()
     c.method = "cmc"
     c.method_config = ml_collections.ConfigDict(
@@ -46,9 +47,10 @@ def get_config(arg=None):
     c.data.train_subset = 0
     c.data.shuffle_buffer = 60_000
     c.data.views = ("cmc",)  # one crop; the model splits it into L and ab
-    c.data.recipes = ml_collections.ConfigDict(
-        {"cmc": recipes.cmc(c.data.image_size, a.space, scale=(0.2, 1.0))}
-    )
+    cmc_view = recipes.cmc(c.data.image_size, a.space, scale=(0.2, 1.0))
+    if a.flow:  # InfoMin's learned views: g's colour space in place of Lab
+        cmc_view = (*cmc_view[:-1], {"op": "learned_flow", "path": a.flow})
+    c.data.recipes = ml_collections.ConfigDict({"cmc": cmc_view})
 
     c.model.backbone = "resnet18"
     c.model.stem = "cifar"

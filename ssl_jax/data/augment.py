@@ -86,6 +86,7 @@ OP_KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         frozenset({"num_ops", "magnitude", "magnitude_std", "p", "ops", "fill", "increasing"}),
     ),
     "jigsaw": (frozenset({"grid", "patch"}), frozenset()),
+    "learned_flow": (frozenset({"path"}), frozenset()),
 }
 # Uniforms each op reads from its slice of `u` (`op_draws`: rand_augment reads 4 per drawn op,
 # jigsaw 2 per cell).
@@ -99,6 +100,7 @@ NUM_DRAWS = {
     "gaussian_blur": 2,
     "solarize": 1,
     "color_space": 0,
+    "learned_flow": 0,
 }
 SIZE_OPS = ("random_resized_crop", "resize", "center_crop", "jigsaw")
 # With `config.data.device_ops` only these run on the host; `device_augment` runs the others.
@@ -110,7 +112,7 @@ HOST_ONLY_OPS = ("rand_augment",)
 PIXEL_OPS = ("horizontal_flip", "center_crop", "jigsaw")
 # Ops whose output is not an image in [0, 1] (normalised colour spaces): last in a recipe, never
 # quantised to uint8; the input pipeline leaves them to the device.
-FLOAT_OPS = ("color_space",)
+FLOAT_OPS = ("color_space", "learned_flow")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -825,8 +827,10 @@ def validate_recipe(name: str, recipe: Sequence[Mapping[str, Any]], channels: in
                     isinstance(value, int) and not isinstance(value, bool) and value > 0,
                     f"{key}={value!r} must be a positive int.",
                 )
-        if kind in FLOAT_OPS:
+        if kind == "color_space":
             _check_color_space(where, params, channels, last=k == len(recipe) - 1)
+        if kind == "learned_flow":
+            _check_learned_flow(where, params, channels, last=k == len(recipe) - 1)
 
 
 def _check_rand_augment(check: Callable[..., None], params: Mapping[str, Any], channels: int):
@@ -860,9 +864,26 @@ def _check_rand_augment(check: Callable[..., None], params: Mapping[str, Any], c
     check(isinstance(params.get("increasing", False), bool), "increasing must be a bool.")
 
 
+def _check_learned_flow(where: str, params: Mapping[str, Any], channels: int, last: bool) -> None:
+    """InfoMin's learned colour space (`device_augment.learned_flow`): the file exists, RGB input,
+    last op."""
+    import os
+
+    if not os.path.isfile(str(params["path"])):
+        raise ConfigError(
+            f"{where}: path={params['path']!r} is not a file; write one with "
+            "`python -m ssl_jax.view_learning --config=... --workdir=DIR` (DIR/flow.npz)."
+        )
+    _check_float_op(where, channels, last)
+
+
 def _check_color_space(where: str, params: Mapping[str, Any], channels: int, last: bool) -> None:
     if params["space"] not in color.SPACES:
         raise ConfigError(f"{where}: space={params['space']!r}; allowed: {tuple(color.SPACES)}.")
+    _check_float_op(where, channels, last)
+
+
+def _check_float_op(where: str, channels: int, last: bool) -> None:
     if channels != 3:
         raise ConfigError(
             f"{where}: converts RGB, but config.data.channels == {channels}; use channels=3."

@@ -306,15 +306,27 @@ def color_space(images: jnp.ndarray, rng: jax.Array, space: str) -> jnp.ndarray:
     return color.convert(images, space)
 
 
+def learned_flow(images: jnp.ndarray, rng: jax.Array, path: str) -> jnp.ndarray:
+    """RGB `[N, H, W, 3]` in [0, 1] → InfoMin's learned colour space: the frozen view generator g
+    that `view_learning.learn_views` saved at `path`, applied to its input space and standardised
+    per channel (`view_learning.apply_flow`); deterministic. Split like a colour space: 1 | 2."""
+    del rng
+    _needs_colour(images, "learned_flow")
+    from ssl_jax import view_learning
+
+    return view_learning.apply_flow(view_learning.load_flow(path), images)
+
+
 DEVICE_OPS: dict[str, Callable[..., jnp.ndarray]] = {
     "color_jitter": color_jitter,
     "grayscale": grayscale,
     "gaussian_blur": gaussian_blur,
     "solarize": solarize,
     "color_space": color_space,
+    "learned_flow": learned_flow,
 }
 # Ops that end a recipe with normalised model input (they replace `normalize`).
-NORMALIZING_OPS = ("color_space",)
+NORMALIZING_OPS = ("color_space", "learned_flow")
 
 
 def _op_params(index: int, op: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:

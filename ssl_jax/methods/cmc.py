@@ -73,16 +73,16 @@ def build_model(config):
 
 
 def check_colour_space_views(ctx: common.StepContext) -> None:
-    """Every view's recipe ends with a `color_space` op and gives 3 channels: the model splits the
-    converted image into its 1- and 2-channel views."""
+    """Every view's recipe ends with a `color_space` (or `learned_flow`) op and gives 3 channels:
+    the model splits the converted image into its 1- and 2-channel views."""
     data = ctx.config.data
     for name in data.views:
         ops = data.recipes[name]
-        if not ops or ops[-1]["op"] != "color_space":
+        if not ops or ops[-1]["op"] not in ("color_space", "learned_flow"):
             raise ConfigError(
                 f"config.data.recipes.{name} must end with a color_space op (e.g. "
-                f"recipes.cmc(size, 'lab')): method {ctx.config.method!r} splits a colour-space "
-                "image into its two views"
+                f"recipes.cmc(size, 'lab')) or a learned_flow op (InfoMin's learned views): "
+                f"method {ctx.config.method!r} splits a colour-space image into its two views"
             )
     if data.channels != 3:
         raise ConfigError(

@@ -1,0 +1,376 @@
+"""InfoMin's learned views (Tian et al. 2020, Sec. 4.2, appendix B.5): learn a pixel-wise invertible
+colour space g (`models.flow.PixelFlow`), freeze it, then run CMC on its channel split.
+
+No public code exists (PyContrast #35–#37); this follows the paper's text:
+
+- **unsupervised** (Eq. 2): `min_g max_{f1,f2} I_NCE(g(X)_1; g(X)_{2:3})`. The critic f1, f2 (one
+  small ConvNet per view, L2-normalised 64-d embeddings) minimises the in-batch InfoNCE loss L
+  (symmetric, τ `temperature`), so I_NCE = log B − L; g maximises L.
+- **supervised**: only Eq. 3's label terms, `min_{g,c1,c2} CE(c1(g(X)_1), y) + CE(c2(g(X)_{2:3}), y)`
+  on the labelled images (classifiers c1, c2 read the views directly, as in Eq. 3).
+- **semi-supervised** (Eq. 3): both; the I_NCE term on an unlabelled batch of the whole train
+  split, the label terms on a labelled batch of the first `num_labelled` images (the paper's STL-10:
+  5k labelled of 105k).
+Adam, lr 2e-4 for g (and c1, c2) and 6e-4 for the critic, as appendix B.5 gives them (its text also
+says g's rate "should be larger" than the critic's; the numbers say the opposite, and we use the
+numbers). One critic step and one generator step per iteration, on the same batch.
+
+The input space X is RGB (standardised with `data.mean/std`) or a CMC colour space (`base`, e.g.
+'ydbdr', normalised as `data/color.py`). `save_flow` writes g with its input space and the per-channel
+mean/std of g(X) on training images; the device op `{'op': 'learned_flow', 'path': ...}`
+(`device_augment.learned_flow`) reads it, so a CMC config whose recipe ends with it trains on g's
+views (`configs/cmc_color_fashion_mnist.py:flow=PATH`). Run:
+
+    python -m ssl_jax.view_learning --config=configs/learned_views_color_fashion_mnist.py \
+        --workdir=runs/views/semi [--config.mode=unsupervised|supervised|semi]
+
+which writes `flow.npz`, `metrics.jsonl` (I_NCE, losses, classifier accuracies) and `views.png`
+(what g does to images: the input, g's three channels and its two views).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import time
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import optax
+from flax import linen as nn
+from flax import traverse_util
+
+from ssl_jax.data import color
+from ssl_jax.models.flow import PixelFlow
+
+MODES = ("unsupervised", "supervised", "semi")
+BASES = ("rgb", *color.SPACES)
+
+
+# --------------------------------------------------------------------------------------------------
+# The frozen generator as a file, and its use as the model's input transform
+
+
+class FlowViews(NamedTuple):
+    """A frozen g: module, params, input space (`base`) and the mean/std of its output channels."""
+
+    flow: PixelFlow
+    params: Any
+    base: str
+    in_mean: tuple[float, ...]
+    in_std: tuple[float, ...]
+    out_mean: tuple[float, ...]
+    out_std: tuple[float, ...]
+
+
+def to_base(rgb: jnp.ndarray, base: str, mean, std) -> jnp.ndarray:
+    """float RGB in [0, 1] → g's input: standardised RGB (`mean`/`std`) or a normalised colour
+    space."""
+    if base == "rgb":
+        return (rgb - jnp.asarray(mean, jnp.float32)) / jnp.asarray(std, jnp.float32)
+    return color.convert(rgb, base)
+
+
+def apply_flow(views: FlowViews, rgb: jnp.ndarray) -> jnp.ndarray:
+    """float RGB `[..., 3]` in [0, 1] → g(X) standardised per channel: the model's input."""
+    y = views.flow.apply(views.params, to_base(rgb, views.base, views.in_mean, views.in_std))
+    return (y - jnp.asarray(views.out_mean, jnp.float32)) / jnp.asarray(views.out_std, jnp.float32)
+
+
+def save_flow(path: str, views: FlowViews) -> str:
+    """`views` as one `.npz` (parameters by '/'-joined path, the rest as JSON), written atomically."""
+    flat = traverse_util.flatten_dict(jax.device_get(views.params), sep="/")
+    meta = dict(
+        num_blocks=views.flow.num_blocks,
+        hidden=list(views.flow.hidden),
+        volume_preserving=views.flow.volume_preserving,
+        scale_bound=views.flow.scale_bound,
+        base=views.base,
+        in_mean=list(views.in_mean),
+        in_std=list(views.in_std),
+        out_mean=list(views.out_mean),
+        out_std=list(views.out_std),
+    )
+    tmp = path + ".tmp.npz"
+    np.savez(tmp, __meta__=json.dumps(meta), **{k: np.asarray(v) for k, v in flat.items()})
+    os.replace(tmp, path)
+    return path
+
+
+@functools.lru_cache(maxsize=8)
+def load_flow(path: str) -> FlowViews:
+    """The `FlowViews` that `save_flow` wrote at `path` (cached); clear errors for a missing or
+    foreign file."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(
+            f"learned_flow: no view generator at {path!r} (write one with "
+            "`python -m ssl_jax.view_learning`)"
+        )
+    with np.load(path) as z:
+        if "__meta__" not in z:
+            raise ValueError(f"learned_flow: {path!r} is not a file of view_learning.save_flow")
+        meta = json.loads(str(z["__meta__"]))
+        params = traverse_util.unflatten_dict(
+            {k: np.asarray(z[k]) for k in z.files if k != "__meta__"}, sep="/"
+        )
+    flow = PixelFlow(
+        num_blocks=meta["num_blocks"],
+        hidden=tuple(meta["hidden"]),
+        volume_preserving=meta["volume_preserving"],
+        scale_bound=meta["scale_bound"],
+    )
+    return FlowViews(
+        flow,
+        params,
+        meta["base"],
+        tuple(meta["in_mean"]),
+        tuple(meta["in_std"]),
+        tuple(meta["out_mean"]),
+        tuple(meta["out_std"]),
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Networks and losses of the view-learning stage
+
+
+class SmallConvNet(nn.Module):
+    """Critic / classifier trunk: conv 3×3 (32) → conv 3×3 s2 (64) → conv 3×3 s2 (128), ReLUs,
+    global average pool, Dense(`out`). No BN (the critic's batches are also g's adversary)."""
+
+    out: int
+
+    @nn.compact
+    def __call__(self, x: jnp.ndarray) -> jnp.ndarray:
+        for width, stride in ((32, 1), (64, 2), (128, 2)):
+            x = nn.relu(nn.Conv(width, (3, 3), strides=stride)(x))
+        return nn.Dense(self.out)(jnp.mean(x, axis=(1, 2)))
+
+
+class Nets(nn.Module):
+    """g (`flow`), the critic (f1 on view 1, f2 on view 2) and the classifiers (c1, c2)."""
+
+    flow: PixelFlow
+    embed_dim: int = 64
+    num_classes: int = 10
+
+    def setup(self):
+        self.f1, self.f2 = SmallConvNet(self.embed_dim), SmallConvNet(self.embed_dim)
+        self.c1, self.c2 = SmallConvNet(self.num_classes), SmallConvNet(self.num_classes)
+
+    def __call__(self, x):  # init only: touch every sub-network
+        v1, v2 = PixelFlow.split(self.flow(x))
+        return self.f1(v1), self.f2(v2), self.c1(v1), self.c2(v2)
+
+    def views(self, x):
+        return PixelFlow.split(self.flow(x))
+
+    def critic(self, v1, v2):
+        return self.f1(v1), self.f2(v2)
+
+    def classify(self, v1, v2):
+        return self.c1(v1), self.c2(v2)
+
+
+def nce_loss(z1: jnp.ndarray, z2: jnp.ndarray, temperature: float) -> jnp.ndarray:
+    """Symmetric in-batch InfoNCE of paired embeddings `[B, d]` (normalised inside): the mean of
+    CE(z1·z2ᵀ/τ, diag) and its transpose. I_NCE = log B − this."""
+    z1 = z1 / jnp.linalg.norm(z1, axis=-1, keepdims=True)
+    z2 = z2 / jnp.linalg.norm(z2, axis=-1, keepdims=True)
+    logits = z1 @ z2.T / temperature
+    labels = jnp.arange(z1.shape[0])
+    ce = optax.softmax_cross_entropy_with_integer_labels
+    return 0.5 * (jnp.mean(ce(logits, labels)) + jnp.mean(ce(logits.T, labels)))
+
+
+def _is_generator_side(path: tuple) -> bool:
+    """g and the classifiers (Eq. 3's min side) vs the critic f1, f2 (the max side)."""
+    return path[1] in ("flow", "c1", "c2")
+
+
+def make_step(nets: Nets, mode: str, temperature: float, lr_g: float, lr_critic: float):
+    """(init_opt, step): `step(params, opt, x_u, x_l, y_l) -> (params, opt, metrics)`, one critic
+    and one generator update; `x_u` unlabelled and `x_l`, `y_l` labelled model inputs in g's base
+    space."""
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r}; allowed: {MODES}")
+    label = lambda params: traverse_util.path_aware_map(  # noqa: E731
+        lambda path, _: "gen" if _is_generator_side(path) else "critic", params
+    )
+    tx = optax.multi_transform({"gen": optax.adam(lr_g), "critic": optax.adam(lr_critic)}, label)
+    ce = optax.softmax_cross_entropy_with_integer_labels
+
+    def nce(params, x):
+        v1, v2 = nets.apply(params, x, method=Nets.views)
+        return nce_loss(*nets.apply(params, v1, v2, method=Nets.critic), temperature)
+
+    def supervised(params, x, y):
+        v1, v2 = nets.apply(params, x, method=Nets.views)
+        l1, l2 = nets.apply(params, v1, v2, method=Nets.classify)
+        acc = 0.5 * (jnp.mean(l1.argmax(-1) == y) + jnp.mean(l2.argmax(-1) == y))
+        return jnp.mean(ce(l1, y)) + jnp.mean(ce(l2, y)), acc
+
+    def only(side, grads):
+        return traverse_util.path_aware_map(
+            lambda path, g: g if _is_generator_side(path) == (side == "gen") else jnp.zeros_like(g),
+            grads,
+        )
+
+    @jax.jit
+    def step(params, opt, x_u, x_l, y_l):
+        metrics = {}
+        if mode != "supervised":  # critic: maximise I_NCE (minimise its loss) on fresh g views
+            loss_c, grads = jax.value_and_grad(nce)(params, x_u)
+            updates, opt = tx.update(only("critic", grads), opt, params)
+            params = optax.apply_updates(params, updates)
+            metrics["i_nce"] = jnp.log(x_u.shape[0]) - loss_c
+
+        def gen_loss(params):
+            total, aux = 0.0, {}
+            if mode != "supervised":
+                total = -nce(params, x_u)  # g minimises I_NCE
+            if mode != "unsupervised":
+                sup, acc = supervised(params, x_l, y_l)
+                total, aux = total + sup, {"ce": sup, "acc": acc}
+            return total, aux
+
+        (loss_g, aux), grads = jax.value_and_grad(gen_loss, has_aux=True)(params)
+        updates, opt = tx.update(only("gen", grads), opt, params)
+        params = optax.apply_updates(params, updates)
+        return params, opt, {**metrics, **aux, "loss_g": loss_g}
+
+    return tx.init, step
+
+
+# --------------------------------------------------------------------------------------------------
+# The stage as a run
+
+
+def _batches(config, subset: int, seed_offset: int):
+    """Endless (model input in g's base space, labels) batches of RRC + flip crops of the first
+    `subset` training images (0: all), from the library's input pipeline."""
+    from ssl_jax.data import device_augment, pipeline
+
+    c = ml_collections.ConfigDict(config.to_dict())
+    c.data.train_subset = subset
+    c.data.views = ("crop",)
+    size = c.data.image_size
+    c.data.recipes = ml_collections.ConfigDict(
+        {
+            "crop": (
+                {"op": "random_resized_crop", "size": size, "scale": tuple(config.crop_scale)},
+                {"op": "horizontal_flip", "p": 0.5},
+            )
+        }
+    )
+    c.seed = config.seed + seed_offset
+    for batch in pipeline.train_iterator(c):
+        rgb = device_augment.normalize(batch["views"][0], (0.0,) * 3, (1.0,) * 3)
+        yield to_base(rgb, config.base, config.data.mean, config.data.std), batch["label"]
+
+
+def learn_views(config: ml_collections.ConfigDict, workdir: str) -> str:
+    """Train g as `config.mode` says, write `workdir/flow.npz` (+ metrics.jsonl, views.png);
+    returns the flow's path."""
+    if config.mode not in MODES:
+        raise ValueError(f"config.mode={config.mode!r}; allowed: {MODES}")
+    if config.base not in BASES:
+        raise ValueError(f"config.base={config.base!r}; allowed: {BASES}")
+    if config.data.channels != 3:
+        raise ValueError("view learning splits 3 channels: config.data.channels must be 3")
+    os.makedirs(workdir, exist_ok=True)
+    flow = PixelFlow(
+        num_blocks=config.flow.num_blocks,
+        hidden=tuple(config.flow.hidden),
+        volume_preserving=config.flow.volume_preserving,
+    )
+    nets = Nets(flow, num_classes=config.num_classes)
+    subset = config.num_labelled if config.mode == "supervised" else config.data.train_subset
+    unlabelled = _batches(config, subset, 0)
+    labelled = _batches(config, config.num_labelled, 1) if config.mode != "unsupervised" else None
+    x0, y0 = next(unlabelled)
+    params = nets.init(jax.random.PRNGKey(config.seed), x0)
+    init_opt, step = make_step(nets, config.mode, config.temperature, config.lr_g, config.lr_critic)
+    opt = init_opt(params)
+    log = open(os.path.join(workdir, "metrics.jsonl"), "w")
+    start = time.time()
+    for i in range(config.steps):
+        x_u, _ = next(unlabelled)
+        x_l, y_l = next(labelled) if labelled is not None else (x0, y0)  # unused
+        params, opt, metrics = step(params, opt, x_u, x_l, y_l)
+        if (i + 1) % config.log_every == 0 or i + 1 == config.steps:
+            row = {"step": i + 1, **{k: float(v) for k, v in metrics.items()}}
+            log.write(json.dumps(row) + "\n")
+            log.flush()
+            shown = " | ".join(f"{k} {v:.4f}" for k, v in row.items() if k != "step")
+            print(
+                f"views step {i + 1}/{config.steps} | {shown} | {time.time() - start:.0f}s",
+                flush=True,
+            )
+    log.close()
+    g_params = {"params": params["params"]["flow"]}
+    outs = [flow.apply(g_params, next(unlabelled)[0]) for _ in range(4)]
+    out = jnp.concatenate([o.reshape(-1, 3) for o in outs])
+    views = FlowViews(
+        flow,
+        g_params,
+        config.base,
+        tuple(config.data.mean),
+        tuple(config.data.std),
+        tuple(float(v) for v in jnp.mean(out, 0)),
+        tuple(float(v) for v in jnp.std(out, 0) + 1e-6),
+    )
+    path = save_flow(os.path.join(workdir, "flow.npz"), views)
+    load_flow.cache_clear()
+    picture(config, views, os.path.join(workdir, "views.png"))
+    return path
+
+
+def picture(config, views: FlowViews, out: str, rows: int = 6) -> str:
+    """What g does: per image, the input, g(X)'s three channels (standardised) and its two views."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ssl_jax.data import datasets
+
+    source = datasets.load_source(config.data, config.data.train_split).take(rows)
+    images = np.stack([ex["image"].numpy() for ex in source]).astype(np.float32) / 255.0
+    y = np.asarray(apply_flow(views, jnp.asarray(images)))
+    titles = ["input", "g(X)₁", "g(X)₂", "g(X)₃", "view 1", "view 2 (as RG)"]
+    fig, axes = plt.subplots(rows, len(titles), figsize=(1.6 * len(titles), 1.6 * rows))
+    for r in range(rows):
+        cells = [images[r], *(y[r, :, :, c] for c in range(3)), y[r, :, :, 0]]
+        v2 = np.concatenate([y[r, :, :, 1:], np.zeros_like(y[r, :, :, :1])], -1)
+        cells.append(np.clip(0.5 + 0.2 * v2, 0, 1))
+        for c, cell in enumerate(cells):
+            ax = axes[r][c]
+            ax.imshow(cell, cmap=None if cell.ndim == 3 else "gray")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if r == 0:
+                ax.set_title(titles[c], fontsize=8)
+    fig.suptitle(f"learned views: {config.mode}, from {config.base}", fontsize=10)
+    fig.savefig(out, dpi=80)
+    plt.close(fig)
+    return out
+
+
+def main(argv) -> None:
+    del argv
+    learn_views(_CONFIG.value, _WORKDIR.value)
+
+
+if __name__ == "__main__":
+    from absl import app, flags
+    from ml_collections import config_flags
+
+    _CONFIG = config_flags.DEFINE_config_file("config", None, "view-learning config file")
+    _WORKDIR = flags.DEFINE_string("workdir", None, "output folder")
+    flags.mark_flags_as_required(["config", "workdir"])
+    app.run(main)
