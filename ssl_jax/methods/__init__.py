@@ -1,6 +1,18 @@
 """Every method, picked by `config.method`. A new method: its module, its configs, one line here."""
 
-from ssl_jax.methods import cmc, cmcv2, interclr, ir, jcl, mocov2, ressl, ressl_authors, sce
+from ssl_jax.methods import (
+    cmc,
+    cmcv2,
+    interclr,
+    ir,
+    iring,
+    jcl,
+    mocoring,
+    mocov2,
+    ressl,
+    ressl_authors,
+    sce,
+)
 
 METHODS = {
     "mocov2": mocov2,
@@ -12,4 +24,6 @@ METHODS = {
     "interclr": interclr,  # ReSSL with the authors' EMA timing (before the keys)
     "cmc": cmc,
     "cmcv2": cmcv2,
+    "iring": iring,  # IR with ring negatives (CNCE)
+    "mocoring": mocoring,  # MoCo v2 with ring negatives (CNCE)
 }
