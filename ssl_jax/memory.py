@@ -570,7 +570,8 @@ def sample_rows_in_rank_band(
     float32: the similarities at ranks lo and hi). Ties at the ends are all in the band.
     """
     _rows_per_device(bank, mesh)
-    _check_num(num, bank.shape[0])
+    if not replace:  # with replacement any number of draws (Ring: k − 1 = 4095 from any bank)
+        _check_num(num, bank.shape[0])
     ranks = jnp.asarray(ranks, jnp.int32)
 
     def eligible(local_bank, queries, ranks):
