@@ -135,6 +135,7 @@ def test_save_restore_mid_anneal_next_step_is_identical(runs, tmp_path):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
+@pytest.mark.slow
 def test_train_and_evaluate_logs_the_ring(runs, tmp_path):
     """The config through the whole loop on 8 devices (pipeline, checkpoints), stopped at step 2."""
     from ssl_jax.writers import read_metrics
