@@ -1,12 +1,13 @@
-"""IRing (CNCE with a memory bank; Wu et al., ICLR 2021) on ImageNet: `ir_imagenet.py` with ring negatives.
+"""IRing (CNCE with a memory bank; Wu et al., ICLR 2021) on ImageNet: `ir_imagenet.py` with ring
+negatives.
 
-The Ring code has no ImageNet config: every number is `ir_imagenet.py`'s (ResNet-50, linear 128-d head,
-bank of the first 1,281,152 images, K 4096 draws, τ 0.07, m 0.5, SGD 0.03 ×0.1 at 120/160 of 200 epochs),
-plus the code's ring (outer 0.1, inner 0.1). Not annealed by default (the released code's policy);
-`:anneal=linear` is the paper's (outer 1.0 → 0.1 over 100 epochs); `:ball` the ball lesion. The ring is
-found on the sharded bank by exact ranks (`sampling.ring_negatives`): the bank is never gathered.
-`:runlocal` keeps the ResNet-50 at full width, trains on 256 Fashion-MNIST images with a bank of 256 and
-64 draws.
+The Ring code has no ImageNet config: every number is `ir_imagenet.py`'s (ResNet-50, linear 128-d
+head, bank of the first 1,281,152 images, K 4096 draws, τ 0.07, m 0.5, SGD 0.03 ×0.1 at 120/160 of
+200 epochs), plus the code's ring (outer 0.1, inner 0.1). Not annealed by default (the released
+code's policy); `:anneal=linear` is the paper's (outer 1.0 → 0.1 over 100 epochs); `:ball` the ball
+lesion. The ring is found on the sharded bank by exact ranks (`sampling.ring_negatives`): the bank
+is never gathered. `:runlocal` keeps the ResNet-50 at full width, trains on 256 Fashion-MNIST images
+with a bank of 256 and 64 draws.
 """
 
 import os

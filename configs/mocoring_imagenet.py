@@ -2,11 +2,12 @@
 queue restricted to a ring.
 
 The Ring code has no ImageNet config: every number is `mocov2_imagenet.py`'s (ResNet-50, MLP
-2048-2048-128, queue 65,536, τ 0.2, m 0.999, per-GPU BN with shuffle-BN, SGD 0.03 cosine, 200 epochs),
-plus the code's ring (outer 0.1, inner 0.1: all 5,898 queue entries at descending positions 655 … 6,552).
-Not annealed by default (the released code's policy); `:anneal=linear` is the paper's (outer 1.0 → 0.1
-over 100 epochs: the top-k then spans the whole queue); `:ball` the ball lesion. `:runlocal` keeps the
-ResNet-50 at full width, trains on 256 Fashion-MNIST images with a 256-entry queue.
+2048-2048-128, queue 65,536, τ 0.2, m 0.999, per-GPU BN with shuffle-BN, SGD 0.03 cosine, 200
+epochs), plus the code's ring (outer 0.1, inner 0.1: all 5,898 queue entries at descending positions
+655 … 6,552). Not annealed by default (the released code's policy); `:anneal=linear` is the paper's
+(outer 1.0 → 0.1 over 100 epochs: the top-k then spans the whole queue); `:ball` the ball lesion.
+`:runlocal` keeps the ResNet-50 at full width, trains on 256 Fashion-MNIST images with a 256-entry
+queue.
 """
 
 import os
