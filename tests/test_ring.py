@@ -254,3 +254,25 @@ def test_adaptive_loss_schedule_matches_the_code():
         state = update(state, loss)
     np.testing.assert_allclose(got, want, atol=1e-5)
     assert min(want) < 0.6  # the sequence moves the threshold
+
+
+def test_rank_band_equals_the_quantile_band_sampler(data):
+    """`memory.sample_rows_in_rank_band` (ranks, may be traced) draws what
+    `sample_rows_in_quantile_band` draws for the same band (static quantiles), without replacement,
+    on 8 devices; its bounds are the similarities at the two ranks."""
+    mesh = sharding.make_mesh(jax.devices())
+    bank = jax.device_put(data["bank"], NamedSharding(mesh, memory.ROWS))
+    q = np.asarray(losses.l2_normalize(data["q"]))
+    n, lo, hi = data["bank"].shape[0], 300, 480
+    rng = jax.random.PRNGKey(5)
+    got, valid, bounds = memory.sample_rows_in_rank_band(
+        rng, bank, q, np.asarray([lo, hi], np.int32), 64, mesh, replace=False
+    )
+    ends = ((lo - 0.5) / n, (hi - 0.5) / n)
+    want, want_valid = memory.sample_rows_in_quantile_band(
+        rng, bank, q, *ends, 64, mesh, replace=False
+    )
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(valid, want_valid)
+    ordered = np.sort(q.astype(np.float64) @ data["bank"].astype(np.float64).T, axis=1)
+    np.testing.assert_allclose(bounds, ordered[:, [lo - 1, hi - 1]], atol=1e-6)
