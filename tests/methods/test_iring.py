@@ -44,10 +44,11 @@ def _place(host_state, exp):
 @pytest.fixture(scope="module")
 def runs():
     """4 synthetic batches through the train step on 1 and on 8 devices. (Not the pipeline's
-    Fashion-MNIST batches: with them this width-1/8 network's step-1 gradient moves by 0.2 % under
-    the 4e-7 parameter difference the devices' reduction orders leave after step 0, while the ring
-    draws and the loss agree bit for bit: measured, cause not pinned down; the comparison would
-    measure the network's conditioning, not the ring.)"""
+    Fashion-MNIST batches: with them this width-1/8 network's step-1 gradient moves by 0.2 % between
+    the 1- and 8-device parameters after step 0 (≤ 4e-7 apart), for IR's loss as for IRing's
+    (measured: 44.717 vs 44.792, 46.149 vs 46.230), while the ring draws and the loss agree bit for
+    bit; random parameter noise of that size moves it by 2e-5 only. The comparison would measure
+    the network's conditioning on those images, not the ring.)"""
     config = iring_config()
     config.total_steps = STEPS
     batches = [synthetic_batch(config, i) for i in range(STEPS)]
