@@ -276,3 +276,23 @@ def test_rank_band_equals_the_quantile_band_sampler(data):
     np.testing.assert_array_equal(valid, want_valid)
     ordered = np.sort(q.astype(np.float64) @ data["bank"].astype(np.float64).T, axis=1)
     np.testing.assert_allclose(bounds, ordered[:, [lo - 1, hi - 1]], atol=1e-6)
+
+
+@pytest.mark.parametrize("ring, base", [("iring", "ir"), ("mocoring", "mocov2")])
+def test_fashion_mnist_ring_configs_differ_from_their_baseline_only_in_the_ring(ring, base):
+    """The comparison's two runs: same data, model, recipe, budget and loss numbers; only the
+    method and the ring keys differ (`:anneal=linear` scales the paper's 100 of 200 epochs)."""
+    from ssl_jax import configs
+
+    for arg in ("", ":runlocal"):
+        a = configs.load(f"configs/{ring}_fashion_mnist.py{arg}").to_dict()
+        b = configs.load(f"configs/{base}_fashion_mnist.py{arg}").to_dict()
+        ring_keys = {"ring_outer", "ring_inner", "anneal", "max_anneal_epochs"}
+        assert set(a["method_config"]) - set(b["method_config"]) == ring_keys
+        assert {k: a["method_config"][k] for k in b["method_config"]} == b["method_config"]
+        a.pop("method_config"), b.pop("method_config")
+        assert (a.pop("method"), b.pop("method")) == (ring, base)
+        assert a == b
+    linear = configs.load(f"configs/{ring}_fashion_mnist.py:anneal=linear,ball")
+    assert linear.method_config.anneal == "linear" and linear.method_config.ring_inner == 0.0
+    assert linear.method_config.max_anneal_epochs == linear.num_epochs / 2
