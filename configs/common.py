@@ -235,3 +235,37 @@ def infomin_views(c: ml_collections.ConfigDict, *, jigsaw: bool, jigsaw_size: in
         c.method_config.jigsaw = False
     c.data.views = ("infomin", "infomin", "jigsaw") if jigsaw else ("infomin", "infomin")
     c.data.recipes = ml_collections.ConfigDict(views)
+
+
+def stl10_labelled_data(c: ml_collections.ConfigDict) -> None:
+    """STL-10 (96 px) as the Ring code uses it: pretraining on the 5,000 labelled 'train' images
+    (not 'unlabelled'), evaluation on 'train' / 'test' without a centre crop, ImageNet mean/std."""
+    c.data.name = "stl10"
+    c.data.train_split = "train"
+    c.data.eval_train_split = "train"
+    c.data.eval_test_split = "test"
+    c.data.image_size = 96
+    c.data.eval_crop_fraction = 1.0
+    c.data.mean, c.data.std = IMAGENET_MEAN, IMAGENET_STD
+    c.data.cache = True
+
+
+def ring_code_transforms(
+    c: ml_collections.ConfigDict, view: str, num_views: int, mocov2_32x32: bool
+) -> None:
+    """The Ring/CNCE code's CIFAR / STL-10 input (`src/datasets`), `num_views` views of recipe
+    `view`. Default (every released config): images UPSAMPLED to 224 px, RRC(224, 0.2–1), grayscale
+    0.2, colour jitter (0.4, 0.4, 0.4, 0.4) always, flip (`recipes.instance_discrimination`),
+    ImageNet mean/std; evaluation Resize 256 / CenterCrop 224. `mocov2_32x32` (the code's
+    `mocov2_32x32_transforms` flag): MoCo v2's recipe at 32 px without blur, no centre crop. Call
+    after the dataset block (`:runlocal` keeps the Fashion-MNIST size)."""
+    if c.data.name != "fashion_mnist":
+        c.data.mean, c.data.std = IMAGENET_MEAN, IMAGENET_STD
+        c.data.image_size = 32 if mocov2_32x32 else 224
+        c.data.eval_crop_fraction = 1.0 if mocov2_32x32 else 224 / 256
+    size = c.data.image_size
+    recipe = (
+        recipes.mocov2(size, blur=False) if mocov2_32x32 else recipes.instance_discrimination(size)
+    )
+    c.data.views = (view,) * num_views
+    c.data.recipes = ml_collections.ConfigDict({view: recipe})

@@ -427,3 +427,126 @@ def cmc_softmax(scores: Array) -> jax.Array:
     """CMC's softmax variant (`NCESoftmaxLoss`; PyContrast's only loss): `CE(scores, 0)` averaged
     over the batch, `scores` `[B, K+1]` already divided by τ, positive in column 0."""
     return ir_nce(scores, 1.0)
+
+
+# --------------------------------------------------------------------------------------------------
+# Ring / conditional negative sampling (Wu et al., ICLR 2021; mhw32/contrastive-ring-public)
+# --------------------------------------------------------------------------------------------------
+
+
+def ring_positions(num_rows: int, outer: Array, inner: Array) -> tuple[Array, Array]:
+    """The ring's positions `[start, stop)` in each anchor's similarities sorted DESCENDING.
+
+    The code's rule (`thres_outer`, `thres_inner`, `dynamic_inner=True`): the outer set is the
+    `stop = int(outer·N)` most similar rows, its closest `start = int(inner·stop)` are cut, so the
+    ring is positions `start … stop − 1`. In the paper's percentiles of the similarity (CNCE Eq. 6,
+    `sampling.ring_percentiles`): w_l = 100(1 − outer), w_u = 100(1 − inner·outer). `inner = 0` is
+    the ball (the whole outer set). Python floats give Python ints (static shapes); traced fractions
+    (an annealed `outer`) give int32 scalars, computed in float32 (the code: float64).
+    """
+    if isinstance(outer, (int, float)) and isinstance(inner, (int, float)):
+        stop = int(outer * num_rows)
+        return int(inner * stop), stop
+    stop = jnp.floor(jnp.asarray(outer, jnp.float32) * num_rows).astype(jnp.int32)
+    start = jnp.floor(jnp.asarray(inner, jnp.float32) * stop).astype(jnp.int32)
+    return start, stop
+
+
+def ring_logits(
+    query: Array, queue: Array, temperature: float, outer: Array, inner: Array, max_outer: float
+) -> tuple[jax.Array, jax.Array]:
+    """MoCoRing's ring of each query over a queue: (logits `[B, M]` sorted descending, mask `[B, M]`).
+
+    `all = q·Qᵀ/τ` sorted descending by `lax.top_k` with `M = int(max_outer·K)` (the largest outer
+    set the schedule reaches, static); columns outside `ring_positions(K, outer, inner)` are masked
+    (so `outer`/`inner` may be traced). query `[B, D]` L2-normalised, queue `[K, D]` (stop-gradient).
+    """
+    num_rows = queue.shape[0]
+    width = max(1, int(max_outer * num_rows))
+    sims = _with_queue(_f32(query), _target(queue)) / temperature
+    top, _ = jax.lax.top_k(sims, width)
+    start, stop = ring_positions(num_rows, outer, inner)
+    position = jnp.arange(width)
+    return top, jnp.broadcast_to((position >= start) & (position < stop), top.shape)
+
+
+def moco_ring(
+    query: Array,
+    key: Array,
+    queue: Array,
+    temperature: float,
+    outer: Array,
+    inner: Array,
+    max_outer: float | None = None,
+) -> jax.Array:
+    """MoCoRing (CNCE with a MoCo queue; the code's `MoCoRing.get_loss`).
+
+    ```
+    q, k = normalize(query), normalize(key);  pos = q·k/τ
+    ring = sort_desc(q·Qᵀ/τ)[:, int(inner·int(outer·K)) : int(outer·K)]     # ALL ring elements
+    L    = −mean_b( pos − logsumexp([pos, ring]) )
+    ```
+    `inner = 0` is the ball lesion (`MoCoBall`): the whole outer set. With K = 65,536 and
+    0.1 / 0.1 the ring holds 5,898 entries.
+
+    Args:
+      query: `[B, D]` online embeddings (normalised here; gradient flows).
+      key: `[B, D]` momentum embeddings (normalised here; stop-gradient).
+      queue: `[K, D]` L2-normalised negatives (stop-gradient).
+      temperature: τ.
+      outer, inner: the code's fractions (floats, or traced scalars with `max_outer` given).
+      max_outer: static bound on `outer` (the top-k width); default `outer` itself.
+
+    Returns:
+      float32 scalar.
+    """
+    q = l2_normalize(_f32(query))
+    pos = _rowdot(q, l2_normalize(_target(key))) / temperature
+    ring, mask = ring_logits(
+        q, queue, temperature, outer, inner, outer if max_outer is None else max_outer
+    )
+    return jnp.mean(_nll_of_positive(pos, jnp.where(mask, ring, -jnp.inf)))
+
+
+def iring_nce(
+    query: Array,
+    bank: Array,
+    indices: Array,
+    temperature: float,
+    outer: float,
+    inner: float,
+    draws: Array,
+) -> jax.Array:
+    """IRing (CNCE with a memory bank; the code's `NCERing.get_loss`), the reference form: it holds
+    the whole `[B, N]` similarity matrix (the methods draw the same rows from a sharded bank with
+    `sampling.ring_negatives` and compute `ir_nce` on them).
+
+    ```
+    q = normalize(query);  pos = q·bank[idx]/τ
+    ring = sort_desc(q·bankᵀ/τ)[:, int(inner·int(outer·N)) : int(outer·N)]   # own entry NOT excluded
+    L    = −mean_b( pos − logsumexp([pos, ring[b, draws[b]]]) )
+    ```
+    The own entry is normally among the closest and then removed by the inner cut. `inner = 0` is the
+    intended NCEBall (the top `outer·N` rows of the bank). The official `NCEBall` takes its "bank size"
+    from the batch dimension, so its ball is the top int(0.1·B) entries of each row (and it crashes
+    for B < 10): we do not copy that.
+
+    Args:
+      query: `[B, D]` online embeddings (normalised here; gradient flows).
+      bank: `[N, D]` L2-normalised memory bank (stop-gradient).
+      indices: `[B]` int, each query's own bank row (the positive).
+      temperature: τ.
+      outer, inner: the code's fractions (Python floats).
+      draws: `[B, k−1]` int positions in the ring, in `[0, stop − start)` (the code draws them
+        uniformly with replacement, k − 1 = 4095).
+
+    Returns:
+      float32 scalar.
+    """
+    q = l2_normalize(_f32(query))
+    bank = _target(bank)
+    pos = _rowdot(q, bank[jnp.asarray(indices)]) / temperature
+    start, stop = ring_positions(bank.shape[0], outer, inner)
+    top, _ = jax.lax.top_k(_with_queue(q, bank) / temperature, stop)
+    neg = jnp.take_along_axis(top[:, start:], jnp.asarray(draws), axis=1)
+    return jnp.mean(_nll_of_positive(pos, neg))

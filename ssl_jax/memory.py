@@ -551,6 +551,48 @@ def sample_rows_in_quantile_band(
     )
 
 
+@functools.partial(jax.jit, static_argnames=("num", "mesh", "replace"))
+def sample_rows_in_rank_band(
+    rng: jax.Array,
+    bank: jax.Array,
+    queries: jnp.ndarray,
+    ranks: jnp.ndarray,
+    num: int,
+    mesh: Mesh,
+    *,
+    replace: bool,
+) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
+    """`sample_rows_where` with the band's ends given as ASCENDING similarity ranks of each query:
+    the band is [sort(sims)[lo − 1], sort(sims)[hi − 1]] for `ranks = (lo, hi)` (1-based, both
+    inclusive, 1 ≤ lo ≤ hi ≤ N), found exactly by `_local_select` (as `bank_quantiles`). Unlike
+    `sample_rows_in_quantile_band`, `ranks` `[2]` int32 may be traced (Ring's annealed outer set:
+    one compilation for every step). → (indices `[B, num]`, valid `[B, num]`, bounds `[B, 2]`
+    float32: the similarities at ranks lo and hi). Ties at the ends are all in the band.
+    """
+    _rows_per_device(bank, mesh)
+    if not replace:  # with replacement any number of draws (Ring: k − 1 = 4095 from any bank)
+        _check_num(num, bank.shape[0])
+    ranks = jnp.asarray(ranks, jnp.int32)
+
+    def eligible(local_bank, queries, ranks):
+        sims = _local_sims(local_bank, queries)
+        at = _local_select(sims, ranks)  # [B, 2]
+        return (sims >= at[:, :1]) & (sims <= at[:, 1:]), at
+
+    return _sample_eligible(
+        rng,
+        eligible,
+        (bank, queries, ranks),
+        (ROWS, P(), P()),
+        bank.shape[0],
+        queries.shape[0],
+        num,
+        mesh,
+        replace,
+        with_extra=True,
+    )
+
+
 @functools.partial(jax.jit, static_argnames=("num", "mesh", "replace", "label_rule"))
 def sample_rows_by_label(
     rng: jax.Array,
@@ -602,9 +644,19 @@ def _sample_eligible(
     num: int,
     mesh: Mesh,
     replace: bool,
-) -> tuple[jnp.ndarray, jnp.ndarray]:
+    with_extra: bool = False,
+) -> tuple[jnp.ndarray, ...]:
     """The samplers of `sample_rows_where`: `eligible(*local operands)` → this device's `[B, N/n]`
-    bool mask of the rows that may be drawn; operands are sharded by `specs`."""
+    bool mask of the rows that may be drawn; operands are sharded by `specs`. `with_extra`:
+    `eligible` returns (mask, extra) with `extra` replicated, and it is returned third."""
+    out_specs = (P(), P(), P()) if with_extra else (P(), P())
+
+    def split(out):
+        return out if with_extra else (out, None)
+
+    def outputs(index, valid, extra):
+        return (index, valid, extra) if with_extra else (index, valid)
+
     num_devices = mesh.shape[DATA_AXIS]
     per_device = num_rows // num_devices
 
@@ -613,7 +665,7 @@ def _sample_eligible(
 
         def local(*args):
             *local_ops, seeds = args
-            band = eligible(*local_ops)
+            band, extra = split(eligible(*local_ops))
             offset = lax.axis_index(DATA_AXIS).astype(jnp.int32) * per_device
             cell = lax.broadcasted_iota(jnp.uint32, band.shape, 0) * jnp.uint32(num_rows)
             cell = (
@@ -628,13 +680,13 @@ def _sample_eligible(
             score = jnp.where(band, keys, -jnp.inf)
             score, index = lax.top_k(score, min(num, per_device))
             score, index = _merge_topk(score, index.astype(jnp.int32) + offset, num)
-            return index, score > -jnp.inf
+            return outputs(index, score > -jnp.inf, extra)
 
         return jax.shard_map(
             local,
             mesh=mesh,
             in_specs=(*specs, P()),
-            out_specs=(P(), P()),
+            out_specs=out_specs,
             check_vma=False,
         )(*operands, seeds)
 
@@ -642,7 +694,7 @@ def _sample_eligible(
 
     def local_replace(*args):
         *local_ops, rng = args
-        band = eligible(*local_ops)
+        band, extra = split(eligible(*local_ops))
         count = jnp.sum(band, axis=1, dtype=jnp.int32)  # [B]
         counts = lax.all_gather(count, DATA_AXIS, axis=0)  # [n, B]
         device = lax.axis_index(DATA_AXIS)
@@ -665,12 +717,12 @@ def _sample_eligible(
         offset_in_chunk = jnp.sum(inside <= (local_rank - before)[:, :, None], axis=2)
         index = which * chunk + offset_in_chunk + device.astype(jnp.int32) * per_device
         index = lax.psum(jnp.where(owned, index.astype(jnp.int32), 0), DATA_AXIS)
-        return index, jnp.broadcast_to((total > 0)[:, None], (batch, num))
+        return outputs(index, jnp.broadcast_to((total > 0)[:, None], (batch, num)), extra)
 
     return jax.shard_map(
         local_replace,
         mesh=mesh,
         in_specs=(*specs, P()),
-        out_specs=(P(), P()),
+        out_specs=out_specs,
         check_vma=False,
     )(*operands, rng)

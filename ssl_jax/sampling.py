@@ -1,4 +1,7 @@
-"""InterCLR's inter-image samplers (mmselfsup 0.x `InterCLRMoCo.contrast_inter`) on a sharded bank.
+"""Negative selection on a sharded bank: InterCLR's inter-image samplers and Ring's conditional
+negatives with their annealing schedules (below).
+
+InterCLR's inter-image samplers (mmselfsup 0.x `InterCLRMoCo.contrast_inter`) on a sharded bank.
 
 The official code ranks `normalize(q) @ feature_bank.T` (`[B, 1.28M]`) with `torch.topk`, draws from
 the pool and redraws, in a host `while` loop, every draw whose cluster label equals the query's. Here
@@ -33,9 +36,10 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.sharding import Mesh
 
-from ssl_jax import memory
+from ssl_jax import losses, memory
 
 SAMPLERS = ("semihard", "hard", "random", "semieasy")
 
@@ -120,3 +124,142 @@ def cluster_positive(
         rng, labels, query_labels, 1, mesh, replace=True, label_rule="only"
     )
     return index[:, 0]
+
+
+# --------------------------------------------------------------------------------------------------
+# Ring / conditional negative sampling (CNCE, Wu et al. ICLR 2021; mhw32/contrastive-ring-public).
+# The paper's ring is a band of percentiles (w_l, w_u) of each anchor's similarities to the bank;
+# the code keeps the `outer` fraction of most similar rows and cuts the closest `inner` fraction of
+# that set (`losses.ring_positions`, the one rule every Ring method and loss uses).
+
+
+def ring_percentiles(outer: float, inner: float) -> tuple[float, float]:
+    """The code's fractions → the paper's percentiles: w_l = 100(1 − outer), w_u = 100(1 − inner·outer)
+    (defaults 0.1 / 0.1 → negatives between the 90th and the 99th percentile of similarity)."""
+    return 100.0 * (1.0 - outer), 100.0 * (1.0 - inner * outer)
+
+
+def ring_fractions(w_l: float, w_u: float) -> tuple[float, float]:
+    """The paper's percentiles (0 ≤ w_l < w_u ≤ 100) → the code's (outer, inner): the inverse of
+    `ring_percentiles`."""
+    if not 0.0 <= w_l < w_u <= 100.0:
+        raise ValueError(f"percentiles need 0 <= w_l < w_u <= 100, got {w_l}, {w_u}")
+    outer = 1.0 - w_l / 100.0
+    return outer, (1.0 - w_u / 100.0) / outer
+
+
+def ring_ranks(num_rows: int, outer, inner) -> jnp.ndarray:
+    """The ring as ASCENDING 1-based similarity ranks `[lo, hi]` (int32 `[2]`, traced fractions
+    allowed): descending positions `start … stop − 1` of `losses.ring_positions` are ascending ranks
+    `N − stop + 1 … N − start`."""
+    start, stop = losses.ring_positions(num_rows, outer, inner)
+    return jnp.stack([num_rows - jnp.asarray(stop) + 1, num_rows - jnp.asarray(start)]).astype(
+        jnp.int32
+    )
+
+
+def ring_negatives(
+    rng: jax.Array,
+    bank: jax.Array,
+    queries: jnp.ndarray,
+    outer,
+    inner,
+    num: int,
+    mesh: Mesh,
+) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """IRing's negatives (the code's `NCERing`): `num` (= k − 1) i.i.d. uniform draws WITH replacement
+    among each query's ring rows of a sharded bank → (indices `[B, num]` int32 global rows, bounds
+    `[B, 2]` float32: the ring's lowest and highest similarity).
+
+    bank `[N, D]` sharded `P('data', None)`, queries `[B, D]` replicated, L2-normalised (stop-gradient
+    them); outer/inner floats or traced scalars (annealing; one compilation). The ring is exactly the
+    rows at descending positions `losses.ring_positions(N, outer, inner)` (ties at its ends aside: all
+    rows tied with an end are in), found by exact ranks and counts (`memory.sample_rows_in_rank_band`):
+    the bank and the `[B, N]` similarities are never gathered, and the draws do not depend on the
+    number of devices. Not jitted itself (Python fractions keep the exact float64 positions of the
+    code); the sampler it calls is. The ring is never empty when `int(outer·N) ≥ 1` and inner < 1 (the Ring
+    methods check it), so every draw is valid. CMCRing: call it on each cross-view bank.
+    """
+    ranks = ring_ranks(bank.shape[0], outer, inner)
+    index, _, bounds = memory.sample_rows_in_rank_band(
+        rng, bank, queries, ranks, num, mesh, replace=True
+    )
+    return index, bounds
+
+
+# Annealing of the outer fraction per global step (the code's `create_negative_annealing_schedule`,
+# `src/utils/policy.py`); the inner fraction is constant (dynamic inner: a fraction of the current
+# outer set). 'constant' is every released config; 'linear' the paper's.
+ANNEAL_SCHEDULES = ("constant", "linear", "step", "exponential", "adaptive_loss", "adaptive_knn")
+STEP_ANNEAL_SIZE = 0.1  # `StepThresholdPolicy(step_size=0.1)`
+EXPONENTIAL_DECAY = 0.1  # `ExponentialDecayThresholdPolicy(decay=0.1)`, per step
+
+
+def ring_outer_schedule(
+    anneal: str, step, *, outer: float, anneal_steps: int, init: float = 1.0, final: float = 0.1
+) -> jnp.ndarray:
+    """The outer fraction at global step `step` (0 at the first step) → float32 scalar.
+
+    n = `anneal_steps` (the code: int(max_anneal_epoch · steps per epoch), max_anneal_epoch = 100):
+    - 'constant': `outer` (`ConstantThresholdPolicy(thres_outer)`).
+    - 'linear': `linspace(final, init, n)[::-1][step]`, then `final` (`LinearThresholdPolicy`).
+    - 'step': `arange(final, init + 0.1, 0.1)[::-1]` (1.0, 0.9, …, 0.1) each repeated
+      int(n / 10) steps, then `final` (`StepThresholdPolicy`).
+    - 'exponential': `(init − final)·exp(−0.1·step) + final` for step < n, then `final`
+      (`ExponentialDecayThresholdPolicy`: per STEP, so it reaches `final` within ~60 steps).
+    The adaptive schedules keep their state in the method's buffers (`adaptive_outer_update`).
+    """
+    step = jnp.asarray(step, jnp.int32)
+    if anneal == "constant":
+        return jnp.asarray(outer, jnp.float32)
+    if anneal == "linear":
+        if anneal_steps <= 1:
+            return jnp.asarray(final, jnp.float32)
+        width = (init - final) / (anneal_steps - 1)
+        value = final + (anneal_steps - 1 - step).astype(jnp.float32) * width
+        return jnp.where(step < anneal_steps, value, final).astype(jnp.float32)
+    if anneal == "step":
+        values = np.arange(final, init + STEP_ANNEAL_SIZE, STEP_ANNEAL_SIZE)[::-1]
+        repeat = int(anneal_steps / len(values))
+        if repeat == 0:
+            return jnp.asarray(final, jnp.float32)
+        table = jnp.asarray(values, jnp.float32)
+        value = table[jnp.minimum(step // repeat, len(values) - 1)]
+        return jnp.where(step < repeat * len(values), value, final).astype(jnp.float32)
+    if anneal == "exponential":
+        value = (init - final) * jnp.exp(-EXPONENTIAL_DECAY * step.astype(jnp.float32)) + final
+        return jnp.where(step < anneal_steps, value, final).astype(jnp.float32)
+    raise ValueError(f"anneal={anneal!r}: not a step schedule; allowed {ANNEAL_SCHEDULES[:4]}")
+
+
+def adaptive_outer_init(init: float, window: int) -> dict:
+    """The state of `AdaptiveThresholdPolicy`: the current outer fraction, the last `window`
+    metrics (a ring buffer) and how many were recorded (arrays only: it lives in the train state)."""
+    return {
+        "outer": jnp.asarray(init, jnp.float32),
+        "window": jnp.zeros((window,), jnp.float32),
+        "count": jnp.zeros((), jnp.int32),
+    }
+
+
+def adaptive_outer_update(
+    state: dict, metric, *, delta: float, lower_is_better: bool, low: float = 0.1, high: float = 1.0
+) -> dict:
+    """`AdaptiveThresholdPolicy.record(metric)`: against the mean of the last `window` metrics
+    (none yet: no change, the code's mean of an empty list is nan), a metric above it moves the outer
+    fraction by +delta if lower is better (an easier problem) else −delta, one below by the
+    opposite; clipped to [low, high]; then the metric is recorded. adaptive_loss: delta 0.01,
+    window 10, lower is better, recorded every step."""
+    window, count = state["window"], state["count"]
+    size = window.shape[0]
+    filled = jnp.arange(size) < jnp.minimum(count, size)
+    mean = jnp.sum(jnp.where(filled, window, 0.0)) / jnp.maximum(jnp.minimum(count, size), 1)
+    metric = jnp.asarray(metric, jnp.float32)
+    sign = jnp.where(metric > mean, 1.0, jnp.where(metric < mean, -1.0, 0.0))
+    sign = jnp.where(count > 0, sign, 0.0) * (1.0 if lower_is_better else -1.0)
+    outer = jnp.clip(state["outer"] + sign * delta, low, high)
+    return {
+        "outer": outer.astype(jnp.float32),
+        "window": window.at[count % size].set(metric),
+        "count": count + 1,
+    }

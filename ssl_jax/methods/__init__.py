@@ -6,7 +6,9 @@ from ssl_jax.methods import (
     infomin,
     interclr,
     ir,
+    iring,
     jcl,
+    mocoring,
     mocov2,
     ressl,
     ressl_authors,
@@ -24,4 +26,6 @@ METHODS = {
     "cmc": cmc,
     "cmcv2": cmcv2,
     "infomin": infomin,
+    "iring": iring,  # IR with ring negatives (CNCE)
+    "mocoring": mocoring,  # MoCo v2 with ring negatives (CNCE)
 }

@@ -60,15 +60,21 @@ def init_buffers(rng, ctx: common.StepContext) -> dict:
     return {"bank": memory.random_rows(rng, ctx.hp.bank_size, ctx.embed_dim)}
 
 
+def bank_loss(ctx, q, index, negatives, bank) -> tuple[jax.Array, jax.Array]:
+    """`losses.ir_nce` over the own (stale) bank entry and the drawn rows → (loss, similarities
+    `[B, 1 + K]`, column 0 the positive). q `[B, D]` normalised, index `[B]`, negatives `[B, K]`
+    global rows of the sharded bank (read device-locally: `memory.row_similarities`)."""
+    columns = jnp.concatenate([index[:, None], negatives], axis=1)
+    sims = memory.row_similarities(bank, q, columns, ctx.mesh)  # [B, 1+K]
+    return losses.ir_nce(sims, ctx.hp.temperature), sims
+
+
 def loss_fn(ctx, params, batch_stats, inp: common.StepInput):
     hp: Hparams = ctx.hp
     out, new_stats = common.online_forward(ctx, params, batch_stats, inp.views[0])
     q = losses.l2_normalize(out["projection"])
-    index = inp.batch["index"]
     noise = jax.random.randint(inp.rng, (q.shape[0], hp.num_negatives), 0, hp.bank_size, jnp.int32)
-    columns = jnp.concatenate([index[:, None], noise], axis=1)
-    sims = memory.row_similarities(inp.buffers["bank"], q, columns, ctx.mesh)  # [B, 1+K]
-    loss = losses.ir_nce(sims, hp.temperature)
+    loss, sims = bank_loss(ctx, q, inp.batch["index"], noise, inp.buffers["bank"])
     metrics = {"pos_sim": jnp.mean(sims[:, 0]), "neg_sim": jnp.mean(sims[:, 1:])}
     return loss, common.StepOutput(
         metrics=metrics,

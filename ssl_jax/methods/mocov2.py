@@ -67,12 +67,19 @@ def init_buffers(rng, ctx: common.StepContext) -> dict:
     }
 
 
-def loss_fn(ctx, params, batch_stats, inp: common.StepInput):
-    hp: Hparams = ctx.hp
+def query_and_key(ctx, params, batch_stats, inp: common.StepInput):
+    """MoCo's two forwards → (q, k, online BN stats, target BN stats): q `[B, D]` normalised from
+    the online network on view 0, k from the (already EMA'd) target on view 1 with shuffle-BN."""
     out_q, new_stats = common.online_forward(ctx, params, batch_stats, inp.views[0])
     q = losses.l2_normalize(out_q["projection"])
     out_k, new_target_stats = common.target_forward(ctx, inp.target, inp.views[1], inp.rng)
     k = losses.l2_normalize(out_k["projection"])
+    return q, k, new_stats, new_target_stats
+
+
+def loss_fn(ctx, params, batch_stats, inp: common.StepInput):
+    hp: Hparams = ctx.hp
+    q, k, new_stats, new_target_stats = query_and_key(ctx, params, batch_stats, inp)
     queue = inp.buffers["queue"]
     loss = losses.info_nce(q, k, queue, hp.temperature)
     metrics = {

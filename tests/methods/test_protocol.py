@@ -34,6 +34,8 @@ RUNLOCAL = {
     "interclr": "configs/interclr_fashion_mnist.py",
     "cmc": "configs/cmc_color_fashion_mnist.py",
     "cmcv2": "configs/cmcv2_imagenet.py",
+    "iring": "configs/iring_fashion_mnist.py",
+    "mocoring": "configs/mocoring_fashion_mnist.py",
 }
 # ResNet sub-modules of the methods' models (one `backbone` unless named here)
 ENCODERS = {"cmc": ("encoder1", "encoder2"), "cmcv2": ("encoder1", "encoder2")}
