@@ -34,6 +34,7 @@ RUNLOCAL = {
     "interclr": "configs/interclr_fashion_mnist.py",
     "cmc": "configs/cmc_color_fashion_mnist.py",
     "cmcv2": "configs/cmcv2_imagenet.py",
+    "infomin": "configs/infomin_color_fashion_mnist.py",
     "iring": "configs/iring_fashion_mnist.py",
     "mocoring": "configs/mocoring_fashion_mnist.py",
 }
