@@ -54,6 +54,7 @@ class Checkpointer:
         if step is None:
             raise CheckpointError(f"no checkpoint in {self.directory}")
         check_compatible(self.manager.item_metadata(step), abstract_state, self.directory)
+        check_shardable(abstract_state, self.directory)
         return self.manager.restore(step, args=ocp.args.StandardRestore(abstract_state))
 
     def close(self) -> None:
@@ -91,6 +92,30 @@ def check_compatible(metadata, abstract_state, where: str) -> None:
                 f"the checkpoint in {where} is a run of a different model shape: {path} has shape "
                 f"{stored[path]} there but {wanted[path]} in this config. Use another --workdir."
             )
+
+
+def check_shardable(abstract_state, where: str) -> None:
+    """Raise CheckpointError naming the first sharded array (a queue, a bank) whose sharded axis is
+    not divisible by the new mesh's devices: a run saved on N devices resumes on any device count
+    that divides its queues and banks (orbax reshards them), and only on those."""
+    leaves = jax.tree_util.tree_flatten_with_path(abstract_state)[0]
+    for path, leaf in leaves:
+        sharding = getattr(leaf, "sharding", None)
+        spec = getattr(sharding, "spec", None)
+        if spec is None:
+            continue
+        for axis, names in enumerate(spec):
+            names = () if names is None else (names if isinstance(names, tuple) else (names,))
+            devices = 1
+            for name in names:
+                devices *= sharding.mesh.shape[name]
+            if leaf.shape[axis] % devices:
+                name = "/".join(str(getattr(k, "name", getattr(k, "key", k))) for k in path)
+                raise CheckpointError(
+                    f"the checkpoint in {where} cannot be restored on {devices} devices: {name} "
+                    f"has {leaf.shape[axis]} rows, which are sharded over the devices and do not "
+                    f"divide by {devices}. Resume on a device count that divides {leaf.shape[axis]}."
+                )
 
 
 def write_config(workdir: str, config: ml_collections.ConfigDict) -> None:

@@ -10,9 +10,10 @@ and exits at once (no evaluator, no pictures) with `--stop_exit_code` (default 0
 resumable, not failed; schedulers that requeue on preemption, e.g. SLURM's `--requeue`, do not need
 a failure code; set e.g. 143 where a restart policy restarts only failed containers).
 
-Several processes (one per host): `SSL_JAX_COORDINATOR` selects `jax.distributed.initialize()`:
-'auto' (also 'slurm', 'tpu': the cluster is detected) or `HOST:PORT` of process 0's coordinator,
-with `SSL_JAX_NUM_PROCESSES` and `SSL_JAX_PROCESS_ID` (`launch/local_2proc.sh`). On CPU the
+Several processes (one per host): `SSL_JAX_COORDINATOR` selects `jax.distributed.initialize()`'s
+arguments: 'slurm' and 'tpu' (read from the launcher's environment), 'auto' (jax's detection) or
+`HOST:PORT` of process 0's coordinator with `SSL_JAX_NUM_PROCESSES` and `SSL_JAX_PROCESS_ID`
+(`launch/local_2proc.sh`); see `ssl_jax/distributed.py`. Each process prints the call. On CPU the
 cross-process collectives use gloo.
 """
 
@@ -36,28 +37,11 @@ flags.mark_flags_as_required(["config", "workdir"])
 
 
 def initialize_distributed(environ=os.environ) -> None:
-    """`jax.distributed.initialize` per `SSL_JAX_COORDINATOR` (see the module docstring); nothing
+    """`jax.distributed.initialize` per `SSL_JAX_COORDINATOR` (`ssl_jax/distributed.py`); nothing
     when it is unset (one process)."""
-    import jax
+    from ssl_jax import distributed
 
-    coordinator = environ.get("SSL_JAX_COORDINATOR", "")
-    if not coordinator:
-        return
-    if "cpu" in environ.get("JAX_PLATFORMS", ""):
-        jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    if coordinator in ("auto", "slurm", "tpu"):
-        jax.distributed.initialize()
-        return
-    missing = [k for k in ("SSL_JAX_NUM_PROCESSES", "SSL_JAX_PROCESS_ID") if k not in environ]
-    if missing:
-        raise SystemExit(
-            f"error: SSL_JAX_COORDINATOR={coordinator} (host:port) needs {' and '.join(missing)}"
-        )
-    jax.distributed.initialize(
-        coordinator_address=coordinator,
-        num_processes=int(environ["SSL_JAX_NUM_PROCESSES"]),
-        process_id=int(environ["SSL_JAX_PROCESS_ID"]),
-    )
+    distributed.initialize(environ)
 
 
 def _ran_probe_table(config) -> bool:
@@ -70,6 +54,7 @@ def _ran_probe_table(config) -> bool:
 
 def main(argv) -> None:
     del argv
+    initialize_distributed()  # first: a dry run exits here, before the heavy imports
 
     from ssl_jax import train
     from ssl_jax.checkpoint import CheckpointError
@@ -79,7 +64,6 @@ def main(argv) -> None:
 
     # orbax and clu are chatty at INFO; progress lines are printed
     logging.set_verbosity(logging.WARNING)
-    initialize_distributed()
     config = FLAGS.config
     try:
         if config.job == "pretrain":

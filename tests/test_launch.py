@@ -1,0 +1,241 @@
+"""The launch scripts, run on localhost: `launch/slurm_gpu.sbatch` under a fake `srun` (two tasks as
+two one-task nodes, SLURM's variables) and `launch/tpu_pod.sh` under a fake `gcloud` (two TPU VM
+workers: `TPU_WORKER_ID`, `TPU_WORKER_HOSTNAMES`), both in `tests/fake_cluster/`. Each process must
+print the `jax.distributed.initialize` call with the right coordinator, process count and id, and
+the two processes (4 CPU devices each) must train the tiny config to one process's losses on 8.
+
+The argument resolution itself (`ssl_jax/distributed.py`) is checked on fake environments first.
+"""
+
+import os
+import random
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ssl_jax import distributed
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FAKES = os.path.join(ROOT, "tests", "fake_cluster")
+CONFIG = "tests/tiny_run_config.py"
+TOTAL = 6  # as tests/test_multihost.py: the reference step compiles once (persistent cache)
+TIMEOUT = 420  # seconds for one 2-process run; a hang fails the test instead of blocking CI
+
+
+# --------------------------------------------------------------------------------------------------
+# argument resolution on fake environments
+
+
+@pytest.mark.parametrize(
+    ("nodelist", "hosts"),
+    [
+        ("node001", ["node001"]),
+        ("a,b", ["a", "b"]),
+        ("gpu[01-03,07],login1", ["gpu01", "gpu02", "gpu03", "gpu07", "login1"]),
+        ("r[1-2]n[08-09]", ["r1n08", "r1n09", "r2n08", "r2n09"]),
+        ("node[8-10]", ["node8", "node9", "node10"]),
+    ],
+)
+def test_expand_hostlist(nodelist, hosts):
+    assert distributed.expand_hostlist(nodelist) == hosts
+
+
+def _slurm_env(**extra):
+    env = dict(
+        SSL_JAX_COORDINATOR="slurm",
+        SLURM_JOB_ID="1234",
+        SLURM_NTASKS="4",
+        SLURM_PROCID="3",
+        SLURM_LOCALID="0",
+        SLURM_STEP_NODELIST="gpu[07-10]",
+        SLURM_STEP_NUM_NODES="4",
+    )
+    env.update(extra)
+    return env
+
+
+def test_resolve_slurm_one_task_per_node_sees_all_gpus():
+    args = distributed.resolve(_slurm_env())
+    # jax's port rule (61440 + job id mod 4096); local_device_ids None: all the node's GPUs (jax's
+    # own SLURM detection would restrict each process to GPU SLURM_LOCALID = 0)
+    assert args == distributed.DistributedArgs("gpu07:62674", 4, 3, None, "slurm")
+
+
+def test_resolve_slurm_several_tasks_per_node_one_gpu_each():
+    env = _slurm_env(SLURM_STEP_NUM_NODES="2", SLURM_LOCALID="1", SSL_JAX_COORDINATOR_PORT="999")
+    assert distributed.resolve(env) == distributed.DistributedArgs("gpu07:999", 4, 3, (1,), "slurm")
+
+
+def test_resolve_slurm_job_nodelist_and_scontrol_fallback(tmp_path, monkeypatch):
+    env = _slurm_env(SLURM_JOB_NODELIST="n[1-4]")
+    del env["SLURM_STEP_NODELIST"]
+    assert distributed.resolve(env).coordinator_address == "n1:62674"
+    # a list the parser does not know goes to `scontrol show hostnames` (a fake one here)
+    scontrol = tmp_path / "scontrol"
+    scontrol.write_text('#!/bin/sh\n[ "$1 $2" = "show hostnames" ] && echo head7 && echo head8\n')
+    scontrol.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    env["SLURM_JOB_NODELIST"] = "head[7-8x]"
+    assert distributed.resolve(env).coordinator_address == "head7:62674"
+
+
+def test_resolve_tpu_host_port_and_errors():
+    env = dict(SSL_JAX_COORDINATOR="tpu", TPU_WORKER_ID="1", TPU_WORKER_HOSTNAMES="t0,t1,t2,t3")
+    assert distributed.resolve(env) == distributed.DistributedArgs("t0:8482", 4, 1, None, "tpu env")
+    assert distributed.resolve({"SSL_JAX_COORDINATOR": "tpu"}) == distributed.AUTO  # metadata
+    assert distributed.resolve({}) is None
+    env = dict(SSL_JAX_COORDINATOR="h:1", SSL_JAX_NUM_PROCESSES="2", SSL_JAX_PROCESS_ID="1")
+    assert distributed.resolve(env) == distributed.DistributedArgs("h:1", 2, 1)
+    with pytest.raises(SystemExit, match="SSL_JAX_PROCESS_ID"):
+        distributed.resolve({"SSL_JAX_COORDINATOR": "h:1", "SSL_JAX_NUM_PROCESSES": "2"})
+    with pytest.raises(SystemExit, match="SLURM_PROCID"):
+        distributed.resolve({"SSL_JAX_COORDINATOR": "slurm", "SLURM_NTASKS": "2"})
+
+
+# --------------------------------------------------------------------------------------------------
+# the scripts, two processes on localhost
+
+
+def _free_port(lo: int = 1024, hi: int = 65535) -> int:
+    for _ in range(200):
+        port = random.randint(lo, hi)
+        with socket.socket() as s:
+            try:
+                s.bind(("localhost", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port")
+
+
+def _cluster_env(tmp_path, logs):
+    """PATH with the fakes and a `python` that is this interpreter; CPU, 4 devices per process."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+    (bin_dir / "python").chmod(0o755)
+    return dict(
+        os.environ,
+        PATH=f"{FAKES}:{bin_dir}:{os.environ['PATH']}",
+        FAKE_CLUSTER_LOGS=str(logs),
+        JAX_PLATFORMS="cpu",
+        XLA_FLAGS="--xla_force_host_platform_device_count=4",
+        TF_CPP_MIN_LOG_LEVEL="2",
+    )
+
+
+def _run_slurm(tmp_path, workdir, *extra_env):
+    """`bash launch/slurm_gpu.sbatch` as SLURM runs it on a 2-node job; the port from the job id."""
+    logs = tmp_path / "slurm_logs"
+    logs.mkdir()
+    port = _free_port(61440, 65535)
+    env = _cluster_env(tmp_path, logs)
+    env.update(
+        SLURM_JOB_ID=str(port - 61440),
+        SLURM_NTASKS="2",
+        SLURM_NNODES="2",
+        SLURM_JOB_NUM_NODES="2",
+        SLURM_STEP_NUM_NODES="2",
+        SLURM_JOB_NODELIST="localhost,127.0.0.1",
+        SLURM_STEP_NODELIST="localhost,127.0.0.1",
+    )
+    env.update(extra_env)
+    _run(["bash", "launch/slurm_gpu.sbatch", CONFIG, workdir, f"--config.total_steps={TOTAL}"], env)
+    outs = [(logs / f"task_{i}.log").read_text() for i in range(2)]
+    return port, outs
+
+
+def _run_tpu(tmp_path, workdir, *extra_env):
+    """`bash launch/tpu_pod.sh` with a fake gcloud: two workers whose home holds the clone."""
+    logs = tmp_path / "tpu_logs"
+    logs.mkdir()
+    home = tmp_path / "home"
+    home.mkdir()
+    os.symlink(ROOT, home / "ssl_jax")
+    port = _free_port()
+    env = _cluster_env(tmp_path, logs)
+    # the port: the workers would use jax's 8482; a free one here (tests share the machine)
+    env.update(FAKE_TPU_WORKERS="2", FAKE_TPU_HOME=str(home), SSL_JAX_COORDINATOR_PORT=str(port))
+    env.update(extra_env)
+    cmd = ["bash", "launch/tpu_pod.sh", "my-pod", "us-central2-b", CONFIG, workdir]
+    _run([*cmd, f"--config.total_steps={TOTAL}"], env)
+    args = (logs / "gcloud_args").read_text().split("\n")
+    assert args[:7] == [
+        "compute",
+        "tpus",
+        "tpu-vm",
+        "ssh",
+        "my-pod",
+        "--zone=us-central2-b",
+        "--worker=all",
+    ]
+    outs = [(logs / f"worker_{i}.log").read_text() for i in range(2)]
+    return port, outs
+
+
+def _run(cmd, env):
+    try:
+        proc = subprocess.run(
+            cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT
+        )
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"{cmd[1]} hung: {e.stdout}{e.stderr}")
+    logs = env["FAKE_CLUSTER_LOGS"]
+    task_logs = "\n----\n".join(
+        open(os.path.join(logs, f)).read() for f in sorted(os.listdir(logs))
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr + task_logs
+
+
+def _calls(port, outs, host="localhost", local=None):
+    for pid, out in enumerate(outs):
+        call = (
+            f"jax.distributed.initialize(coordinator_address='{host}:{port}', num_processes=2, "
+            f"process_id={pid}, local_device_ids={local})"
+        )
+        assert call in out, out
+
+
+@pytest.mark.parametrize("launcher", ["slurm", "tpu"])
+def test_launcher_dry_run_prints_the_initialize_call(tmp_path, launcher):
+    run = _run_slurm if launcher == "slurm" else _run_tpu
+    port, outs = run(tmp_path, str(tmp_path / "run"), ("SSL_JAX_DISTRIBUTED_DRY_RUN", "1"))
+    _calls(port, outs)
+
+
+def _losses(workdir: str) -> dict[int, float]:
+    from ssl_jax.writers import read_metrics
+
+    return {r["step"]: r["train/loss"] for r in read_metrics(workdir) if "train/loss" in r}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The tiny run's losses in this process on 8 devices."""
+    from ssl_jax import train
+    from tests.tiny_run_config import get_config
+
+    config = get_config()
+    config.total_steps = TOTAL
+    workdir = str(tmp_path_factory.mktemp("one_process"))
+    train.train_and_evaluate(config, workdir)
+    return _losses(workdir)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("launcher", ["slurm", "tpu"])
+def test_launcher_trains_two_processes_to_one_process_losses(tmp_path, reference, launcher):
+    run = _run_slurm if launcher == "slurm" else _run_tpu
+    workdir = str(tmp_path / "run")
+    port, outs = run(tmp_path, workdir)
+    _calls(port, outs)
+    for out in outs:
+        assert f"step {TOTAL}/{TOTAL}" in out, out
+    losses = _losses(workdir)
+    assert sorted(losses) == sorted(reference) == list(range(1, TOTAL + 1))
+    np.testing.assert_allclose(
+        [losses[s] for s in sorted(losses)], [reference[s] for s in sorted(reference)], rtol=2e-4
+    )
