@@ -3,7 +3,8 @@
 # (through launch/default_job.sh), and so does CI (.ci/run), so the README's commands are what CI runs.
 #   - Fashion-MNIST: Debian's dataset-fashion-mnist (apt, with sudo when not root), unless it is
 #     installed or FASHION_MNIST_DIR is given;
-#   - .venv with requirements-dev.txt (requirements.txt + pytest + ruff: the README's test command);
+#   - .venv with requirements-dev.txt (requirements.txt + pytest + ruff + nbclient/ipykernel for
+#     tests/test_colab.py, which executes colab/*.ipynb: the README's test command);
 #   - torch==2.13.0 (CPU) for the export parity tests, best effort: without it they skip.
 # Usage: bash launch/setup.sh [FASHION_MNIST_DIR]
 #   FASHION_MNIST_DIR: a folder with the four IDX .gz files (then nothing is installed with apt).
