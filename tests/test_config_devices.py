@@ -30,7 +30,7 @@ FAMILY = {"ressl": "sce", "ressl_authors": "sce"}  # same machinery, only the pa
 # Methods whose own tests run their configs on 1 and 8 devices (tests/methods/test_cmc{,v2}.py,
 # test_infomin.py); their BN structures are IR's (cmc) and MoCo v2's (cmcv2; infomin, whose jigsaw
 # forward groups its patches as the queries), whose configs stay the representatives here.
-OWN_DEVICE_TESTS = {"cmc", "cmcv2", "infomin"}
+OWN_DEVICE_TESTS = {"cmc", "cmcv2", "infomin", "cmcring"}
 
 
 def _pretraining_configs() -> list[str]:

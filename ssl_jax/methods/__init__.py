@@ -2,6 +2,7 @@
 
 from ssl_jax.methods import (
     cmc,
+    cmcring,
     cmcv2,
     infomin,
     interclr,
@@ -28,4 +29,5 @@ METHODS = {
     "infomin": infomin,
     "iring": iring,  # IR with ring negatives (CNCE)
     "mocoring": mocoring,  # MoCo v2 with ring negatives (CNCE)
+    "cmcring": cmcring,  # CMC with ring negatives on each cross-view bank (ours: no code exists)
 }

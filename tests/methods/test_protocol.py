@@ -34,12 +34,17 @@ RUNLOCAL = {
     "interclr": "configs/interclr_fashion_mnist.py",
     "cmc": "configs/cmc_color_fashion_mnist.py",
     "cmcv2": "configs/cmcv2_imagenet.py",
+    "cmcring": "configs/cmcring_color_fashion_mnist.py",
     "infomin": "configs/infomin_color_fashion_mnist.py",
     "iring": "configs/iring_fashion_mnist.py",
     "mocoring": "configs/mocoring_fashion_mnist.py",
 }
 # ResNet sub-modules of the methods' models (one `backbone` unless named here)
-ENCODERS = {"cmc": ("encoder1", "encoder2"), "cmcv2": ("encoder1", "encoder2")}
+ENCODERS = {
+    "cmc": ("encoder1", "encoder2"),
+    "cmcv2": ("encoder1", "encoder2"),
+    "cmcring": ("encoder1", "encoder2"),
+}
 
 
 @pytest.mark.parametrize("name", sorted(METHODS))
