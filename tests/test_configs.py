@@ -232,7 +232,7 @@ def test_readme_and_docs_name_configs_that_exist():
     texts += [open(p).read() for p in CONFIG_FILES]
     specs = set()
     for text in texts:
-        specs |= set(re.findall(r"configs/([a-z0-9_]+\.py(?::[a-z0-9_,=]+)?)", text))
+        specs |= set(re.findall(r"configs/([a-z0-9_]+\.py(?::(?:[a-z0-9_,=]|True|False)+)?)", text))
         # `{jcl,mocov2}_fashion_mnist.py` and plain names in backticks
         for a, b in re.findall(r"configs/\{([a-z0-9_,]+)\}(_[a-z0-9_]+\.py)", text):
             specs |= {f"{x}{b}" for x in a.split(",")}
