@@ -53,31 +53,53 @@ def evaluate(config, variables, exp) -> dict[str, float]:
     return {"probe": probe["top1"], "knn": nn["top1"]}
 
 
-def run_one(config, workdir: str, with_random: bool) -> dict:
+def run_one(config, workdir: str, with_random: bool, pretrain_only: bool = False) -> dict | None:
+    """Pretrains (or resumes) one run and evaluates it. `pretrain.json` keeps the pretraining time
+    (a later evaluation with another probe re-uses the checkpoint); `compare.json` the figures of
+    the probe solver it names."""
     from ssl_jax import train
 
-    cached = os.path.join(workdir, "compare.json")
+    solver = config.evals.probe_table.solver
+    cached, timed = os.path.join(workdir, "compare.json"), os.path.join(workdir, "pretrain.json")
     if os.path.exists(cached):
         with open(cached) as f:
             result = json.load(f)
-        if "random" in result or not with_random:
-            return result
+        # older caches were written by the ridge probe; another solver re-fits from the checkpoint
+        if result.get("probe_solver", "ridge") == solver and (
+            "random" in result or not with_random
+        ):
+            return None if pretrain_only else result
+    pretrain = None
+    if os.path.exists(timed):
+        with open(timed) as f:
+            pretrain = json.load(f)
+    elif os.path.exists(cached):
+        pretrain = {k: result[k] for k in ("pretrain_s", "steps")}
+    if pretrain_only and pretrain is not None:
+        return None
     t0 = time.time()
-    state = train.train_and_evaluate(config, workdir)
-    pretrain_s = time.time() - t0
+    state = train.train_and_evaluate(config, workdir)  # restores a finished run's checkpoint
+    if pretrain is None:
+        pretrain = {"pretrain_s": time.time() - t0, "steps": int(state.step)}
+        with open(timed, "w") as f:
+            json.dump(pretrain, f)
+    if pretrain_only:
+        return None
     exp = train.build_experiment(config)
+    t0 = time.time()
     result = {
         "pretrained": evaluate(
             config, {"params": state.params, "batch_stats": state.batch_stats}, exp
         ),
-        "pretrain_s": pretrain_s,
-        "steps": int(state.step),
+        **pretrain,
+        "probe_solver": solver,
     }
     if with_random:
         init = train.init_or_restore(exp, None)
         result["random"] = evaluate(
             config, {"params": init.params, "batch_stats": init.batch_stats}, exp
         )
+    result["eval_s"] = time.time() - t0
     with open(cached, "w") as f:
         json.dump(result, f, indent=1)
     return result
@@ -117,6 +139,88 @@ def parse_entry(entry: str) -> tuple[str, str, list[str]]:
     return name, path, overrides
 
 
+def compare(entries, seeds, sets, workdir: str, pretrain_only=False) -> tuple[dict, object]:
+    """Pretrains and evaluates every (entry, seed) in `workdir` (cached): rows {name: [result]} and
+    the first config (its random init and raw pixels are the baselines). `pretrain_only`: train
+    every run first (evaluate later), rows are then empty."""
+    os.makedirs(workdir, exist_ok=True)
+    rows, first_config = {}, None
+    for index, (name, path, overrides) in enumerate(entries):
+        for seed in seeds:
+            config = configs.load(path)
+            for assignment in [*sets, *overrides]:
+                configs.apply_override(config, assignment)
+            config.seed = seed
+            config.evals.probe_table.every_steps = -1  # this script fits the probe itself
+            config.evals.knn.every_steps = -1
+            first_config = first_config or config
+            print(f"== {name} seed {seed}", flush=True)
+            run_dir = os.path.join(workdir, f"{name.replace(' ', '_')}_s{seed}")
+            result = run_one(config, run_dir, index == 0, pretrain_only)
+            if result is not None:
+                rows.setdefault(name, []).append(result)
+    return rows, first_config
+
+
+def table(rows: dict, first_config, spread: str, extra=None) -> list[str]:
+    """Markdown rows: one per config, then random init and raw pixels. `extra(name) -> str` adds a
+    last column (the results page's paper figures)."""
+    column = (lambda name: f" {extra(name)} |") if extra else (lambda name: "")
+    lines = [
+        "| encoder | linear probe top-1 (%) | kNN top-1 (%) | pretrain time (s) |"
+        + (" paper (closest setting) |" if extra else ""),
+        "|---|---|---|---|" + ("---|" if extra else ""),
+    ]
+    for name, results in rows.items():
+        lines.append(
+            f"| {name} | {summary([r['pretrained']['probe'] for r in results], spread)} "
+            f"| {summary([r['pretrained']['knn'] for r in results], spread)} "
+            f"| {np.mean([r['pretrain_s'] for r in results]):.0f} |" + column(name)
+        )
+    first = next(iter(rows.values()))
+    lines.append(
+        f"| random init | {summary([r['random']['probe'] for r in first], spread)} "
+        f"| {summary([r['random']['knn'] for r in first], spread)} | – |"
+        + (" – |" if extra else "")
+    )
+    lines.append(
+        f"| raw pixels | {100 * raw_pixels(first_config):.2f} | – | – |" + (" – |" if extra else "")
+    )
+    return lines
+
+
+def results_page(path: str, spread: str, pretrain_only: bool = False) -> None:
+    """Runs every group of `benchmarks/results_spec.py` (cached runs are reused) and writes the
+    results page: one table per embedded data set, the papers' closest figures beside each row."""
+    import subprocess
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import results_spec
+
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    out = [results_spec.HEADER.format(commit=commit or "unknown", date=time.strftime("%Y-%m-%d"))]
+    for group in results_spec.GROUPS:
+        entries = [parse_entry(e) for e, _ in group["configs"]]
+        keys = {name: key for (name, _, _), (_, key) in zip(entries, group["configs"])}
+        rows, first = compare(
+            entries, group["seeds"], group["sets"], group["workdir"], pretrain_only
+        )
+        if pretrain_only:
+            continue
+        out += [f"## {group['title']}", "", group["text"].strip(), "", "```bash"]
+        out += [results_spec.command(group), "```", ""]
+        out += table(rows, first, spread, lambda n, k=keys: results_spec.paper_cell(k[n]))
+        out += [""]
+    if pretrain_only:
+        return
+    out.append(results_spec.FOOTER.strip())
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+    print(f"wrote {path}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--configs", default="", help="comma-separated config paths[:arg]")
@@ -125,54 +229,41 @@ def main() -> None:
     )
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--spread", choices=("std", "half-range"), default="std")
-    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--workdir")
     parser.add_argument("--set", action="append", default=[], help="key=value for every config")
+    parser.add_argument(
+        "--results-page",
+        metavar="PATH",
+        help="run benchmarks/results_spec.py's groups and write the results page (docs/results.md)",
+    )
+    parser.add_argument(
+        "--pretrain-only", action="store_true", help="train every run, evaluate in a later call"
+    )
     args = parser.parse_args()
+    if args.results_page:
+        return results_page(args.results_page, args.spread, args.pretrain_only)
+    if not args.workdir:
+        raise SystemExit("give --workdir (or --results-page)")
     seeds = [int(s) for s in args.seeds.split(",")]
     entries = [parse_entry(p) for p in args.configs.split(",") if p] + [
         parse_entry(e) for e in args.config
     ]
     if not entries:
         raise SystemExit("give --configs and/or --config")
-    os.makedirs(args.workdir, exist_ok=True)
-    rows, first_config = {}, None
-    for index, (name, path, overrides) in enumerate(entries):
-        for seed in seeds:
-            config = configs.load(path)
-            for assignment in [*args.set, *overrides]:
-                configs.apply_override(config, assignment)
-            config.seed = seed
-            config.evals.probe_table.every_steps = -1  # this script fits the probe itself
-            config.evals.knn.every_steps = -1
-            first_config = first_config or config
-            print(f"== {name} seed {seed}", flush=True)
-            run_dir = os.path.join(args.workdir, f"{name.replace(' ', '_')}_s{seed}")
-            result = run_one(config, run_dir, index == 0)
-            rows.setdefault(name, []).append(result)
+    rows, first_config = compare(entries, seeds, args.set, args.workdir, args.pretrain_only)
+    if args.pretrain_only:
+        return
     lines = [
         f"{first_config.data.name} ({first_config.data.eval_test_split}): {len(seeds)} seeds "
         f"({args.seeds}), mean ± {args.spread} (every seed), "
-        f"overrides: {' '.join(args.set) or 'none'}",
+        f"overrides: {' '.join(args.set) or 'none'}; probe: {first_config.evals.probe_table.solver}",
         "",
-        "| encoder | linear probe top-1 (%) | kNN top-1 (%) | pretrain time (s) |",
-        "|---|---|---|---|",
+        *table(rows, first_config, args.spread),
     ]
-    for name, results in rows.items():
-        lines.append(
-            f"| {name} | {summary([r['pretrained']['probe'] for r in results], args.spread)} "
-            f"| {summary([r['pretrained']['knn'] for r in results], args.spread)} "
-            f"| {np.mean([r['pretrain_s'] for r in results]):.0f} |"
-        )
-    first = next(iter(rows.values()))
-    lines.append(
-        f"| random init | {summary([r['random']['probe'] for r in first], args.spread)} "
-        f"| {summary([r['random']['knn'] for r in first], args.spread)} | – |"
-    )
-    lines.append(f"| raw pixels | {100 * raw_pixels(first_config):.2f} | – | – |")
-    table = "\n".join(lines)
-    print(table, flush=True)
+    table_md = "\n".join(lines)
+    print(table_md, flush=True)
     with open(os.path.join(args.workdir, "table.md"), "w") as f:
-        f.write(table + "\n")
+        f.write(table_md + "\n")
 
 
 if __name__ == "__main__":
