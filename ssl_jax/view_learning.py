@@ -13,7 +13,8 @@ No public code exists (PyContrast #35–#37); this follows the paper's text:
   5k labelled of 105k).
 Adam, lr 2e-4 for g (and c1, c2) and 6e-4 for the critic, as appendix B.5 gives them (its text also
 says g's rate "should be larger" than the critic's; the numbers say the opposite, and we use the
-numbers). One critic step and one generator step per iteration, on the same batch.
+numbers); each side has its own Adam state over its own parameters, so neither side's step moves
+the other's. One critic step and one generator step per iteration, on the same batch.
 
 The input space X is RGB (standardised with `data.mean/std`) or a CMC colour space (`base`, e.g.
 'ydbdr', normalised as `data/color.py`). `save_flow` writes g with its input space and the per-channel
@@ -34,7 +35,8 @@ import functools
 import json
 import os
 import time
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -210,9 +212,9 @@ def make_step(
     `y_l` labelled model inputs in g's base space. The critic step is skipped in 'supervised'."""
     if mode not in MODES:
         raise ValueError(f"mode={mode!r}; allowed: {MODES}")
-    label = lambda params: {  # noqa: E731
-        "params": {k: jax.tree.map(lambda _, s=_side(k): s, v) for k, v in params["params"].items()}
-    }
+    label = lambda params: traverse_util.path_aware_map(  # noqa: E731
+        lambda path, _: _side(path[1]), params
+    )
     txs = {
         side: optax.multi_transform({side: optax.adam(lr), other: optax.set_to_zero()}, label)
         for side, other, lr in (("gen", "critic", lr_g), ("critic", "gen", lr_critic))
