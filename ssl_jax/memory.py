@@ -490,41 +490,6 @@ def sample_rows_where(
     )
 
 
-def sample_rows_in_quantile_band(
-    rng: jax.Array,
-    bank: jax.Array,
-    queries: jnp.ndarray,
-    q_lo: float | None,
-    q_hi: float | None,
-    num: int,
-    mesh: Mesh,
-    *,
-    replace: bool,
-    labels: jax.Array | None = None,
-    query_labels: jnp.ndarray | None = None,
-    label_rule: str = "exclude",
-) -> tuple[jnp.ndarray, jnp.ndarray]:
-    """`sample_rows_in_rank_band` with the band's ends given as quantiles of each query's
-    similarities (as `bank_quantiles` defines them; None: that end open): the same draws, bit for
-    bit, as `sample_rows_where` with lo/hi from `bank_quantiles`."""
-    if q_lo is None and q_hi is None:
-        raise ValueError("give q_lo and/or q_hi")
-    ranks = tuple(None if q is None else _inverted_cdf_rank(bank.shape[0], q) for q in (q_lo, q_hi))
-    index, valid, _ = sample_rows_in_rank_band(
-        rng,
-        bank,
-        queries,
-        ranks,
-        num,
-        mesh,
-        replace=replace,
-        labels=labels,
-        query_labels=query_labels,
-        label_rule=label_rule,
-    )
-    return index, valid
-
-
 @functools.partial(jax.jit, static_argnames=("num", "mesh", "replace", "label_rule"))
 def sample_rows_in_rank_band(
     rng: jax.Array,
@@ -543,7 +508,8 @@ def sample_rows_in_rank_band(
     the band is [sort(sims)[lo − 1], sort(sims)[hi − 1]] for `ranks = (lo, hi)` (1-based, both
     inclusive, 1 ≤ lo ≤ hi ≤ N; ties at the ends are all in the band), the values found exactly by
     `_local_select` (as `bank_quantiles`) from the same `[B, N/n]` similarities the draw uses, so
-    each device computes them once. `ranks` is a pair of ints or int32 scalars, which may be traced
+    each device computes them once: the same draws, bit for bit, as `sample_rows_where` with lo/hi
+    from `bank_quantiles` at quantiles of those ranks. `ranks` is a pair of ints or int32 scalars, which may be traced
     (Ring's annealed outer set: one compilation for every step), or None for an open end
     (InterCLR's one-sided semi-hard / semi-easy pools), or one int32 `[2]` array. The label filter
     is `sample_rows_where`'s. → (indices `[B, num]`, valid `[B, num]`, bounds `[B, 2]` float32:
