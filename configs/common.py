@@ -1,6 +1,7 @@
 """Pieces the config files share: the `get_config(arg)` argument, dataset blocks and the `:runlocal`
 shrink. Each config file writes its own run's numbers and calls these for what is the same everywhere
-(a dataset's splits and normalisation, what `:runlocal` does); nothing here picks a method's numbers.
+(a dataset's splits and normalisation, what `:runlocal` does); nothing here picks a method's numbers,
+except the blocks one released code base repeats in all its configs (the Ring code's `ring_*`).
 
 A config file is loaded by path (`--config=configs/X.py`, `ssl_jax.configs.load`), so it puts the
 repository root on `sys.path` before `from configs import common`. Library code (`ssl_jax/`) never
@@ -16,6 +17,7 @@ import ml_collections
 
 from ssl_jax.configs import ConfigError
 from ssl_jax.data import recipes
+from ssl_jax.models import head_config
 
 FASHION_MNIST_MEAN = (0.2860,)
 FASHION_MNIST_STD = (0.3530,)
@@ -269,3 +271,34 @@ def ring_code_transforms(
     )
     c.data.views = (view,) * num_views
     c.data.recipes = ml_collections.ConfigDict({view: recipe})
+
+
+def ring_keys(anneal: str, ball: bool) -> dict:
+    """The Ring code's ring keys of `c.method_config` (every released config): outer 0.1
+    (`thres_outer`: negatives between the 90th and 99th percentile), inner 0.1 (`thres_inner`; 0
+    with `ball`, the ball lesion), the outer fraction's `anneal` ('constant' as the released
+    configs, 'linear' the paper's) over at most 100 epochs."""
+    return dict(
+        ring_outer=0.1, ring_inner=0.0 if ball else 0.1, anneal=anneal, max_anneal_epochs=100.0
+    )
+
+
+def ring_code_model(c: ml_collections.ConfigDict) -> None:
+    """The Ring code's encoder on CIFAR / STL-10: ResNet-18 with the ImageNet stem and an MLP
+    projector 512→512→128 without BN."""
+    c.model.backbone = "resnet18"
+    c.model.stem = "imagenet"
+    c.model.projector = head_config((512,), 128, use_bn=False)
+
+
+def ring_code_sgd(c: ml_collections.ConfigDict) -> None:
+    """The Ring code's optimisation on CIFAR / STL-10: batch 256, SGD lr 0.03 momentum 0.9 wd 1e-4,
+    200 epochs, ×0.1 at int(0.68·200) = 136 and int(0.83·200) = 166."""
+    c.global_batch_size = 256
+    c.num_epochs = 200.0
+    c.optim.name = "sgd"
+    c.optim.base_lr = 0.03
+    c.optim.momentum = 0.9
+    c.optim.weight_decay = 1e-4
+    c.optim.schedule = "step"
+    c.optim.decay_epochs = (136.0, 166.0)

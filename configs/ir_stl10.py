@@ -23,7 +23,6 @@ if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any d
 
 from configs import common  # noqa: E402
 from ssl_jax import configs  # noqa: E402
-from ssl_jax.models import head_config  # noqa: E402
 
 
 def get_config(arg=None):
@@ -40,18 +39,8 @@ def get_config(arg=None):
         c.method_config.update(bank_size=256, num_negatives=64)
     common.ring_code_transforms(c, "ring", 1, a.mocov2_32x32)
 
-    c.model.backbone = "resnet18"
-    c.model.stem = "imagenet"
-    c.model.projector = head_config((512,), 128, use_bn=False)  # MLP 512-512-128
-
-    c.global_batch_size = 256
-    c.num_epochs = 200.0
-    c.optim.name = "sgd"
-    c.optim.base_lr = 0.03
-    c.optim.momentum = 0.9
-    c.optim.weight_decay = 1e-4
-    c.optim.schedule = "step"
-    c.optim.decay_epochs = (136.0, 166.0)
+    common.ring_code_model(c)  # ResNet-18, ImageNet stem, MLP 512-512-128
+    common.ring_code_sgd(c)  # batch 256, SGD 0.03, 200 epochs, ×0.1 at 136 and 166
     c.evals.knn.every_steps = 2000
     if a.runlocal:
         common.runlocal(c)

@@ -500,12 +500,27 @@ def moco_ring(
     Returns:
       float32 scalar.
     """
+    return moco_ring_with_logits(query, key, queue, temperature, outer, inner, max_outer)[0]
+
+
+def moco_ring_with_logits(
+    query: Array,
+    key: Array,
+    queue: Array,
+    temperature: float,
+    outer: Array,
+    inner: Array,
+    max_outer: float | None = None,
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """`moco_ring` and the ring it used, from one top-k: (loss, logits `[B, M]` sorted descending,
+    mask `[B, M]`) as `ring_logits` of the normalised query (the logits carry the query's gradient).
+    Arguments as `moco_ring`."""
     q = l2_normalize(_f32(query))
     pos = _rowdot(q, l2_normalize(_target(key))) / temperature
     ring, mask = ring_logits(
         q, queue, temperature, outer, inner, outer if max_outer is None else max_outer
     )
-    return jnp.mean(_nll_of_positive(pos, jnp.where(mask, ring, -jnp.inf)))
+    return jnp.mean(_nll_of_positive(pos, jnp.where(mask, ring, -jnp.inf))), ring, mask
 
 
 def iring_nce(

@@ -490,15 +490,12 @@ def sample_rows_where(
     )
 
 
-@functools.partial(
-    jax.jit, static_argnames=("q_lo", "q_hi", "num", "mesh", "replace", "label_rule", "iters")
-)
-def sample_rows_in_quantile_band(
+@functools.partial(jax.jit, static_argnames=("num", "mesh", "replace", "label_rule"))
+def sample_rows_in_rank_band(
     rng: jax.Array,
     bank: jax.Array,
     queries: jnp.ndarray,
-    q_lo: float | None,
-    q_hi: float | None,
+    ranks,
     num: int,
     mesh: Mesh,
     *,
@@ -506,84 +503,47 @@ def sample_rows_in_quantile_band(
     labels: jax.Array | None = None,
     query_labels: jnp.ndarray | None = None,
     label_rule: str = "exclude",
-    iters: int = 32,
-) -> tuple[jnp.ndarray, jnp.ndarray]:
-    """`sample_rows_where` with the band's ends given as quantiles of each query's similarities:
-    the band is [quantile(q_lo), quantile(q_hi)] as `bank_quantiles` defines them (None: that end
-    open). The same draws, bit for bit, as `sample_rows_where(rng, bank, queries, lo, hi, ...)` with
-    lo/hi from `bank_quantiles`, but each device computes its `[B, N/n]` similarities once instead
-    of twice (InterCLR's semi-hard/semi-easy pool, Ring's percentile band). q_lo/q_hi are Python
-    floats (static); the label filter is `sample_rows_where`'s."""
-    _rows_per_device(bank, mesh)
-    if q_lo is None and q_hi is None:
-        raise ValueError("give q_lo and/or q_hi")
-    _check_num(num, bank.shape[0])
-    ends = [q for q in (q_lo, q_hi) if q is not None]
-    target = _quantile_ranks(bank.shape[0], ends)
-    label_ops, label_specs = _label_operands(
-        labels, query_labels, label_rule, bank.shape[0], queries.shape[0]
-    )
-
-    def eligible(local_bank, queries, *label_ops):
-        sims = _local_sims(local_bank, queries)
-        at = (
-            _local_select(sims, target)
-            if iters >= 32
-            else _ordered_to_float(_local_quantile_keys(_float_to_ordered(sims), target, iters))
-        )
-        band = jnp.ones(sims.shape, bool)
-        if q_lo is not None:
-            band &= sims >= at[:, :1]
-        if q_hi is not None:
-            band &= sims <= at[:, -1:]
-        return band & _label_mask(*label_ops, label_rule) if label_ops else band
-
-    return _sample_eligible(
-        rng,
-        eligible,
-        (bank, queries, *label_ops),
-        (ROWS, P(), *label_specs),
-        bank.shape[0],
-        queries.shape[0],
-        num,
-        mesh,
-        replace,
-    )
-
-
-@functools.partial(jax.jit, static_argnames=("num", "mesh", "replace"))
-def sample_rows_in_rank_band(
-    rng: jax.Array,
-    bank: jax.Array,
-    queries: jnp.ndarray,
-    ranks: jnp.ndarray,
-    num: int,
-    mesh: Mesh,
-    *,
-    replace: bool,
 ) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
     """`sample_rows_where` with the band's ends given as ASCENDING similarity ranks of each query:
     the band is [sort(sims)[lo − 1], sort(sims)[hi − 1]] for `ranks = (lo, hi)` (1-based, both
-    inclusive, 1 ≤ lo ≤ hi ≤ N), found exactly by `_local_select` (as `bank_quantiles`). Unlike
-    `sample_rows_in_quantile_band`, `ranks` `[2]` int32 may be traced (Ring's annealed outer set:
-    one compilation for every step). → (indices `[B, num]`, valid `[B, num]`, bounds `[B, 2]`
-    float32: the similarities at ranks lo and hi). Ties at the ends are all in the band.
+    inclusive, 1 ≤ lo ≤ hi ≤ N; ties at the ends are all in the band), the values found exactly by
+    `_local_select` (as `bank_quantiles`) from the same `[B, N/n]` similarities the draw uses, so
+    each device computes them once: the same draws, bit for bit, as `sample_rows_where` with lo/hi
+    from `bank_quantiles` at quantiles of those ranks. `ranks` is a pair of ints or int32 scalars, which may be traced
+    (Ring's annealed outer set: one compilation for every step), or None for an open end
+    (InterCLR's one-sided semi-hard / semi-easy pools), or one int32 `[2]` array. The label filter
+    is `sample_rows_where`'s. → (indices `[B, num]`, valid `[B, num]`, bounds `[B, 2]` float32:
+    the similarities at ranks lo and hi, −inf / +inf for an open end).
     """
     _rows_per_device(bank, mesh)
     if not replace:  # with replacement any number of draws (Ring: k − 1 = 4095 from any bank)
         _check_num(num, bank.shape[0])
-    ranks = jnp.asarray(ranks, jnp.int32)
+    lo, hi = (ranks[0], ranks[1]) if not isinstance(ranks, (tuple, list)) else ranks
+    if lo is None and hi is None:
+        raise ValueError("give a lower and/or an upper rank")
+    target = jnp.stack([jnp.asarray(r) for r in (lo, hi) if r is not None]).astype(jnp.int32)
+    label_ops, label_specs = _label_operands(
+        labels, query_labels, label_rule, bank.shape[0], queries.shape[0]
+    )
 
-    def eligible(local_bank, queries, ranks):
+    def eligible(local_bank, queries, target, *label_ops):
         sims = _local_sims(local_bank, queries)
-        at = _local_select(sims, ranks)  # [B, 2]
-        return (sims >= at[:, :1]) & (sims <= at[:, 1:]), at
+        at = _local_select(sims, target)  # [B, 1 or 2]
+        lower = at[:, :1] if lo is not None else jnp.full_like(at[:, :1], -jnp.inf)
+        upper = at[:, -1:] if hi is not None else jnp.full_like(at[:, :1], jnp.inf)
+        band = jnp.ones(sims.shape, bool)
+        if lo is not None:
+            band &= sims >= lower
+        if hi is not None:
+            band &= sims <= upper
+        band = band & _label_mask(*label_ops, label_rule) if label_ops else band
+        return band, jnp.concatenate([lower, upper], axis=1)
 
     return _sample_eligible(
         rng,
         eligible,
-        (bank, queries, ranks),
-        (ROWS, P(), P()),
+        (bank, queries, target, *label_ops),
+        (ROWS, P(), P(), *label_specs),
         bank.shape[0],
         queries.shape[0],
         num,

@@ -44,16 +44,6 @@ from ssl_jax import losses, memory
 SAMPLERS = ("semihard", "hard", "random", "semieasy")
 
 
-def _pool_quantile(num_rows: int, rank: int) -> float:
-    """q whose inverted-CDF rank (`memory.bank_quantiles`) is `rank` (1-based, ascending).
-
-    (rank - 0.5)/N sits half a step inside the rank's interval, so float rounding cannot move it.
-    """
-    q = (rank - 0.5) / num_rows
-    assert memory._inverted_cdf_rank(num_rows, q) == rank, (num_rows, rank, q)
-    return q
-
-
 @functools.partial(jax.jit, static_argnames=("sampler", "num", "pool_size", "mesh"))
 def inter_negatives(
     rng: jax.Array,
@@ -74,8 +64,8 @@ def inter_negatives(
     - 'semihard': uniform without replacement among the `pool_size` most similar rows (the official
       `semihard_neg_pool_num` = 128000) whose label ≠ the query's. The pool is {sim ≥ t}, t = the
       pool_size-th largest similarity over ALL rows (same-cluster rows count in the pool, as in the
-      official top-k), from the exact `memory.bank_quantiles` rank (computed with the draw in one
-      pass: `memory.sample_rows_in_quantile_band`); ties at t are all in the pool.
+      official top-k), the exact value of ascending rank N − pool_size + 1 (found with the draw
+      in one pass: `memory.sample_rows_in_rank_band`); ties at t are all in the pool.
     - 'semieasy': the same with the `pool_size` least similar rows ({sim ≤ t}).
     - 'random': i.i.d. uniform (with replacement, as the official alias sampler) over all rows whose
       label ≠ the query's; `pool_size` unused, the bank not read.
@@ -100,12 +90,13 @@ def inter_negatives(
     if not 1 <= pool_size <= num_rows:
         raise ValueError(f"pool_size={pool_size} must be in [1, {num_rows}]")
     if sampler == "semihard":  # the pool_size-th largest = ascending rank N - pool_size + 1
-        ends = (_pool_quantile(num_rows, num_rows - pool_size + 1), None)
+        ranks = (num_rows - pool_size + 1, None)
     else:  # semieasy: the pool_size-th smallest
-        ends = (None, _pool_quantile(num_rows, pool_size))
-    return memory.sample_rows_in_quantile_band(
-        rng, bank, queries, *ends, num, mesh, replace=False, **label_filter
+        ranks = (None, pool_size)
+    index, valid, _ = memory.sample_rows_in_rank_band(
+        rng, bank, queries, ranks, num, mesh, replace=False, **label_filter
     )
+    return index, valid
 
 
 @functools.partial(jax.jit, static_argnames=("mesh",))

@@ -13,7 +13,8 @@ No public code exists (PyContrast #35–#37); this follows the paper's text:
   5k labelled of 105k).
 Adam, lr 2e-4 for g (and c1, c2) and 6e-4 for the critic, as appendix B.5 gives them (its text also
 says g's rate "should be larger" than the critic's; the numbers say the opposite, and we use the
-numbers). One critic step and one generator step per iteration, on the same batch.
+numbers); each side has its own Adam state over its own parameters, so neither side's step moves
+the other's. One critic step and one generator step per iteration, on the same batch.
 
 The input space X is RGB (standardised with `data.mean/std`) or a CMC colour space (`base`, e.g.
 'ydbdr', normalised as `data/color.py`). `save_flow` writes g with its input space and the per-channel
@@ -34,6 +35,7 @@ import functools
 import json
 import os
 import time
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -187,22 +189,51 @@ def nce_loss(z1: jnp.ndarray, z2: jnp.ndarray, temperature: float) -> jnp.ndarra
     return 0.5 * (jnp.mean(ce(logits, labels)) + jnp.mean(ce(logits.T, labels)))
 
 
-def _is_generator_side(path: tuple) -> bool:
-    """g and the classifiers (Eq. 3's min side) vs the critic f1, f2 (the max side)."""
-    return path[1] in ("flow", "c1", "c2")
+def _side(name: str) -> str:
+    """'gen' for g and the classifiers (Eq. 3's min side), 'critic' for f1, f2 (the max side)."""
+    return "gen" if name in ("flow", "c1", "c2") else "critic"
 
 
-def make_step(nets: Nets, mode: str, temperature: float, lr_g: float, lr_critic: float):
-    """(init_opt, step): `step(params, opt, x_u, x_l, y_l) -> (params, opt, metrics)`, one critic
-    and one generator update; `x_u` unlabelled and `x_l`, `y_l` labelled model inputs in g's base
-    space."""
+class ViewSteps(NamedTuple):
+    """`make_step`'s functions. The optimiser state `opt` is `{'gen': ..., 'critic': ...}`: one Adam
+    per side over that side's parameters only (its moments and step count exist for them alone), so
+    a critic step leaves g, c1, c2 bit-identical and a generator step leaves f1, f2 bit-identical."""
+
+    init: Callable  # params -> opt
+    critic: Callable  # (params, opt, x_u) -> (params, opt, {'i_nce'})
+    generator: Callable  # (params, opt, x_u, x_l, y_l) -> (params, opt, {'loss_g'[, 'ce', 'acc']})
+    step: Callable  # (params, opt, x_u, x_l, y_l) -> (params, opt, metrics): critic then generator
+
+
+def make_step(
+    nets: Nets, mode: str, temperature: float, lr_g: float, lr_critic: float
+) -> ViewSteps:
+    """One iteration's critic and generator updates (`ViewSteps`); `x_u` unlabelled and `x_l`,
+    `y_l` labelled model inputs in g's base space. The critic step is skipped in 'supervised'."""
     if mode not in MODES:
         raise ValueError(f"mode={mode!r}; allowed: {MODES}")
     label = lambda params: traverse_util.path_aware_map(  # noqa: E731
-        lambda path, _: "gen" if _is_generator_side(path) else "critic", params
+        lambda path, _: _side(path[1]), params
     )
-    tx = optax.multi_transform({"gen": optax.adam(lr_g), "critic": optax.adam(lr_critic)}, label)
+    txs = {
+        side: optax.multi_transform({side: optax.adam(lr), other: optax.set_to_zero()}, label)
+        for side, other, lr in (("gen", "critic", lr_g), ("critic", "gen", lr_critic))
+    }
     ce = optax.softmax_cross_entropy_with_integer_labels
+
+    def init(params):
+        return {side: tx.init(params) for side, tx in txs.items()}
+
+    def update(side, params, opt, grads):
+        updates, state = txs[side].update(grads, opt[side], params)
+        moved = optax.apply_updates(params, updates)
+        params = {  # the other side as it was, bit for bit
+            "params": {
+                k: moved["params"][k] if _side(k) == side else v
+                for k, v in params["params"].items()
+            }
+        }
+        return params, {**opt, side: state}
 
     def nce(params, x):
         v1, v2 = nets.apply(params, x, method=Nets.views)
@@ -214,21 +245,12 @@ def make_step(nets: Nets, mode: str, temperature: float, lr_g: float, lr_critic:
         acc = 0.5 * (jnp.mean(l1.argmax(-1) == y) + jnp.mean(l2.argmax(-1) == y))
         return jnp.mean(ce(l1, y)) + jnp.mean(ce(l2, y)), acc
 
-    def only(side, grads):
-        return traverse_util.path_aware_map(
-            lambda path, g: g if _is_generator_side(path) == (side == "gen") else jnp.zeros_like(g),
-            grads,
-        )
+    def critic(params, opt, x_u):  # maximise I_NCE (minimise its loss) on fresh g views
+        loss_c, grads = jax.value_and_grad(nce)(params, x_u)
+        params, opt = update("critic", params, opt, grads)
+        return params, opt, {"i_nce": jnp.log(x_u.shape[0]) - loss_c}
 
-    @jax.jit
-    def step(params, opt, x_u, x_l, y_l):
-        metrics = {}
-        if mode != "supervised":  # critic: maximise I_NCE (minimise its loss) on fresh g views
-            loss_c, grads = jax.value_and_grad(nce)(params, x_u)
-            updates, opt = tx.update(only("critic", grads), opt, params)
-            params = optax.apply_updates(params, updates)
-            metrics["i_nce"] = jnp.log(x_u.shape[0]) - loss_c
-
+    def generator(params, opt, x_u, x_l, y_l):
         def gen_loss(params):
             total, aux = 0.0, {}
             if mode != "supervised":
@@ -239,11 +261,17 @@ def make_step(nets: Nets, mode: str, temperature: float, lr_g: float, lr_critic:
             return total, aux
 
         (loss_g, aux), grads = jax.value_and_grad(gen_loss, has_aux=True)(params)
-        updates, opt = tx.update(only("gen", grads), opt, params)
-        params = optax.apply_updates(params, updates)
-        return params, opt, {**metrics, **aux, "loss_g": loss_g}
+        params, opt = update("gen", params, opt, grads)
+        return params, opt, {**aux, "loss_g": loss_g}
 
-    return tx.init, step
+    def step(params, opt, x_u, x_l, y_l):
+        metrics = {}
+        if mode != "supervised":
+            params, opt, metrics = critic(params, opt, x_u)
+        params, opt, aux = generator(params, opt, x_u, x_l, y_l)
+        return params, opt, {**metrics, **aux}
+
+    return ViewSteps(init, jax.jit(critic), jax.jit(generator), jax.jit(step))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -294,14 +322,14 @@ def learn_views(config: ml_collections.ConfigDict, workdir: str) -> str:
     labelled = _batches(config, config.num_labelled, 1) if config.mode != "unsupervised" else None
     x0, y0 = next(unlabelled)
     params = nets.init(jax.random.PRNGKey(config.seed), x0)
-    init_opt, step = make_step(nets, config.mode, config.temperature, config.lr_g, config.lr_critic)
-    opt = init_opt(params)
+    steps = make_step(nets, config.mode, config.temperature, config.lr_g, config.lr_critic)
+    opt = steps.init(params)
     log = open(os.path.join(workdir, "metrics.jsonl"), "w")
     start = time.time()
     for i in range(config.steps):
         x_u, _ = next(unlabelled)
         x_l, y_l = next(labelled) if labelled is not None else (x0, y0)  # unused
-        params, opt, metrics = step(params, opt, x_u, x_l, y_l)
+        params, opt, metrics = steps.step(params, opt, x_u, x_l, y_l)
         if (i + 1) % config.log_every == 0 or i + 1 == config.steps:
             row = {"step": i + 1, **{k: float(v) for k, v in metrics.items()}}
             log.write(json.dumps(row) + "\n")

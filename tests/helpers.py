@@ -1,10 +1,13 @@
 """Small configs and synthetic batches shared by the tests."""
 
+import jax
 import ml_collections
 import numpy as np
 
 from configs import common
 from ssl_jax import configs
+from ssl_jax.state import state_shardings
+from tests.data.data_helpers import make_fashion_dir
 
 TINY_RECIPE = (
     {"op": "random_resized_crop", "size": 16, "scale": (0.3, 1.0), "ratio": (3 / 4, 4 / 3)},
@@ -123,3 +126,29 @@ def write_png_folder(root: str, classes: int, per_class: int, size: int = 20, se
             pixels = rng.integers(0, 256, (size, size), dtype=np.uint8) // (c + 1)
             Image.fromarray(pixels).save(os.path.join(folder, f"{i:03d}.png"))
     return root
+
+
+def place_state(host_state, exp):
+    """A host state on `exp`'s mesh with the train step's shardings (buffers by the method's specs)."""
+    return jax.device_put(
+        host_state, state_shardings(host_state, exp.mesh, exp.method.buffer_specs(exp.ctx))
+    )
+
+
+def fashion_source(root) -> tuple[str, str]:
+    """(a 256 + 64 image Fashion-MNIST folder under `root`, a cache folder there): the source of
+    the color_fashion_mnist `:runlocal` runs (generated in a second)."""
+    return make_fashion_dir(str(root / "fashion"), num_train=256, num_test=64), str(root / "cache")
+
+
+def np_normalize(x) -> np.ndarray:
+    """Rows L2-normalised in float64."""
+    x = np.asarray(x, np.float64)
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def np_ce0(logits) -> float:
+    """Mean cross-entropy of `[B, 1 + K]` logits with the positive at column 0 (float64)."""
+    mx = logits.max(axis=1, keepdims=True)
+    lse = mx[:, 0] + np.log(np.exp(logits - mx).sum(axis=1))
+    return float(np.mean(lse - logits[:, 0]))

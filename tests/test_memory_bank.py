@@ -1,5 +1,5 @@
 """Bank primitives (`memory.bank_topk`, `bank_quantiles`, `sample_rows_where`,
-`sample_rows_in_quantile_band`) against numpy on the gathered bank, on 1 and 8 simulated devices,
+`sample_rows_in_rank_band`) against numpy on the gathered bank, on 1 and 8 simulated devices,
 and the compiled HLO of each: no bank-sized collective."""
 
 import re
@@ -171,9 +171,10 @@ def test_sample_rows_where_does_not_depend_on_device_count():
         np.testing.assert_array_equal(out[1, replace], out[8, replace])
 
 
-def test_sample_rows_in_quantile_band_equals_quantiles_then_sample():
-    """The fused sampler draws exactly what `bank_quantiles` + `sample_rows_where` draw (a one-sided
-    band with the label filter, a two-sided one without), on 8 devices. Without replacement only:
+def test_sample_rows_in_rank_band_equals_quantiles_then_sample():
+    """The fused sampler, given the quantiles' ranks, draws exactly what `bank_quantiles` +
+    `sample_rows_where` draw (a one-sided band with the label filter, a two-sided one without), on
+    8 devices, and its bounds are the quantiles (∓inf at an open end). Without replacement only:
     both share `_sample_eligible`, whose replace=True path `sample_rows_where`'s tests cover."""
     replace = False
     mesh = make_mesh(jax.devices()[:8])
@@ -190,9 +191,12 @@ def test_sample_rows_in_quantile_band_equals_quantiles_then_sample():
         want = memory.sample_rows_where(
             rng, bank, queries, lo, hi, 24, mesh, replace=replace, **extra
         )
-        got = memory.sample_rows_in_quantile_band(
-            rng, bank, queries, q_lo, q_hi, 24, mesh, replace=replace, **extra
+        ranks = tuple(None if q is None else memory._inverted_cdf_rank(N, q) for q in (q_lo, q_hi))
+        got = memory.sample_rows_in_rank_band(
+            rng, bank, queries, ranks, 24, mesh, replace=replace, **extra
         )
+        np.testing.assert_array_equal(np.asarray(got[2]), np.stack([lo, hi], 1))
+        got = got[:2]
         for w, g in zip(want, got):
             np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
         assert np.asarray(got[1]).any()
@@ -246,7 +250,7 @@ def test_hlo_parser_flags_a_gathered_bank(big):
 
 
 @pytest.mark.parametrize(
-    "primitive", ["topk", "quantiles", "sample", "sample_replace", "quantile_band"]
+    "primitive", ["topk", "quantiles", "sample", "sample_replace", "rank_band"]
 )
 def test_hlo_has_no_bank_sized_collective(big, primitive):
     mesh, bank, queries = big
@@ -259,8 +263,8 @@ def test_hlo_has_no_bank_sized_collective(big, primitive):
         "sample_replace": lambda b, q: memory.sample_rows_where(
             rng, b, q, lo, hi, 64, mesh, replace=True
         ),
-        "quantile_band": lambda b, q: memory.sample_rows_in_quantile_band(
-            rng, b, q, 0.9, None, 64, mesh, replace=False
+        "rank_band": lambda b, q: memory.sample_rows_in_rank_band(
+            rng, b, q, (memory._inverted_cdf_rank(HLO_N, 0.9), None), 64, mesh, replace=False
         ),
     }[primitive]
     hlo = jax.jit(f).lower(bank, queries).compile().as_text()

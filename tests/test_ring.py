@@ -256,10 +256,10 @@ def test_adaptive_loss_schedule_matches_the_code():
     assert min(want) < 0.6  # the sequence moves the threshold
 
 
-def test_rank_band_equals_the_quantile_band_sampler(data):
-    """`memory.sample_rows_in_rank_band` (ranks, may be traced) draws what
-    `sample_rows_in_quantile_band` draws for the same band (static quantiles), without replacement,
-    on 8 devices; its bounds are the similarities at the two ranks."""
+def test_rank_band_equals_quantiles_then_sample(data):
+    """`memory.sample_rows_in_rank_band` (ranks as an int32 array, traced) draws what
+    `bank_quantiles` + `sample_rows_where` draw for the same band (static quantiles), without
+    replacement, on 8 devices; its bounds are the similarities at the two ranks."""
     mesh = sharding.make_mesh(jax.devices())
     bank = jax.device_put(data["bank"], NamedSharding(mesh, memory.ROWS))
     q = np.asarray(losses.l2_normalize(data["q"]))
@@ -269,8 +269,9 @@ def test_rank_band_equals_the_quantile_band_sampler(data):
         rng, bank, q, np.asarray([lo, hi], np.int32), 64, mesh, replace=False
     )
     ends = ((lo - 0.5) / n, (hi - 0.5) / n)
-    want, want_valid = memory.sample_rows_in_quantile_band(
-        rng, bank, q, *ends, 64, mesh, replace=False
+    at = memory.bank_quantiles(bank, q, ends, mesh)
+    want, want_valid = memory.sample_rows_where(
+        rng, bank, q, at[:, 0], at[:, 1], 64, mesh, replace=False
     )
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(valid, want_valid)

@@ -37,8 +37,8 @@ def test_critic_raises_and_generator_lowers_the_nce_bound():
     """One unsupervised iteration: the critic's update lowers the InfoNCE loss (raises I_NCE) for
     the old g; g's update raises it for the new critic; each update moves only its own side."""
     nets, params, x = _nets_and_params()
-    init, step = view_learning.make_step(nets, "unsupervised", 0.1, lr_g=3e-2, lr_critic=3e-2)
-    new, _, metrics = step(params, init(params), x, x, jnp.zeros(16, jnp.int32))
+    steps = view_learning.make_step(nets, "unsupervised", 0.1, lr_g=3e-2, lr_critic=3e-2)
+    new, _, metrics = steps.step(params, steps.init(params), x, x, jnp.zeros(16, jnp.int32))
 
     def nce(p_g, p_f):
         mixed = {"params": {**p_f["params"], "flow": p_g["params"]["flow"]}}
@@ -59,9 +59,9 @@ def test_critic_raises_and_generator_lowers_the_nce_bound():
 
 def test_supervised_step_trains_classifiers_and_g_only():
     nets, params, x = _nets_and_params(2)
-    init, step = view_learning.make_step(nets, "supervised", 0.1, lr_g=1e-2, lr_critic=1e-2)
+    steps = view_learning.make_step(nets, "supervised", 0.1, lr_g=1e-2, lr_critic=1e-2)
     y = jnp.arange(16) % 10
-    new, _, metrics = step(params, init(params), x, x, y)
+    new, _, metrics = steps.step(params, steps.init(params), x, x, y)
     assert "i_nce" not in metrics and {"ce", "acc"} <= set(metrics)
     same = jax.tree.map(
         lambda a, b: bool(jnp.all(a == b)), new["params"]["f2"], params["params"]["f2"]
@@ -69,6 +69,36 @@ def test_supervised_step_trains_classifiers_and_g_only():
     assert all(jax.tree.leaves(same))
     with pytest.raises(ValueError, match="mode="):
         view_learning.make_step(nets, "self", 0.1, 1e-3, 1e-3)
+
+
+def test_each_step_leaves_the_other_side_bit_identical():
+    """Semi-supervised, after two full iterations (both sides' Adam moments are non-zero): a
+    generator step leaves f1, f2 bit-identical and a critic step leaves g, c1, c2 bit-identical
+    (one shared Adam state would move them by their momentum)."""
+    nets, params, x = _nets_and_params(3)
+    steps = view_learning.make_step(nets, "semi", 0.1, lr_g=1e-2, lr_critic=1e-2)
+    y = jnp.arange(16) % 10
+    opt = steps.init(params)
+    for _ in range(2):
+        params, opt, _ = steps.step(params, opt, x, x, y)
+
+    def moved(before, after):
+        return {
+            name: any(
+                np.asarray(a).tobytes() != np.asarray(b).tobytes()
+                for a, b in zip(jax.tree.leaves(before[name]), jax.tree.leaves(after[name]))
+            )
+            for name in before
+        }
+
+    after_g, opt, _ = steps.generator(params, opt, x, x, y)
+    assert moved(params["params"], after_g["params"]) == dict(
+        flow=True, c1=True, c2=True, f1=False, f2=False
+    )
+    after_c, _, _ = steps.critic(after_g, opt, x)
+    assert moved(after_g["params"], after_c["params"]) == dict(
+        flow=False, c1=False, c2=False, f1=True, f2=True
+    )
 
 
 def test_flow_file_and_device_op(tmp_path):

@@ -63,11 +63,10 @@ def loss_fn(ctx, params, batch_stats, inp: common.StepInput):
     q, k, new_stats, new_target_stats = mocov2.query_and_key(ctx, params, batch_stats, inp)
     queue = inp.buffers["queue"]
     outer, widest = ring.outer_fraction(ctx, inp), ring.max_outer(hp)
-    loss = losses.moco_ring(q, k, queue, hp.temperature, outer, hp.ring_inner, widest)
-    top, mask = losses.ring_logits(
-        jax.lax.stop_gradient(q), queue, hp.temperature, outer, hp.ring_inner, widest
+    loss, top, mask = losses.moco_ring_with_logits(
+        q, k, queue, hp.temperature, outer, hp.ring_inner, widest
     )
-    cos = top * hp.temperature  # [B, M] descending
+    cos = jax.lax.stop_gradient(top) * hp.temperature  # [B, M] descending
     count = jnp.maximum(jnp.sum(mask, axis=1), 1)
     lowest = jnp.min(jnp.where(mask, cos, jnp.inf), axis=1)
     highest = jnp.max(jnp.where(mask, cos, -jnp.inf), axis=1)

@@ -25,9 +25,14 @@ from ssl_jax import checkpoint, sharding, train
 from ssl_jax.data import color
 from ssl_jax.methods import METHODS, cmc, common
 from ssl_jax.models import TwoEncoderModel, head_config
-from ssl_jax.state import state_shardings
-from tests.data.data_helpers import make_fashion_dir
-from tests.helpers import TINY_RECIPE, tiny_config
+from tests.helpers import (
+    TINY_RECIPE,
+    fashion_source,
+    np_ce0,
+    np_normalize,
+    place_state,
+    tiny_config,
+)
 
 # `cmc_color_fashion_mnist:runlocal`: bank of 256, K 64, batch 32, heads to 32, 32-px views
 N, B, K, D = 256, 32, 64, 32
@@ -39,8 +44,7 @@ STEPS = 3
 def source(tmp_path_factory):
     """The generator's Fashion-MNIST source, a 256 + 64 image folder (generated in a second), and
     the cache folder of the generated colour splits."""
-    root = tmp_path_factory.mktemp("cmc_data")
-    return make_fashion_dir(str(root / "fashion"), num_train=256, num_test=64), str(root / "cache")
+    return fashion_source(tmp_path_factory.mktemp("cmc_data"))
 
 
 def runlocal_config(source, **method_config):
@@ -78,12 +82,6 @@ def cmc_config(**method_config):
     return c
 
 
-def _place(host_state, exp):
-    return jax.device_put(
-        host_state, state_shardings(host_state, exp.mesh, exp.method.buffer_specs(exp.ctx))
-    )
-
-
 @pytest.fixture(scope="module")
 def runs(source, tmp_path_factory):
     """The runlocal config's first 3 pipeline batches through the train step on ONE device, and
@@ -97,7 +95,7 @@ def runs(source, tmp_path_factory):
     exp1 = train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()[:1]))
     init = jax.device_get(train.init_or_restore(exp1, None))
     batches = list(itertools.islice(pipeline.train_iterator(config), STEPS))
-    state = _place(init, exp1)
+    state = place_state(init, exp1)
     step = train.jit_train_step(exp1, state)
     states, metrics = [init], []
     for batch in batches:
@@ -117,11 +115,6 @@ def runs(source, tmp_path_factory):
     }
 
 
-def np_normalize(x):
-    x = np.asarray(x, np.float64)
-    return x / np.linalg.norm(x, axis=-1, keepdims=True)
-
-
 def np_nce_criterion(p, n_data, eps=1e-7):
     """`NCECriterion.forward` on `P = exp(out)/Z`."""
     m = p.shape[1] - 1
@@ -129,12 +122,6 @@ def np_nce_criterion(p, n_data, eps=1e-7):
     log_d1 = np.log(p[:, 0] / (p[:, 0] + m * pn + eps))
     log_d0 = np.log(m * pn / (p[:, 1:] + m * pn + eps))
     return -(log_d1.sum() + log_d0.sum()) / p.shape[0]
-
-
-def np_ce0(logits):
-    mx = logits.max(axis=1, keepdims=True)
-    lse = mx[:, 0] + np.log(np.exp(logits - mx).sum(axis=1))
-    return float(np.mean(lse - logits[:, 0]))
 
 
 def test_registered_model_and_initial_buffers(runs):
@@ -302,7 +289,7 @@ def test_save_restore_next_step_is_identical(runs, tmp_path):
     state and loss as the uninterrupted run."""
     exp, step = runs["exp"], runs[1]["step"]
     ckpt = checkpoint.Checkpointer(str(tmp_path))
-    ckpt.save(_place(runs[1]["states"][2], exp), force=True)
+    ckpt.save(place_state(runs[1]["states"][2], exp), force=True)
     ckpt.wait()
     restored = train.init_or_restore(exp, ckpt)
     np.testing.assert_array_equal(restored.buffers["z"], runs[1]["states"][2].buffers["z"])

@@ -18,8 +18,8 @@ import pytest
 from ssl_jax import losses, sharding, train
 from ssl_jax.configs import ConfigError
 from ssl_jax.methods import METHODS, cmcring, common
-from tests.helpers import synthetic_batch
-from tests.methods.test_cmc import cmc_config, np_normalize
+from tests.helpers import np_normalize, synthetic_batch
+from tests.methods.test_cmc import cmc_config
 
 N, B, K, TAU, OUTER, INNER = 64, 16, 24, 0.07, 0.25, 0.2  # CMC's tiny shape: bank 64, batch 16
 

@@ -21,8 +21,14 @@ import pytest
 from ssl_jax import checkpoint, sharding, train
 from ssl_jax.methods import METHODS, cmcv2, common
 from ssl_jax.models import head_config
-from ssl_jax.state import state_shardings
-from tests.helpers import TINY_RECIPE, synthetic_batch, tiny_config
+from tests.helpers import (
+    TINY_RECIPE,
+    np_ce0,
+    np_normalize,
+    place_state,
+    synthetic_batch,
+    tiny_config,
+)
 
 B, Q, TAU, STEPS = 16, 64, 0.2, 2
 
@@ -51,12 +57,6 @@ def cmcv2_config():
     return c
 
 
-def _place(host_state, exp):
-    return jax.device_put(
-        host_state, state_shardings(host_state, exp.mesh, exp.method.buffer_specs(exp.ctx))
-    )
-
-
 @pytest.fixture(scope="module")
 def runs():
     config = cmcv2_config()
@@ -64,7 +64,7 @@ def runs():
     exp8 = train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()))
     assert exp8.ctx.num_devices == 8
     init = jax.device_get(train.init_or_restore(exp1, None))
-    state = _place(init, exp8)
+    state = place_state(init, exp8)
     step = train.jit_train_step(exp8, state)
     states, metrics = [init], []
     for i in range(STEPS):
@@ -77,17 +77,6 @@ def runs():
         "exp8": exp8,
         8: {"states": states, "metrics": metrics, "step": step},
     }
-
-
-def np_normalize(x):
-    x = np.asarray(x, np.float64)
-    return x / np.linalg.norm(x, axis=-1, keepdims=True)
-
-
-def np_ce0(logits):
-    mx = logits.max(axis=1, keepdims=True)
-    lse = mx[:, 0] + np.log(np.exp(logits - mx).sum(axis=1))
-    return float(np.mean(lse - logits[:, 0]))
 
 
 _FORWARDS = {}
@@ -149,7 +138,7 @@ def test_queues_receive_their_views_keys_and_ema_follows(runs):
 def test_save_restore_next_step_is_identical(runs, tmp_path):
     exp, step, config = runs["exp8"], runs[8]["step"], runs["config"]
     ckpt = checkpoint.Checkpointer(str(tmp_path))
-    ckpt.save(_place(runs[8]["states"][1], exp), force=True)
+    ckpt.save(place_state(runs[8]["states"][1], exp), force=True)
     ckpt.wait()
     restored = train.init_or_restore(exp, ckpt)
     state, m = step(restored, sharding.host_to_global(synthetic_batch(config, 1), exp.mesh))

@@ -25,8 +25,7 @@ from ssl_jax import checkpoint, configs, sharding, train
 from ssl_jax.configs import ConfigError
 from ssl_jax.data import augment
 from ssl_jax.methods import METHODS, common, infomin
-from ssl_jax.state import state_shardings
-from tests.data.data_helpers import make_fashion_dir
+from tests.helpers import fashion_source, np_ce0, np_normalize, place_state
 
 B, Q, TAU, BETA, STEPS = 32, 256, 0.15, 0.5, 3
 GROUPS = 4  # query BN groups of 8 images
@@ -34,8 +33,7 @@ GROUPS = 4  # query BN groups of 8 images
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory):
-    root = tmp_path_factory.mktemp("infomin_data")
-    return make_fashion_dir(str(root / "fashion"), num_train=256, num_test=64), str(root / "cache")
+    return fashion_source(tmp_path_factory.mktemp("infomin_data"))
 
 
 def runlocal_config(source, arg=""):
@@ -51,12 +49,6 @@ def runlocal_config(source, arg=""):
     return c
 
 
-def _place(host_state, exp):
-    return jax.device_put(
-        host_state, state_shardings(host_state, exp.mesh, exp.method.buffer_specs(exp.ctx))
-    )
-
-
 @pytest.fixture(scope="module")
 def runs(source, tmp_path_factory):
     import itertools
@@ -68,7 +60,7 @@ def runs(source, tmp_path_factory):
     exp1 = train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()[:1]))
     init = jax.device_get(train.init_or_restore(exp1, None))
     batches = list(itertools.islice(pipeline.train_iterator(config), STEPS))
-    state = _place(init, exp1)
+    state = place_state(init, exp1)
     step = train.jit_train_step(exp1, state)
     states, metrics = [init], []
     for batch in batches:
@@ -85,17 +77,6 @@ def runs(source, tmp_path_factory):
         1: {"states": states, "metrics": metrics, "step": step},
         8: {"final": final, "metrics": logged},
     }
-
-
-def np_normalize(x):
-    x = np.asarray(x, np.float64)
-    return x / np.linalg.norm(x, axis=-1, keepdims=True)
-
-
-def np_ce0(logits):
-    mx = logits.max(axis=1, keepdims=True)
-    lse = mx[:, 0] + np.log(np.exp(logits - mx).sum(axis=1))
-    return float(np.mean(lse - logits[:, 0]))
 
 
 def np_jigsaw_head(params, features, order):
@@ -221,7 +202,7 @@ def test_one_vs_eight_devices(runs):
 def test_save_restore_next_step_is_identical(runs, tmp_path):
     exp, step = runs["exp"], runs[1]["step"]
     ckpt = checkpoint.Checkpointer(str(tmp_path))
-    ckpt.save(_place(runs[1]["states"][2], exp), force=True)
+    ckpt.save(place_state(runs[1]["states"][2], exp), force=True)
     ckpt.wait()
     restored = train.init_or_restore(exp, ckpt)
     state, m = step(restored, sharding.host_to_global(runs["batches"][2], exp.mesh))
