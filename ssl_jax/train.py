@@ -28,7 +28,8 @@ from ssl_jax.evaluate.encoder import RowEmbedder, split_features, uint8_feature_
 from ssl_jax.evaluate.evaluators import EvalContext, build_evaluators
 from ssl_jax.methods import METHODS
 from ssl_jax.methods.common import StepContext, StepInput
-from ssl_jax.state import TrainState, create_train_state, state_shardings
+from ssl_jax.models import compute_dtype
+from ssl_jax.state import TrainState, create_train_state, same_dtypes, state_shardings
 from ssl_jax.writers import create_writer
 
 
@@ -51,7 +52,7 @@ class Experiment:
 
 
 def _compute_dtype(config):
-    return jnp.bfloat16 if config.model.dtype == "bfloat16" else jnp.float32
+    return compute_dtype(config.model.dtype)
 
 
 def build_experiment(config: ml_collections.ConfigDict, mesh=None) -> Experiment:
@@ -179,7 +180,7 @@ def make_train_step(exp: Experiment):
         params = optax.apply_updates(state.params, updates)
         if uses_target and not method.EMA_BEFORE_KEYS:
             target_params = optim.ema_update(target_params, params, momentum)
-        buffers = method.update_buffers(ctx, inp, out.updates)
+        buffers = same_dtypes(method.update_buffers(ctx, inp, out.updates), state.buffers)
         metrics = {f"train/{k}": v for k, v in out.metrics.items()}
         metrics.update({f"train/{k}": v for k, v in method.buffer_metrics(ctx, buffers).items()})
         metrics.update(
@@ -246,7 +247,8 @@ def prepare_fresh_state(exp: Experiment, state: TrainState) -> TrainState:
         num_rows=exp.ctx.num_train_examples,
         batch_size=exp.config.global_batch_size // jax.process_count(),
     )
-    return exp.method.prepare_buffers(exp.ctx, state, embedder)
+    prepared = exp.method.prepare_buffers(exp.ctx, state, embedder)
+    return prepared.replace(buffers=same_dtypes(prepared.buffers, state.buffers))
 
 
 class StopRequested(Exception):  # noqa: N818  (a request, not an error)
