@@ -217,6 +217,36 @@ def jit_train_step(exp: Experiment, state: TrainState):
     )
 
 
+def abstract_state(exp: Experiment) -> TrainState:
+    """The state's shapes, dtypes and shardings (`jax.ShapeDtypeStruct`s), nothing allocated: what a
+    restore fills and what `jit_train_step(...).lower` needs."""
+    init = functools.partial(
+        create_train_state, tx=exp.tx, method=exp.method, ctx=exp.ctx, sample_input=exp.sample_input
+    )
+    abstract = jax.eval_shape(init, jax.random.PRNGKey(exp.config.seed))
+    shardings = state_shardings(abstract, exp.mesh, exp.method.buffer_specs(exp.ctx))
+    return jax.tree.map(
+        lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s), abstract, shardings
+    )
+
+
+def abstract_batch(exp: Experiment) -> dict:
+    """The global batch the pipeline feeds the step (`pipeline.train_iterator` after
+    `sharding.host_to_global`) as sharded `jax.ShapeDtypeStruct`s: uint8 views at each recipe's size."""
+    config, b = exp.config, exp.config.global_batch_size
+    spec = sharding.batch_sharding(exp.mesh)
+    views = tuple(
+        jax.ShapeDtypeStruct(
+            (b, _view_size(config, i), _view_size(config, i), config.data.channels),
+            jnp.uint8,
+            sharding=spec,
+        )
+        for i in range(len(config.data.views))
+    )
+    rows = jax.ShapeDtypeStruct((b,), jnp.int32, sharding=spec)
+    return {"views": views, "index": rows, "label": rows}
+
+
 def init_or_restore(exp: Experiment, ckpt: checkpoint.Checkpointer | None) -> TrainState:
     """This workdir's latest checkpoint if there is one (said in the log), else a fresh state.
 
@@ -228,11 +258,7 @@ def init_or_restore(exp: Experiment, ckpt: checkpoint.Checkpointer | None) -> Tr
     latest = ckpt.latest_step() if ckpt is not None else None
     if latest is None:
         return init(rng)
-    abstract = jax.eval_shape(init, rng)
-    shardings = state_shardings(abstract, exp.mesh, exp.method.buffer_specs(exp.ctx))
-    abstract = jax.tree.map(
-        lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s), abstract, shardings
-    )
+    abstract = abstract_state(exp)
     logging.info("Resuming from the checkpoint at step %d in %s", latest, ckpt.directory)
     print(f"Resuming from the checkpoint at step {latest} in {ckpt.directory}", flush=True)
     return ckpt.restore(abstract, latest)
