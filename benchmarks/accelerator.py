@@ -13,8 +13,9 @@ resolves to on a GPU/TPU) and prints, from the compiled executable:
   scaled by each view's pixels; XLA counts a multiply-add as 2 FLOPs, so the analytic figure is
   printed in FLOPs = 2 × MACs). Target (EMA) views run forward only, so the measured figure sits
   below the analytic bound for methods with key views (MoCo v2: (3 + 1) / 6 of it, plus the heads).
-- peak / argument / output / temp memory per device (`memory_analysis()`; XLA:CPU's buffer
-  assignment, a GPU's differs in its scratch space and conv workspaces).
+- memory per device (`memory_analysis()`): arguments + outputs - aliased + temp, the bound a device
+  must hold, beside XLA's `peak_memory_in_bytes` (which XLA:CPU reports without the temp buffers)
+  and each part. These are XLA:CPU's buffer assignment; a GPU's differs (conv workspaces, fusion).
 - collective bytes per step per device: the arrays the collectives of the HLO produce
   (`ssl_jax.hlo.collectives`, as `tests/test_hlo.py`), by kind, against the parameters' bytes (the
   gradients' all-reduce), and whether any collective has an axis of a queue or bank (its rows or one
@@ -101,8 +102,10 @@ def print_readiness(name: str, r: dict) -> None:
         f"  FLOPs/image {r['flops_per_image'] / 1e9:,.1f} G vs analytic 3 × 4.1 GMAC × views = "
         f"{r['analytic_flops_per_image'] / 1e9:,.1f} GFLOP ({ratio:.2f}×)"
     )
+    bound = r["argument_bytes"] + r["output_bytes"] - r["alias_bytes"] + r["temp_bytes"]
     print(
-        f"  memory/device: peak {mb(r['peak_bytes'])} | arguments {mb(r['argument_bytes'])} "
+        f"  memory/device: arguments + outputs - aliased + temp = {mb(bound)} (XLA's peak "
+        f"{mb(r['peak_bytes'])}) | arguments {mb(r['argument_bytes'])} "
         f"(state {mb(r['state_bytes'])}) | outputs {mb(r['output_bytes'])} | temp "
         f"{mb(r['temp_bytes'])} | aliased {mb(r['alias_bytes'])}"
     )
