@@ -125,7 +125,12 @@ def print_readiness(name: str, r: dict) -> None:
         else "never moved by a collective"
     )
     print(f"  queues/banks: {tables}: {moved}")
-    print(f"  state donated: {'yes' if r['donated'] else 'NO'}", flush=True)
+    missing = r["state_bytes"] - r["alias_bytes"]
+    donated = "yes" if r["donated"] else f"all but {missing:,} bytes" if missing < 1024 else "NO"
+    print(
+        f"  state donated: {donated} ({r['alias_bytes']:,} of {r['state_bytes']:,} bytes aliased)",
+        flush=True,
+    )
 
 
 def loop_rates(config, steps: int) -> dict:
