@@ -58,6 +58,7 @@ def get_config(arg=None):
     )
 
     c.model.backbone = "resnet50"
+    c.model.dtype = "auto"  # bfloat16 compute on GPU/TPU, float32 on CPU
     c.model.stem = "imagenet"
     c.model.width = 1.0  # resnet50v1: two encoders of width 0.5
     c.model.stem_width = 64  # CMC's ResNets keep a 64-channel stem at every width

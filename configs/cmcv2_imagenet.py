@@ -57,6 +57,7 @@ def get_config(arg=None):
     )
 
     c.model.backbone = "resnet50"
+    c.model.dtype = "auto"  # bfloat16 compute on GPU/TPU, float32 on CPU
     c.model.stem = "imagenet"
     c.model.width = 1.0  # two encoders of width 0.5 (1024-d features each)
     c.model.projector = head_config((1024,), 128, use_bn=False)  # PyContrast 'mlp' head

@@ -55,6 +55,7 @@ def get_config(arg=None):
     common.infomin_views(c, jigsaw=a.jigsaw)
 
     c.model.backbone = "resnet50"
+    c.model.dtype = "auto"  # bfloat16 compute on GPU/TPU, float32 on CPU
     c.model.stem = "imagenet"
     c.model.projector = head_config((2048,), 128, use_bn=False)  # PyContrast 'mlp' head
 

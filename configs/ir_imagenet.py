@@ -50,6 +50,7 @@ def get_config(arg=None):
     )
 
     c.model.backbone = "resnet50"
+    c.model.dtype = "auto"  # bfloat16 compute on GPU/TPU, float32 on CPU
     c.model.stem = "imagenet"
     c.model.projector = head_config((), 128, use_bn=False)  # linear 128-d head
 

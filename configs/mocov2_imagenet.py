@@ -51,6 +51,7 @@ def get_config(arg=None):
     c.data.recipes = ml_collections.ConfigDict({"mocov2": recipes.mocov2(c.data.image_size)})
 
     c.model.backbone = "resnet50"
+    c.model.dtype = "auto"  # bfloat16 compute on GPU/TPU, float32 on CPU
     c.model.stem = "imagenet"
     c.model.projector = head_config((2048,), 128, use_bn=False)  # MLP 2048-2048-128
 

@@ -79,6 +79,7 @@ def get_config(arg=None):
     )
 
     c.model.backbone = "resnet50"
+    c.model.dtype = "auto"  # bfloat16 compute on GPU/TPU, float32 on CPU
     c.model.stem = "imagenet"
     c.model.projector = head_config((4096,), 512, use_bn=False)  # Linear-ReLU-Linear, biases
     c.model.predictor.enabled = False

@@ -63,6 +63,7 @@ def get_config(arg=None):
     )
 
     c.model.backbone = "resnet50"
+    c.model.dtype = "auto"  # bfloat16 compute on GPU/TPU, float32 on CPU
     c.model.stem = "imagenet"
     c.model.projector = head_config(
         (2048, 2048), 256, hidden_bias=False, last_bias=False, last_bn=True

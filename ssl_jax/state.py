@@ -11,6 +11,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 PyTree = Any
+BUFFER_DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}  # config.buffer_dtype
 
 
 class TrainState(flax.struct.PyTreeNode):
@@ -41,6 +42,34 @@ def buffer_shardings(mesh: Mesh, buffer_specs, buffers):
     )
 
 
+def cast_rows(buffers, buffer_specs, dtype: Any):
+    """The buffers with every floating leaf of rank >= 2 under a spec sharded along `data` (queues
+    and banks: `memory.ROWS`) in `dtype` (`config.buffer_dtype`); pointers, label banks and
+    replicated arrays (centroids) unchanged. `dtype` float32 returns the buffers as they are."""
+    dtype = jnp.dtype(dtype)
+    if dtype == jnp.float32:
+        return buffers
+    is_spec = lambda x: isinstance(x, P)
+
+    def cast(spec, sub):
+        rows = len(spec) > 0 and spec[0] is not None
+        return jax.tree.map(
+            lambda x: (
+                x.astype(dtype)
+                if rows and x.ndim >= 2 and jnp.issubdtype(x.dtype, jnp.floating)
+                else x
+            ),
+            sub,
+        )
+
+    return jax.tree.map(cast, buffer_specs, buffers, is_leaf=is_spec)
+
+
+def same_dtypes(new: PyTree, old: PyTree) -> PyTree:
+    """`new` with each leaf in the dtype of `old`'s (a step's buffer update keeps bf16 rows bf16)."""
+    return jax.tree.map(lambda n, o: n.astype(o.dtype), new, old)
+
+
 def state_shardings(abstract_state: TrainState, mesh: Mesh, buffer_specs) -> TrainState:
     """NamedShardings for every leaf: buffers as the method says (queues/banks P('data')), rest replicated."""
     replicated = NamedSharding(mesh, P())
@@ -54,7 +83,10 @@ def create_train_state(
     """Initialise the state directly in its sharded layout: eval_shape → shardings → jit(out_shardings).
 
     The model is `ctx.model` (the method's `build_model`); the buffers come from `method.init_buffers`
-    with shardings from `method.buffer_specs`."""
+    with shardings from `method.buffer_specs`, queues and banks in `config.buffer_dtype`. Params,
+    optimiser state and BN statistics are float32 whatever `config.model.dtype` (so are
+    checkpoints)."""
+    buffer_dtype = BUFFER_DTYPES[ctx.config.get("buffer_dtype", "float32")]
     model, mesh = ctx.model, ctx.mesh
 
     def init(rng):
@@ -70,7 +102,9 @@ def create_train_state(
             opt_state=tx.init(params),
             target_params=jax.tree.map(jnp.copy, params) if uses_target else {},
             target_batch_stats=jax.tree.map(jnp.copy, batch_stats) if uses_target else {},
-            buffers=method.init_buffers(buffer_rng, ctx),
+            buffers=cast_rows(
+                method.init_buffers(buffer_rng, ctx), method.buffer_specs(ctx), buffer_dtype
+            ),
             rng=state_rng,
         )
 

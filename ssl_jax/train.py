@@ -28,7 +28,8 @@ from ssl_jax.evaluate.encoder import RowEmbedder, split_features, uint8_feature_
 from ssl_jax.evaluate.evaluators import EvalContext, build_evaluators
 from ssl_jax.methods import METHODS
 from ssl_jax.methods.common import StepContext, StepInput
-from ssl_jax.state import TrainState, create_train_state, state_shardings
+from ssl_jax.models import compute_dtype
+from ssl_jax.state import TrainState, create_train_state, same_dtypes, state_shardings
 from ssl_jax.writers import create_writer
 
 
@@ -51,7 +52,7 @@ class Experiment:
 
 
 def _compute_dtype(config):
-    return jnp.bfloat16 if config.model.dtype == "bfloat16" else jnp.float32
+    return compute_dtype(config.model.dtype)
 
 
 def build_experiment(config: ml_collections.ConfigDict, mesh=None) -> Experiment:
@@ -179,7 +180,7 @@ def make_train_step(exp: Experiment):
         params = optax.apply_updates(state.params, updates)
         if uses_target and not method.EMA_BEFORE_KEYS:
             target_params = optim.ema_update(target_params, params, momentum)
-        buffers = method.update_buffers(ctx, inp, out.updates)
+        buffers = same_dtypes(method.update_buffers(ctx, inp, out.updates), state.buffers)
         metrics = {f"train/{k}": v for k, v in out.metrics.items()}
         metrics.update({f"train/{k}": v for k, v in method.buffer_metrics(ctx, buffers).items()})
         metrics.update(
@@ -216,6 +217,36 @@ def jit_train_step(exp: Experiment, state: TrainState):
     )
 
 
+def abstract_state(exp: Experiment) -> TrainState:
+    """The state's shapes, dtypes and shardings (`jax.ShapeDtypeStruct`s), nothing allocated: what a
+    restore fills and what `jit_train_step(...).lower` needs."""
+    init = functools.partial(
+        create_train_state, tx=exp.tx, method=exp.method, ctx=exp.ctx, sample_input=exp.sample_input
+    )
+    abstract = jax.eval_shape(init, jax.random.PRNGKey(exp.config.seed))
+    shardings = state_shardings(abstract, exp.mesh, exp.method.buffer_specs(exp.ctx))
+    return jax.tree.map(
+        lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s), abstract, shardings
+    )
+
+
+def abstract_batch(exp: Experiment) -> dict:
+    """The global batch the pipeline feeds the step (`pipeline.train_iterator` after
+    `sharding.host_to_global`) as sharded `jax.ShapeDtypeStruct`s: uint8 views at each recipe's size."""
+    config, b = exp.config, exp.config.global_batch_size
+    spec = sharding.batch_sharding(exp.mesh)
+    views = tuple(
+        jax.ShapeDtypeStruct(
+            (b, _view_size(config, i), _view_size(config, i), config.data.channels),
+            jnp.uint8,
+            sharding=spec,
+        )
+        for i in range(len(config.data.views))
+    )
+    rows = jax.ShapeDtypeStruct((b,), jnp.int32, sharding=spec)
+    return {"views": views, "index": rows, "label": rows}
+
+
 def init_or_restore(exp: Experiment, ckpt: checkpoint.Checkpointer | None) -> TrainState:
     """This workdir's latest checkpoint if there is one (said in the log), else a fresh state.
 
@@ -227,11 +258,7 @@ def init_or_restore(exp: Experiment, ckpt: checkpoint.Checkpointer | None) -> Tr
     latest = ckpt.latest_step() if ckpt is not None else None
     if latest is None:
         return init(rng)
-    abstract = jax.eval_shape(init, rng)
-    shardings = state_shardings(abstract, exp.mesh, exp.method.buffer_specs(exp.ctx))
-    abstract = jax.tree.map(
-        lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s), abstract, shardings
-    )
+    abstract = abstract_state(exp)
     logging.info("Resuming from the checkpoint at step %d in %s", latest, ckpt.directory)
     print(f"Resuming from the checkpoint at step {latest} in {ckpt.directory}", flush=True)
     return ckpt.restore(abstract, latest)
@@ -246,7 +273,8 @@ def prepare_fresh_state(exp: Experiment, state: TrainState) -> TrainState:
         num_rows=exp.ctx.num_train_examples,
         batch_size=exp.config.global_batch_size // jax.process_count(),
     )
-    return exp.method.prepare_buffers(exp.ctx, state, embedder)
+    prepared = exp.method.prepare_buffers(exp.ctx, state, embedder)
+    return prepared.replace(buffers=same_dtypes(prepared.buffers, state.buffers))
 
 
 class StopRequested(Exception):  # noqa: N818  (a request, not an error)

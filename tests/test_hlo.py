@@ -10,22 +10,15 @@ nothing else in the step has).
   equals one device's state bytes).
 """
 
-import re
-
 import jax
-import numpy as np
 import pytest
 
 from ssl_jax import sharding, train
+from ssl_jax.hlo import collective_bytes, collectives, donates_state, moves_rows, step_report
 from tests.helpers import synthetic_batch, tiny_config
 
 ROWS = 16384
 TABLE = {"mocov2": "queue", "ir": "bank"}
-COLLECTIVE = re.compile(
-    r"^\s*%\S+ = (.*?) (all-gather|all-reduce|reduce-scatter|all-to-all|collective-permute)"
-    r"(?:-start)?\("
-)
-BYTES = {"f32": 4, "s32": 4, "u32": 4, "bf16": 2, "f16": 2, "pred": 1, "s8": 1, "u8": 1}
 
 
 def _config(method):
@@ -34,17 +27,6 @@ def _config(method):
     config = tiny_config("ir", bank_size=ROWS)
     config.data.train_subset = ROWS
     return config
-
-
-def collectives(hlo: str) -> list[tuple[str, str, tuple[int, ...]]]:
-    """(kind, dtype, shape) of every array a collective of the compiled HLO produces."""
-    out = []
-    for line in hlo.splitlines():
-        m = COLLECTIVE.match(line)
-        if m:
-            for dtype, dims in re.findall(r"(\w+)\[([\d,]*)\]", m.group(1)):
-                out.append((m.group(2), dtype, tuple(int(d) for d in dims.split(",") if d)))
-    return out
 
 
 @pytest.fixture(scope="module", params=["mocov2", "ir"])
@@ -56,25 +38,22 @@ def compiled(request):
         state = train.init_or_restore(exp, None)
     step = train.jit_train_step(exp, state)
     batch = sharding.host_to_global(synthetic_batch(config, 0), exp.mesh)
-    return method, config, state, step.lower(state, batch).compile()
-
-
-def _nbytes(dtype, shape):
-    return BYTES[dtype] * int(np.prod(shape, dtype=np.int64))
+    return method, config, state, batch, step.lower(state, batch).compile()
 
 
 @pytest.mark.slow
 def test_collectives_never_move_the_queue_or_bank(compiled):
-    method, config, state, exe = compiled
+    method, config, state, _, exe = compiled
     table = state.buffers[TABLE[method]]
     assert table.shape[0] == ROWS
     moved = collectives(exe.as_text())
     assert moved, "an 8-device step has collectives"
+    assert not moves_rows(moved, table.shape, 8)
     for kind, dtype, shape in moved:
         assert ROWS not in shape and ROWS // 8 not in shape, (kind, dtype, shape)
         if kind == "all-gather":  # per-example rows of the global batch only
             assert shape[0] == config.global_batch_size, (kind, dtype, shape)
-    total = sum(_nbytes(dtype, shape) for _, dtype, shape in moved)
+    total = collective_bytes(exe.as_text())
     params = sum(x.nbytes for x in jax.tree.leaves(state.params))
     assert total < 1.5 * params, (total, params)
     assert table.nbytes >= params, "the table must be big enough for the bound to mean something"
@@ -82,7 +61,21 @@ def test_collectives_never_move_the_queue_or_bank(compiled):
 
 @pytest.mark.slow
 def test_state_is_donated(compiled):
-    _, _, state, exe = compiled
+    _, _, state, _, exe = compiled
     one_device = sum(x.addressable_shards[0].data.nbytes for x in jax.tree.leaves(state))
     assert exe.memory_analysis().alias_size_in_bytes == one_device
     assert "input_output_alias={ {0}: (0, {}, may-alias)" in exe.as_text().splitlines()[0]
+    assert donates_state(exe, state)
+
+
+@pytest.mark.slow
+def test_step_report(compiled):
+    """`hlo.step_report` (what `benchmarks/accelerator.py --readiness` prints) on the same step."""
+    method, config, state, batch, exe = compiled
+    r = step_report(exe, state, batch)
+    table = state.buffers[TABLE[method]]
+    assert r["devices"] == 8 and r["per_device_batch"] == config.global_batch_size / 8
+    assert r["tables"] == {f"['{TABLE[method]}']": table.shape} and r["tables_moved"] == {}
+    assert r["donated"] and r["alias_bytes"] == r["state_bytes"]
+    assert r["collective_bytes"] == collective_bytes(exe.as_text()) > r["param_bytes"] / 2
+    assert r["flops_per_image"] > 0 and r["peak_bytes"] > 0

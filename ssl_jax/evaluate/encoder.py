@@ -36,6 +36,7 @@ from jax.sharding import PartitionSpec as P
 
 from ssl_jax import checkpoint, memory, sharding
 from ssl_jax.data import datasets, device_augment, pipeline
+from ssl_jax.models import compute_dtype
 
 WEIGHTS = ("online", "target")
 _STATE_KEYS = {
@@ -72,7 +73,7 @@ class Encoder:
     def __post_init__(self):
         self._apply = _jitted_apply(self.model)
         data = self.config.data
-        dtype = jnp.bfloat16 if self.config.model.dtype == "bfloat16" else jnp.float32
+        dtype = compute_dtype(self.config.model.dtype)
         self._normalize = jax.jit(lambda x: device_augment.eval_input(x, data, dtype))
 
     @property
@@ -183,7 +184,7 @@ def uint8_feature_fn(apply_fn: Callable, data_config, config) -> FeatureFn:
     data = ml_collections.ConfigDict(
         data_config.to_dict() if hasattr(data_config, "to_dict") else dict(data_config)
     )
-    dtype = jnp.bfloat16 if config.model.dtype == "bfloat16" else jnp.float32
+    dtype = compute_dtype(config.model.dtype)
 
     @jax.jit
     def fn(variables, images):
@@ -451,7 +452,7 @@ class RowEmbedder:
 
     def _writer(self, embed_fn):
         data = self.config.data
-        dtype = jnp.bfloat16 if self.config.model.dtype == "bfloat16" else jnp.float32
+        dtype = compute_dtype(self.config.model.dtype)
         mesh = self.mesh
 
         @functools.partial(jax.jit, donate_argnums=(4,))

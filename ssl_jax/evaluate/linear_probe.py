@@ -33,6 +33,7 @@ from ssl_jax import optim, sharding
 from ssl_jax.data import device_augment, pipeline
 from ssl_jax.evaluate import jobs
 from ssl_jax.evaluate.encoder import _replicated_scalar, sharded_split_features
+from ssl_jax.models import compute_dtype
 from ssl_jax.sharding import DATA_AXIS
 from ssl_jax.writers import create_writer
 
@@ -276,7 +277,7 @@ def _images_epochs(trainer: _Trainer, inputs, probe, mesh):
     pc = _probe_data_config(config, probe)
     # the pretraining run's model input (mean/std or colour space), not the probe data's
     run_data = config.data
-    dtype = jnp.bfloat16 if config.model.dtype == "bfloat16" else jnp.float32
+    dtype = compute_dtype(config.model.dtype)
     tx = trainer.tx
     rep, batch = NamedSharding(mesh, P()), sharding.batch_sharding(mesh)
 

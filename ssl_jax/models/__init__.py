@@ -5,7 +5,9 @@
 backbone            'resnet18' | 'resnet34' | 'resnet50'
 stem                'imagenet' | 'cifar'                 (default 'imagenet')
 width               float > 0                            (default 1.0)
-dtype               'float32' | 'bfloat16'               (compute dtype; default 'float32')
+dtype               'float32' | 'bfloat16' | 'auto'      (compute dtype; default 'float32'; 'auto' =
+                    'bfloat16' when jax.default_backend() is a GPU or TPU, else 'float32',
+                    resolved when the model is built: `resolve_dtype`)
 zero_init_residual  bool                                 (default False, as torchvision)
 conv_impl           'auto' | 'xla' | 'matmul'            (default 'auto'; see models/conv.py)
 stem_width          int >= 0: stem conv channels         (default 0 = round(64 * width); CMC: 64)
@@ -26,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import flax.linen as nn
+import jax
 import jax.numpy as jnp
 import ml_collections
 
@@ -39,6 +42,7 @@ from ssl_jax.models.resnet import ResNet, feature_dim
 __all__ = [
     "BACKBONES",
     "DTYPES",
+    "DTYPE_CHOICES",
     "BatchNorm",
     "JigsawHead",
     "MLPHead",
@@ -50,13 +54,33 @@ __all__ = [
     "build_model",
     "build_two_encoder_model",
     "check_config",
+    "compute_dtype",
     "feature_dim",
     "head_config",
+    "resolve_dtype",
 ]
 
 BACKBONES = {"resnet18": 18, "resnet34": 34, "resnet50": 50}
 STEMS = ("imagenet", "cifar")
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+DTYPE_CHOICES = (*DTYPES, "auto")  # the allowed values of config.model.dtype
+ACCELERATORS = ("gpu", "cuda", "rocm", "tpu")  # backends on which 'auto' means bfloat16
+
+
+def resolve_dtype(name: Any) -> str:
+    """`config.model.dtype` → 'float32' | 'bfloat16': 'auto' is 'bfloat16' when
+    `jax.default_backend()` is a GPU or TPU and 'float32' on CPU (XLA:CPU's bf16 convs are slow)."""
+    if name == "auto":
+        return "bfloat16" if jax.default_backend() in ACCELERATORS else "float32"
+    if name not in DTYPES:
+        raise ValueError(f"model.dtype must be one of {list(DTYPE_CHOICES)}, got {name!r}")
+    return name
+
+
+def compute_dtype(name: Any) -> Any:
+    """The jnp compute dtype of `config.model.dtype` (params, BN statistics and losses stay float32)."""
+    return DTYPES[resolve_dtype(name)]
+
 
 _MODEL_KEYS = (
     "backbone",
@@ -229,9 +253,9 @@ def _as_dict(cfg: Any, where: str) -> dict[str, Any]:
 
 
 def _dtype(name: Any, where: str) -> Any:
-    if name not in DTYPES:
-        raise ValueError(f"{where} must be one of {list(DTYPES)}, got {name!r}")
-    return DTYPES[name]
+    if name not in DTYPE_CHOICES:
+        raise ValueError(f"{where} must be one of {list(DTYPE_CHOICES)}, got {name!r}")
+    return compute_dtype(name)
 
 
 def build_head(
@@ -382,7 +406,7 @@ def check_config(model_config: Any, where: str = "model") -> None:
 
     Raises `ssl_jax.configs.ConfigError` naming `config.model.<key>=<value>` and the allowed
     values, which come from the builders' own tables: the backbones whose depth `resnet.STAGES`
-    builds, `resnet.STEMS`, `DTYPES` and `conv.CONV_IMPLS` (those `ResNet` checks too).
+    builds, `resnet.STEMS`, `DTYPE_CHOICES` and `conv.CONV_IMPLS` (those `ResNet` checks too).
     """
     cfg = _as_dict(model_config, where)
     unknown = sorted(set(cfg) - set(_MODEL_KEYS))
@@ -393,7 +417,7 @@ def check_config(model_config: Any, where: str = "model") -> None:
     choices = {
         "backbone": (cfg.get("backbone"), [n for n, d in BACKBONES.items() if d in _resnet.STAGES]),
         "stem": (cfg.get("stem", "imagenet"), list(_resnet.STEMS)),
-        "dtype": (cfg.get("dtype", "float32"), list(DTYPES)),
+        "dtype": (cfg.get("dtype", "float32"), list(DTYPE_CHOICES)),
         "conv_impl": (cfg.get("conv_impl", "auto"), list(CONV_IMPLS)),
     }
     for key, (value, allowed) in choices.items():

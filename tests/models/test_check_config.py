@@ -37,7 +37,10 @@ def test_defaults_and_every_allowed_value_pass():
         ),
         ({"backbone": None}, r"config\.model\.backbone=None"),
         ({"stem": "tiny"}, r"config\.model\.stem='tiny' .*\['imagenet', 'cifar'\]"),
-        ({"dtype": "float16"}, r"config\.model\.dtype='float16' .*\['float32', 'bfloat16'\]"),
+        (
+            {"dtype": "float16"},
+            r"config\.model\.dtype='float16' .*\['float32', 'bfloat16', 'auto'\]",
+        ),
         ({"conv_impl": "cudnn"}, r"config\.model\.conv_impl='cudnn' .*\['auto', 'xla', 'matmul'\]"),
         ({"width": 0.0}, r"config\.model\.width=0\.0 is not allowed; allowed: a number > 0"),
         ({"width": -1}, r"config\.model\.width=-1"),

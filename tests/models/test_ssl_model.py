@@ -175,7 +175,7 @@ def test_bfloat16_and_options():
     [
         ({"backbone": "resnet101"}, r"model\.backbone must be one of \['resnet18'"),
         ({"stem": "tiny"}, r"model\.stem must be one of \['imagenet', 'cifar'\]"),
-        ({"dtype": "float16"}, r"model\.dtype must be one of \['float32', 'bfloat16'\]"),
+        ({"dtype": "float16"}, r"model\.dtype must be one of \['float32', 'bfloat16', 'auto'\]"),
         ({"width": 0.0}, r"model\.width"),
         ({"zero_init_residual": 1}, r"model\.zero_init_residual"),
         ({"projector": None}, r"model\.projector is required"),

@@ -1,0 +1,205 @@
+"""GPU/TPU readiness of the ResNet-50 ImageNet configs (issue 18 item 3): what can be checked without
+an accelerator, and the one command to run on the day there is one.
+
+    python benchmarks/accelerator.py --readiness [--devices=8] [--batch=256] [--configs=mocov2_imagenet,...]
+    python benchmarks/accelerator.py [--steps=50] [--override data.manual_dir=/data/imagenet ...]
+
+`--readiness` (any host, CPU included: `--devices=N` simulates N XLA:CPU devices, 8 by default) lowers and
+compiles each config's train step on abstract inputs (`train.abstract_state` / `abstract_batch`:
+nothing is allocated or executed) in `--dtype` (bfloat16 by default, what `model.dtype='auto'`
+resolves to on a GPU/TPU) and prints, from the compiled executable:
+- FLOPs per image: `cost_analysis()['flops']` of one device's program / its images, against the
+  analytic 3 × 4.1 G multiply-adds × views (forward + backward of a ResNet-50 at 224 px per view,
+  scaled by each view's pixels; XLA counts a multiply-add as 2 FLOPs, so the analytic figure is
+  printed in FLOPs = 2 × MACs). Target (EMA) views run forward only, so the measured figure sits
+  below the analytic bound for methods with key views (MoCo v2: (3 + 1) / 6 of it, plus the heads).
+- memory per device (`memory_analysis()`): arguments + outputs - aliased + temp, the bound a device
+  must hold, beside XLA's `peak_memory_in_bytes` (which XLA:CPU reports without the temp buffers)
+  and each part. These are XLA:CPU's buffer assignment; a GPU's differs (conv workspaces, fusion).
+- collective bytes per step per device: the arrays the collectives of the HLO produce
+  (`ssl_jax.hlo.collectives`, as `tests/test_hlo.py`), by kind, against the parameters' bytes (the
+  gradients' all-reduce), and whether any collective has an axis of a queue or bank (its rows or one
+  device's shard of them): it must not.
+- whether the state is donated (`ssl_jax.hlo.donates_state`: aliased bytes = one device's state).
+
+The default mode (on a GPU or TPU host; on CPU it runs too, slowly, e.g. with `:runlocal` configs as a
+smoke test) runs each config in bf16 at its real batch on all local devices and prints img/s of the
+step alone (synthetic uint8 batches, `benchmarks/train_step.py`'s `compiled_step`) and of the whole
+loop (the config's tf.data pipeline, `sharding.prefetch_to_device` as `train.py`, the step), and the
+fraction of the loop's time the host waits for the next batch. The loop needs the config's data
+(`--override data.manual_dir=/data/imagenet` for tfds ImageNet, or `data.name=image_folder
+data.data_dir=...`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+import numpy as np  # noqa: E402
+from _common import simulate_devices  # noqa: E402
+
+CONFIGS = ("mocov2_imagenet", "scce_imagenet", "jcl_imagenet", "interclr_imagenet")
+RESNET50_GMAC = 4.1  # multiply-adds of one 224-px ResNet-50 forward (torchvision's "4.1 GFLOPs")
+MiB = 2**20
+
+
+def load_config(name: str, *, batch: int, dtype: str, overrides=()):
+    """`configs/<name>.py[:arg]` (or a path) at global batch `batch` (0: the config's), queues
+    rounded to a multiple of it, compute dtype `dtype`."""
+    from ssl_jax import configs
+
+    path = name if os.sep in name.split(":")[0] else os.path.join(ROOT, "configs", name)
+    base, _, arg = path.partition(":")
+    config = configs.load(
+        base + ("" if base.endswith(".py") else ".py") + (f":{arg}" if arg else "")
+    )
+    if batch:
+        config.global_batch_size = batch
+        hp = config.method_config
+        if "queue_size" in hp:
+            hp.queue_size = max(batch, hp.queue_size // batch * batch)
+    config.model.dtype = dtype
+    for item in overrides:
+        configs.apply_override(config, item)
+    return config
+
+
+def readiness(config) -> dict:
+    """Compile (never run) the config's train step on the current devices → `hlo.step_report`'s
+    figures, the analytic FLOPs per image, the compile time and the compute dtype."""
+    from ssl_jax import hlo, train
+
+    exp = train.build_experiment(config)
+    state, batch = train.abstract_state(exp), train.abstract_batch(exp)
+    t = time.perf_counter()
+    compiled = train.jit_train_step(exp, state).lower(state, batch).compile()
+    report = hlo.step_report(compiled, state, batch)
+    pixels = sum(v.shape[1] * v.shape[2] / 224**2 for v in batch["views"])  # 224-px images
+    report.update(
+        compile_s=time.perf_counter() - t,
+        views=len(batch["views"]),
+        dtype=str(np.dtype(exp.sample_input.dtype)),
+        analytic_flops_per_image=2 * 3 * RESNET50_GMAC * 1e9 * pixels,
+    )
+    return report
+
+
+def print_readiness(name: str, r: dict) -> None:
+    mb = lambda b: f"{b / MiB:,.1f} MiB"
+    print(
+        f"{name}: {r['devices']} devices × {r['per_device_batch']:g} images, {r['views']} views, "
+        f"{r['dtype']}, compiled in {r['compile_s']:.0f} s",
+        flush=True,
+    )
+    ratio = r["flops_per_image"] / r["analytic_flops_per_image"]
+    print(
+        f"  FLOPs/image {r['flops_per_image'] / 1e9:,.1f} G vs analytic 3 × 4.1 GMAC × views = "
+        f"{r['analytic_flops_per_image'] / 1e9:,.1f} GFLOP ({ratio:.2f}×)"
+    )
+    bound = r["argument_bytes"] + r["output_bytes"] - r["alias_bytes"] + r["temp_bytes"]
+    print(
+        f"  memory/device: arguments + outputs - aliased + temp = {mb(bound)} (XLA's peak "
+        f"{mb(r['peak_bytes'])}) | arguments {mb(r['argument_bytes'])} "
+        f"(state {mb(r['state_bytes'])}) | outputs {mb(r['output_bytes'])} | temp "
+        f"{mb(r['temp_bytes'])} | aliased {mb(r['alias_bytes'])}"
+    )
+    kinds = ", ".join(f"{k} {mb(v)}" for k, v in sorted(r["collective_bytes_by_kind"].items()))
+    largest = r["largest_collective"]
+    print(
+        f"  collectives/step/device: {mb(r['collective_bytes'])} ({kinds}); parameters "
+        f"{mb(r['param_bytes'])}; largest {largest[0]} {largest[1]}{list(largest[2])}"
+        if largest
+        else "  collectives: none"
+    )
+    tables = ", ".join(f"{p} {list(s)}" for p, s in r["tables"].items()) or "none"
+    moved = (
+        f"MOVED by {sum(map(len, r['tables_moved'].values()))} collectives, e.g. "
+        f"{next(iter(r['tables_moved'].values()))[0]}"
+        if r["tables_moved"]
+        else "never moved by a collective"
+    )
+    print(f"  queues/banks: {tables}: {moved}")
+    missing = r["state_bytes"] - r["alias_bytes"]
+    donated = "yes" if r["donated"] else f"all but {missing:,} bytes" if missing < 1024 else "NO"
+    print(
+        f"  state donated: {donated} ({r['alias_bytes']:,} of {r['state_bytes']:,} bytes aliased)",
+        flush=True,
+    )
+
+
+def loop_rates(config, steps: int) -> dict:
+    """img/s of the step alone and of the whole loop (pipeline + prefetch + step), and the fraction
+    of the loop's time spent waiting for the next batch."""
+    import jax
+    from train_step import compiled_step, time_steps
+
+    from ssl_jax import sharding, train
+    from ssl_jax.data import pipeline
+
+    b = config.global_batch_size
+    times, (step, state, _) = time_steps(compiled_step(config), steps)
+    step_rate = b / float(np.median(times))
+    data = pipeline.train_iterator(
+        config, process_index=jax.process_index(), process_count=jax.process_count()
+    )
+    batches = sharding.prefetch_to_device(data, train.PREFETCH_BATCHES, sharding.make_mesh())
+    for _ in range(2):  # warm the pipeline
+        state, metrics = step(state, next(batches))
+    jax.block_until_ready(metrics)
+    wait, t0 = 0.0, time.perf_counter()
+    for _ in range(steps):
+        t = time.perf_counter()
+        batch = next(batches)
+        wait += time.perf_counter() - t
+        state, metrics = step(state, batch)
+        jax.block_until_ready(metrics)
+    total = time.perf_counter() - t0
+    return {"step": step_rate, "loop": steps * b / total, "wait": wait / total}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--readiness", action="store_true", help="compile only (CPU is fine)")
+    parser.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated names/paths")
+    parser.add_argument("--batch", type=int, default=0, help="global batch (0: the config's)")
+    parser.add_argument("--devices", type=int, default=8, help="simulated CPU devices (readiness)")
+    parser.add_argument("--dtype", default="bfloat16", help="model.dtype: bfloat16 | float32")
+    parser.add_argument("--steps", type=int, default=50, help="timed steps (default mode)")
+    parser.add_argument("--override", nargs="*", default=[], help="key=value on every config")
+    args = parser.parse_args()
+    if args.readiness:
+        simulate_devices(args.devices)
+        os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    import jax
+
+    print(
+        f"devices: {jax.device_count()} × {jax.devices()[0].device_kind} "
+        f"({jax.default_backend()}, {os.cpu_count()} host cores)",
+        flush=True,
+    )
+    if not args.readiness and jax.default_backend() == "cpu":
+        print("  (no GPU/TPU: these are CPU figures; --readiness is the CPU mode)", flush=True)
+    for name in args.configs.split(","):
+        config = load_config(name, batch=args.batch, dtype=args.dtype, overrides=args.override)
+        label = f"{name} (batch {config.global_batch_size})"
+        if args.readiness:
+            print_readiness(label, readiness(config))
+            continue
+        r = loop_rates(config, args.steps)
+        print(
+            f"{label}: step alone {r['step']:,.1f} img/s | whole loop {r['loop']:,.1f} img/s | "
+            f"waiting for input {100 * r['wait']:.1f} % of the loop",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
