@@ -28,6 +28,7 @@ import ml_collections
 from jax.sharding import Mesh
 
 from ssl_jax.configs import ConfigError, hp_field
+from ssl_jax.sharding import batch_sharding
 
 PyTree = Any
 
@@ -278,7 +279,9 @@ def target_forward(ctx: StepContext, target: dict, x, rng):
     hp = ctx.hp
     if hp.shuffle_bn:
         perm = jax.random.permutation(rng, x.shape[0])
-        x = x[perm]
+        # the permuted batch stays sharded over `data`: without the constraint GSPMD gives the
+        # gather a replicated output and every device runs the key forward on the whole batch
+        x = jax.lax.with_sharding_constraint(x[perm], batch_sharding(ctx.mesh))
     out, new_stats = forward(
         ctx,
         target["params"],
