@@ -17,10 +17,10 @@ from the pretraining run (`config.init`) unless `--config.data.<key>=` overrides
   Visual Representations"): logistic regression on the backbone features (cached eval-view
   features, no augmentation), SGD lr 0.01, momentum 0.9, 100 epochs, no decay. The batch size is
   not given there; 256 here.
-- 'fast': cached features (small data), closed-form ridge regression onto one-hot labels
-  (`probe.solver='ridge'`, the default job's probe table) or full-batch L-BFGS softmax regression
-  (`'lbfgs'`); the L2 penalty is picked on a held-out 10% of the training features from
-  `probe.l2_grid`.
+- 'fast': cached features (small data), full-batch L-BFGS multinomial logistic regression on
+  standardised features (`probe.solver='lbfgs'`, the default job's probe table) or closed-form
+  ridge regression onto one-hot labels (`'ridge'`); the L2 penalty is picked on a held-out 10% of
+  the training features from `probe.l2_grid` (empty: `linear_probe.L2_GRIDS[solver]`).
 
 `runlocal`: a few epochs on the first 512 training and 1000 test images (CPU smoke run).
 """
@@ -87,11 +87,12 @@ def get_config(arg=None):
     p.eval_batch_size = 256
     p.num_train = -1  # >0: only the first N training images
     p.num_test = -1  # >0: only the first N test images
-    # fast: the default job's probe-table solver and grid ('ridge' closed form | 'lbfgs' softmax)
+    # fast: the default job's probe-table solver and grid ('lbfgs' logistic regression | 'ridge'
+    # closed form; an empty grid is the solver's own, `linear_probe.L2_GRIDS`)
     probe_table = configs.base_config().evals.probe_table
     p.solver = probe_table.solver
     p.l2_grid = tuple(probe_table.l2_grid)
-    p.iterations = 200  # fast, 'lbfgs': L-BFGS iterations
+    p.iterations = probe_table.iterations  # fast, 'lbfgs': at most this many L-BFGS iterations
 
     if preset == "sce":
         p.num_epochs = 90.0

@@ -103,11 +103,16 @@ def test_config_files_are_flat(path):
     assert not hasattr(configs, "sibling")
 
 
-def test_default_job_configs_run_the_probe_table_without_a_knn_monitor():
+def test_default_job_configs_run_the_probe_table_and_the_default_job_a_knn_monitor():
     for name in ("scce", "mocov2", "jcl", "ir", "ressl"):
         c = configs.load(f"{ROOT}/configs/{name}_fashion_mnist.py")
         assert c.evals.probe_table.every_steps == 0, name  # only at the last step
-        assert c.evals.knn.every_steps == -1, name  # never
+        assert c.evals.probe_table.solver == "lbfgs" and c.evals.probe_table.knn_k == 200, name
+        if name == "scce":  # the default job: the kNN monitor 4 times, on 10k / 10k images
+            assert c.total_steps // c.evals.knn.every_steps == 4 and c.total_steps % 4 == 0
+            assert (c.evals.knn.num_train, c.evals.knn.num_test) == (10_000, 10_000)
+        else:
+            assert c.evals.knn.every_steps == -1, name  # never
         local = configs.load(f"{ROOT}/configs/{name}_fashion_mnist.py:runlocal")
         assert local.evals.probe_table.num_train == 512 and local.evals.knn.k == 20
 
@@ -300,7 +305,7 @@ def _local():
         (
             "evals.probe_table.solver",
             "sgd",
-            "config.evals.probe_table.solver='sgd'.*'ridge', 'lbfgs'",
+            "config.evals.probe_table.solver='sgd'.*'lbfgs', 'ridge'",
         ),
         ("evals.probe_table.l2_grid", (0.1, -1.0), "config.evals.probe_table.l2_grid=-1.0"),
         ("evals.probe_table.num_train", 0, "config.evals.probe_table.num_train=0"),

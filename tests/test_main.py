@@ -129,11 +129,13 @@ def test_default_job_prints_the_probe_table(tmp_path):
     for name in ("pretrained", "random init", "raw pixels"):
         assert name in rows and "%" in rows[name], out
     table = (workdir / "probe_table.txt").read_text()
-    assert "raw pixels" in table and "(first 500)" in table
+    assert table.startswith("Linear probe: multinomial logistic regression")
+    assert "raw pixels" in table and "train 500 (train)" in table and "kNN top-1" in table
     from ssl_jax.writers import read_metrics
 
     probe = [r for r in read_metrics(str(workdir)) if "probe/top1" in r]
     assert [r["step"] for r in probe] == [2] and "probe/raw_pixels_top1" in probe[0]
+    assert "probe/knn_top1" in probe[0]
     assert "pictures:" in out
 
 

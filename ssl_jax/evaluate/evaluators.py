@@ -3,8 +3,9 @@
 ```
 config.evals.knn = dict(type='knn', every_steps=5000, k=200, temperature=0.07, num_train=-1,
                         num_test=-1, batch_size=256)
-config.evals.probe_table = dict(type='probe_table', every_steps=0, num_train=-1, solver='ridge',
-                                l2_grid=(1e-5, ..., 1.0), batch_size=500)
+config.evals.probe_table = dict(type='probe_table', every_steps=0, num_train=-1, num_test=-1,
+                                solver='lbfgs', l2_grid=(), iterations=100, knn_k=200,
+                                knn_temperature=0.07, batch_size=512)
 ```
 `every_steps`: N > 0 → at steps N, 2N, … and at the last step; 0 → only at the last step; -1 → never.
 
@@ -36,7 +37,7 @@ from ssl_jax.configs import ConfigError, check_allowed, check_range
 from ssl_jax.data import datasets, pipeline
 from ssl_jax.evaluate import knn
 from ssl_jax.evaluate.encoder import FeatureFn, sharded_split_features, split_features
-from ssl_jax.evaluate.linear_probe import fit_linear_probe
+from ssl_jax.evaluate.linear_probe import L2_GRIDS, SOLVER_NAMES, SOLVERS, fit_linear_probe
 
 PROBE_TABLE_FILE = "probe_table.txt"
 
@@ -228,15 +229,25 @@ def raw_pixels(config, split: str, limit: int, batch_size: int) -> tuple[np.ndar
 class ProbeTableEvaluator(_Schedule):
     """Linear probe (same probe, same data) of the pretrained encoder, the same encoder at random
     init and raw pixels (the first `num_train` / `num_test` examples of the eval splits, all when
-    -1). Prints the table, writes `probe_table.txt` (process 0) and returns
-    `probe/top1`, `probe/random_init_top1`, `probe/raw_pixels_top1`."""
+    -1), with a weighted kNN column (`knn.weighted_knn`, k `knn_k`, τ `knn_temperature`, cosine on
+    the unstandardised features; `knn_k=0`: none). The probe is `linear_probe.fit_linear_probe`:
+    `solver='lbfgs'` multinomial logistic regression, 'ridge' the closed form; `l2_grid` empty =
+    the solver's own grid (`linear_probe.L2_GRIDS`). Prints the table (its first line names the
+    probe, the grid and the sizes), writes `probe_table.txt` (process 0) and returns
+    `probe/top1`, `probe/random_init_top1`, `probe/raw_pixels_top1` and the kNN column as
+    `probe/knn_top1`, `probe/random_init_knn_top1`, `probe/raw_pixels_knn_top1`."""
 
     KEYS = {
         "pretrained": "probe/top1",
         "random init": "probe/random_init_top1",
         "raw pixels": "probe/raw_pixels_top1",
     }
-    SOLVERS = ("ridge", "lbfgs")
+    KNN_KEYS = {
+        "pretrained": "probe/knn_top1",
+        "random init": "probe/random_init_knn_top1",
+        "raw pixels": "probe/raw_pixels_knn_top1",
+    }
+    SOLVERS = SOLVERS
 
     def __init__(
         self,
@@ -247,8 +258,11 @@ class ProbeTableEvaluator(_Schedule):
         every_steps: int = 0,
         num_train: int = -1,
         num_test: int = -1,
-        solver: str = "ridge",
-        l2_grid: tuple[float, ...] = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0),
+        solver: str = "lbfgs",
+        l2_grid: tuple[float, ...] = (),
+        iterations: int = 100,
+        knn_k: int = 200,
+        knn_temperature: float = 0.07,
         batch_size: int = 512,
     ):
         self.name = name
@@ -259,13 +273,19 @@ class ProbeTableEvaluator(_Schedule):
             num_test=num_test,
             solver=solver,
             l2_grid=l2_grid,
+            iterations=iterations,
+            knn_k=knn_k,
+            knn_temperature=knn_temperature,
             batch_size=batch_size,
         )
         self.every_steps = int(every_steps)
         self.config, self.ctx = config, ctx
         self.num_train, self.num_test = int(num_train), int(num_test)
         self.batch_size = int(batch_size)
-        self.solver, self.l2_grid = solver, tuple(float(x) for x in l2_grid)
+        self.solver = solver
+        self.l2_grid = tuple(float(x) for x in (l2_grid or L2_GRIDS[solver]))
+        self.iterations = int(iterations)
+        self.knn_k, self.knn_temperature = int(knn_k), float(knn_temperature)
         self._random: dict | None = None
 
     @classmethod
@@ -274,10 +294,11 @@ class ProbeTableEvaluator(_Schedule):
     ) -> None:
         super().check_config(entry, where, num_devices=num_devices, num_processes=num_processes)
         check_allowed(f"{where}.solver", entry["solver"], cls.SOLVERS)
-        if not entry["l2_grid"]:
-            raise ConfigError(f"config.{where}.l2_grid is empty: give L2 penalties > 0")
-        for value in entry["l2_grid"]:
+        for value in entry["l2_grid"]:  # empty: the solver's own grid
             check_range(f"{where}.l2_grid", value, low=0.0, low_open=True)
+        check_range(f"{where}.iterations", entry["iterations"], low=1, integer=True)
+        check_range(f"{where}.knn_k", entry["knn_k"], low=0, integer=True)
+        check_range(f"{where}.knn_temperature", entry["knn_temperature"], low=0.0, low_open=True)
 
     def _features(self, variables, split: str, limit: int = -1):
         return split_features(
@@ -290,8 +311,30 @@ class ProbeTableEvaluator(_Schedule):
             limit=limit,
         )
 
-    def _fit(self, train, test) -> dict:
-        return fit_linear_probe(*train, *test, l2_grid=self.l2_grid, solver=self.solver)
+    def _evaluate(self, train, test) -> dict:
+        result = fit_linear_probe(
+            *train, *test, l2_grid=self.l2_grid, solver=self.solver, iterations=self.iterations
+        )
+        if self.knn_k:
+            knn_result = knn.weighted_knn(
+                *train, *test, k=self.knn_k, temperature=self.knn_temperature
+            )
+            result["knn_top1"] = knn_result["top1"]
+        return result
+
+    def title(self, num_train: int, num_test: int) -> str:
+        """The table's first line: the probe, its l2 grid and selection, the sizes, the kNN."""
+        data = self.config.data
+        grid = ", ".join(f"{v:g}" for v in sorted(self.l2_grid))
+        line = (
+            f"Linear probe: {SOLVER_NAMES[self.solver]} on standardised frozen features, "
+            f"l2 chosen from ({grid}) on a held-out 10% of train; {data.name}: "
+            f"train {num_train} ({data.eval_train_split}), test {num_test} "
+            f"({data.eval_test_split})"
+        )
+        if self.knn_k:
+            line += f"; kNN: weighted, k {self.knn_k}, τ {self.knn_temperature:g}"
+        return line + ":"
 
     def run(self, state, step: int) -> dict[str, float]:
         config, limit = self.config, self.num_train
@@ -300,41 +343,50 @@ class ProbeTableEvaluator(_Schedule):
             self._random = self.ctx.random_init()
         encoders = {"pretrained": _variables(state), "random init": self._random}
         print(
-            f"Linear probe ({self.solver}): features of {train_split} and {test_split} for the "
-            "pretrained encoder, the same encoder at random init, and raw pixels",
+            f"Linear probe ({SOLVER_NAMES[self.solver]}"
+            f"{', kNN' if self.knn_k else ''}): features of {train_split} and {test_split} for "
+            "the pretrained encoder, the same encoder at random init, and raw pixels",
             flush=True,
         )
         results, timings = {}, {}
+        sizes = (0, 0)
         for name, variables in encoders.items():
             print(f"  probe: {name} …", flush=True)
             t0 = time.time()
             tr = self._features(variables, train_split, limit)
             te = self._features(variables, test_split, self.num_test)
-            results[name] = self._fit(tr, te)
+            results[name] = self._evaluate(tr, te)
             timings[name] = time.time() - t0
+            sizes = (len(tr[1]), len(te[1]))
         print("  probe: raw pixels …", flush=True)
         t0 = time.time()
-        results["raw pixels"] = self._fit(
+        results["raw pixels"] = self._evaluate(
             raw_pixels(config, train_split, limit, self.batch_size),
             raw_pixels(config, test_split, self.num_test, self.batch_size),
         )
         timings["raw pixels"] = time.time() - t0
+        knn_head = f" {'kNN top-1':>9}" if self.knn_k else ""
         lines = [
-            f"Linear probe on {config.data.name} ({test_split}), "
-            f"features of {train_split}{'' if limit <= 0 else f' (first {limit})'}:",
-            f"{'encoder':<14} {'top-1':>7} {'top-5':>7} {'l2':>8} {'time':>7}",
+            self.title(*sizes),
+            f"{'encoder':<12} {'top-1':>7} {'top-5':>7} {'l2':>7} {'iters':>5}{knn_head} "
+            f"{'time':>7}",
         ]
         for name, r in results.items():
+            iters = str(r["iterations"]) if "iterations" in r else "-"
+            knn_cell = f" {100 * r['knn_top1']:8.2f}%" if self.knn_k else ""
             lines.append(
-                f"{name:<14} {100 * r['top1']:6.2f}% {100 * r['top5']:6.2f}% {r['l2']:8.0e} "
-                f"{timings[name]:6.1f}s"
+                f"{name:<12} {100 * r['top1']:6.2f}% {100 * r['top5']:6.2f}% {r['l2']:7.0e} "
+                f"{iters:>5}{knn_cell} {timings[name]:6.1f}s"
             )
         table = "\n".join(lines)
         print(table, flush=True)
         if jax.process_index() == 0:
             with open(os.path.join(self.ctx.workdir, PROBE_TABLE_FILE), "w") as f:
                 f.write(table + "\n")
-        return {self.KEYS[name]: float(r["top1"]) for name, r in results.items()}
+        scalars = {self.KEYS[name]: float(r["top1"]) for name, r in results.items()}
+        if self.knn_k:
+            scalars.update({self.KNN_KEYS[n]: float(r["knn_top1"]) for n, r in results.items()})
+        return scalars
 
 
 EVALUATORS: dict[str, type] = {"knn": KnnEvaluator, "probe_table": ProbeTableEvaluator}

@@ -38,27 +38,75 @@ from ssl_jax.sharding import DATA_AXIS
 from ssl_jax.writers import create_writer
 
 
-@functools.partial(jax.jit, static_argnames=("num_classes", "iterations"))
-def _fit_softmax(x, y, l2, *, num_classes, iterations):
-    dim = x.shape[1]
-    params = {"w": jnp.zeros((dim, num_classes)), "b": jnp.zeros((num_classes,))}
+@functools.partial(jax.jit, static_argnames=("iterations",))
+def _fit_softmax(x, y, l2, precond, init, *, iterations, tol):
+    """Multinomial logistic regression: min over {w, b} of mean CE(x w + b, y) + l2/2 ‖w‖², by
+    full-batch L-BFGS (optax, zoom line search) from `init`, until the gradient's norm is below
+    `tol` or after `iterations` iterations. Returns `(params, iterations done, gradient norm)`.
 
-    def loss(p):
-        logits = x @ p["w"] + p["b"]
+    L-BFGS runs in the variables v of w = `precond` v (`precond` = (XᵀX/n + l2 I)^(-1/2), which
+    makes the Hessian of the quadratic part the identity): the same minimum, reached in tens of
+    iterations where the raw, ill-conditioned features (correlated channels) take thousands."""
+
+    def objective(w, b):
+        logits = x @ w + b
         ce = optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
-        return ce + 0.5 * l2 * jnp.sum(p["w"] ** 2)
+        return ce + 0.5 * l2 * jnp.sum(w**2)
 
+    loss = lambda p: objective(precond @ p["v"], p["b"])
     opt = optax.lbfgs()
     value_and_grad = optax.value_and_grad_from_state(loss)
 
-    def step(carry, _):
+    def step(carry):
         p, s = carry
         value, grad = value_and_grad(p, state=s)
         updates, s = opt.update(grad, s, p, value=value, grad=grad, value_fn=loss)
-        return (optax.apply_updates(p, updates), s), value
+        return optax.apply_updates(p, updates), s
 
-    (params, _), _ = jax.lax.scan(step, (params, opt.init(params)), None, length=iterations)
-    return params
+    def go_on(carry):
+        _, s = carry
+        count = optax.tree_utils.tree_get(s, "count")
+        grad_norm = optax.tree_utils.tree_norm(optax.tree_utils.tree_get(s, "grad"))
+        return (count == 0) | ((count < iterations) & (grad_norm >= tol))
+
+    start = {"v": jnp.linalg.solve(precond, init["w"]), "b": init["b"]}
+    p, s = jax.lax.while_loop(go_on, step, (start, opt.init(start)))
+    params = {"w": precond @ p["v"], "b": p["b"]}
+    grad_norm = optax.tree_utils.tree_norm(jax.grad(objective, (0, 1))(params["w"], params["b"]))
+    return params, optax.tree_utils.tree_get(s, "count"), grad_norm
+
+
+def _softmax_fitter(x: jax.Array, y: np.ndarray, num_classes: int, iterations: int, tol: float):
+    """`fit(rows, l2, init=None) -> ({'w', 'b'}, iterations, gradient norm)` of `_fit_softmax` on
+    the rows `rows` of `x`; `init` warm-starts (the previous, larger l2's solution)."""
+    labels = jnp.asarray(y, jnp.int32)
+    spectra = {}
+
+    def fit(rows, l2, init=None):
+        if init is None:
+            init = {
+                "w": jnp.zeros((x.shape[1], num_classes), jnp.float32),
+                "b": jnp.zeros((num_classes,), jnp.float32),
+            }
+        key = (len(rows), int(rows[0]), int(rows[-1]))
+        xr = x[jnp.asarray(rows)]
+        if key not in spectra:  # the covariance's eigendecomposition, once per row subset
+            xh = np.asarray(xr, np.float64)
+            spectra[key] = np.linalg.eigh(xh.T @ xh / len(xh))
+        eigval, eigvec = spectra[key]
+        precond = (eigvec / np.sqrt(np.maximum(eigval, 0.0) + l2)) @ eigvec.T
+        params, count, grad_norm = _fit_softmax(
+            xr,
+            labels[jnp.asarray(rows)],
+            jnp.float32(l2),
+            jnp.asarray(precond, jnp.float32),
+            init,
+            iterations=iterations,
+            tol=tol,
+        )
+        return params, int(count), float(grad_norm)
+
+    return fit
 
 
 def _accuracy(params, x, y) -> tuple[float, float]:
@@ -87,20 +135,45 @@ def _ridge_fitter(x: np.ndarray, y: np.ndarray, num_classes: int):
     return fit
 
 
+# The L2 grid of each solver when none is given. 'lbfgs' minimises mean CE + l2/2 ‖w‖² on
+# standardised features: l2 = 1 / (C · n) in scikit-learn's terms, so on 54,000 held-in rows
+# 1e-5 … 1e-2 spans C ≈ 1.9 … 0.0019 (its default C 1 is l2 ≈ 1.9e-5). 'ridge' minimises
+# ‖x w + b − onehot‖² / n + l2 ‖w‖² (the closed form's own scale).
+L2_GRIDS = {
+    "lbfgs": (1e-6, 1e-5, 1e-4, 1e-3, 1e-2),
+    "ridge": (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0),
+}
+SOLVERS = tuple(L2_GRIDS)
+SOLVER_NAMES = {
+    "lbfgs": "multinomial logistic regression (L-BFGS)",
+    "ridge": "ridge regression onto one-hot labels (closed form)",
+}
+
+
 def fit_linear_probe(
     train_x: np.ndarray,
     train_y: np.ndarray,
     test_x: np.ndarray,
     test_y: np.ndarray,
     *,
-    l2_grid=(1e-6, 1e-5, 1e-4, 1e-3, 1e-2),
-    iterations: int = 200,
+    l2_grid=None,
+    iterations: int = 100,
+    tol: float = 1e-4,
     seed: int = 0,
     return_head: bool = False,
     solver: str = "lbfgs",
 ) -> dict:
-    """Returns {'top1', 'top5', 'l2'} on the test features; with `return_head` also `kernel`
+    """A linear classifier on features standardised with the training statistics, its L2 penalty
+    chosen from `l2_grid` (default `L2_GRIDS[solver]`) by the accuracy on a held-out 10% of the
+    training rows, then refit on all of them. `solver`: 'lbfgs' (multinomial logistic regression,
+    `_fit_softmax`: the grid from the largest l2 down, each fit warm-started from the previous one;
+    at most `iterations` L-BFGS iterations, stopped when the gradient norm is below `tol`) or
+    'ridge' (closed form). Returns {'top1', 'top5', 'l2', 'held_out_top1'} on the test features
+    (lbfgs also 'iterations' and 'grad_norm' of the final fit); with `return_head` also `kernel`
     `[D, C]` and `bias` `[C]` with the standardisation folded in (they apply to raw features)."""
+    if solver not in L2_GRIDS:
+        raise ValueError(f"solver={solver!r}; allowed: {list(SOLVERS)}")
+    grid = sorted((float(v) for v in (l2_grid or L2_GRIDS[solver])), reverse=True)
     num_classes = int(max(train_y.max(), test_y.max())) + 1
     mean = train_x.mean(0, keepdims=True)
     std = train_x.std(0, keepdims=True) + 1e-6
@@ -108,41 +181,27 @@ def fit_linear_probe(
     te = jnp.asarray((test_x - mean) / std, jnp.float32)
     order = np.random.default_rng(seed).permutation(len(tr))
     held = order[: max(1, len(tr) // 10)]
-    fit = order[len(held) :]
+    fit = np.sort(order[len(held) :])
+    held_x, held_y = tr[jnp.asarray(held)], train_y[held]
+    scores, extra = {}, {}
     if solver == "ridge":
         fit_fn = _ridge_fitter(np.asarray(tr), train_y, num_classes)
-        best = max(l2_grid, key=lambda l2: _accuracy(fit_fn(fit, l2), tr[held], train_y[held])[0])
+        for l2 in grid:
+            scores[l2] = _accuracy(fit_fn(fit, l2), held_x, held_y)[0]
+        best = max(grid, key=scores.get)  # ties: the largest l2
         params = fit_fn(np.arange(len(tr)), best)
-        top1, top5 = _accuracy(params, te, test_y)
-        result = {"top1": top1, "top5": top5, "l2": float(best)}
-        if return_head:
-            w = np.asarray(params["w"], np.float64)
-            result.update(
-                kernel=(w / std.reshape(-1, 1)).astype(np.float32),
-                bias=(np.asarray(params["b"]) - (mean / std).reshape(-1) @ w).astype(np.float32),
-            )
-        return result
-    if solver != "lbfgs":
-        raise ValueError(f"solver={solver!r}; allowed: 'lbfgs', 'ridge'")
-    best = max(
-        l2_grid,
-        key=lambda l2: _accuracy(
-            _fit_softmax(
-                tr[fit],
-                jnp.asarray(train_y[fit]),
-                l2,
-                num_classes=num_classes,
-                iterations=iterations,
-            ),
-            tr[held],
-            train_y[held],
-        )[0],
-    )
-    params = _fit_softmax(
-        tr, jnp.asarray(train_y), best, num_classes=num_classes, iterations=iterations
-    )
+    else:
+        fit_fn = _softmax_fitter(tr, train_y, num_classes, iterations, tol)
+        solutions, init = {}, None
+        for l2 in grid:  # largest first: each solution warm-starts the next, smaller l2
+            init, _, _ = fit_fn(fit, l2, init)
+            solutions[l2] = init
+            scores[l2] = _accuracy(init, held_x, held_y)[0]
+        best = max(grid, key=scores.get)
+        params, count, grad_norm = fit_fn(np.arange(len(tr)), best, solutions[best])
+        extra = {"iterations": count, "grad_norm": grad_norm}
     top1, top5 = _accuracy(params, te, test_y)
-    result = {"top1": top1, "top5": top5, "l2": float(best)}
+    result = {"top1": top1, "top5": top5, "l2": best, "held_out_top1": scores[best], **extra}
     if return_head:
         w = np.asarray(params["w"], np.float64)
         kernel = w / std.reshape(-1, 1)

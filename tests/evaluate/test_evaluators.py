@@ -8,7 +8,7 @@ import pytest
 from jax._src import monitoring
 
 from ssl_jax import configs, train
-from ssl_jax.evaluate import evaluators, knn
+from ssl_jax.evaluate import evaluators, knn, linear_probe
 from ssl_jax.evaluate.encoder import split_features
 from tests.helpers import tiny_config
 
@@ -82,20 +82,41 @@ def test_knn_evaluator_matches_host_knn_and_compiles_once(run):
     assert first["eval/knn_top5"] == pytest.approx(ref["top5"], abs=1e-9)
 
 
-def test_probe_table_writes_its_file_and_scalars(run, capsys):
+def test_probe_table_names_the_probe_and_has_the_knn_column(run, capsys):
+    """The default: logistic regression (L-BFGS) for every row and a weighted kNN column; the
+    table's first line names the probe, the l2 selection and the sizes."""
     config, _, state, ctx = run
     table = dict(
         type="probe_table", every_steps=0, num_train=96, num_test=48, batch_size=16, l2_grid=(1e-2,)
     )
     (ev,) = evaluators.build_evaluators(_with_evals(config, probe_table=table), ctx)
+    assert ev.solver == "lbfgs" and (ev.knn_k, ev.knn_temperature) == (200, 0.07)
     assert [s for s in range(1, 7) if ev.should_run(s, 6)] == [6]
     scalars = ev.run(state, 6)
-    assert set(scalars) == {"probe/top1", "probe/random_init_top1", "probe/raw_pixels_top1"}
+    assert set(scalars) == set(ev.KEYS.values()) | set(ev.KNN_KEYS.values())
     assert all(0.0 <= v <= 1.0 for v in scalars.values())
     text = open(f"{ctx.workdir}/{evaluators.PROBE_TABLE_FILE}").read()
-    for row in ("pretrained", "random init", "raw pixels", "(first 96)"):
-        assert row in text
+    first, header, *rows = text.splitlines()
+    for words in ("multinomial logistic regression", "l2 chosen from (0.01)", "held-out 10%"):
+        assert words in first
+    assert "train 96 (train), test 48 (test)" in first and "kNN: weighted, k 200, τ 0.07" in first
+    assert "kNN top-1" in header
+    assert [r.split("  ")[0] for r in rows] == ["pretrained", "random init", "raw pixels"]
+    for row, name in zip(rows, ("pretrained", "random init", "raw pixels")):
+        assert row.count("%") == 3  # probe top-1, top-5, kNN top-1
+        knn_cell = f"{100 * scalars[ev.KNN_KEYS[name]]:.2f}%"
+        assert knn_cell in row, (row, knn_cell)
     assert "raw pixels" in capsys.readouterr().out
+
+
+def test_probe_table_ridge_stays_an_option(run):
+    config, _, _, ctx = run
+    table = dict(type="probe_table", every_steps=0, solver="ridge", knn_k=0, batch_size=16)
+    (ev,) = evaluators.build_evaluators(_with_evals(config, probe_table=table), ctx)
+    assert ev.l2_grid == linear_probe.L2_GRIDS["ridge"]  # an empty grid: the solver's own
+    title = ev.title(60000, 10000)
+    assert title.startswith("Linear probe: ridge regression") and "kNN" not in title
+    assert "train 60000 (train), test 10000 (test)" in title
 
 
 @pytest.mark.parametrize(
@@ -107,6 +128,8 @@ def test_probe_table_writes_its_file_and_scalars(run, capsys):
         (dict(KNN, every_steps=-2), r"evals.bad.every_steps=-2"),
         (dict(KNN, batch_size=12), r"evals.bad.batch_size=12"),
         (dict(type="probe_table", solver="svm"), r"evals.bad.solver='svm'"),
+        (dict(type="probe_table", knn_k=-1), r"evals.bad.knn_k=-1"),
+        (dict(type="probe_table", iterations=0), r"evals.bad.iterations=0"),
     ],
 )
 def test_bad_evaluator_configs_are_config_errors(run, entry, message):

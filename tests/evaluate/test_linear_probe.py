@@ -95,7 +95,8 @@ def test_fast_protocol_head_applies_to_raw_features(pretrained_workdir, tmp_path
     head = linear_probe.load_head(out)
     top1, top5 = _host_accuracy(pretrained_workdir, head, 100)
     assert record["top1"] == pytest.approx(top1) and record["top5"] == pytest.approx(top5)
-    assert record["l2"] in probe_config.get_config("fast").probe.l2_grid
+    assert probe_config.get_config("fast").probe.l2_grid == ()  # the solver's own grid
+    assert record["l2"] in linear_probe.L2_GRIDS[solver]
 
 
 def test_bad_input_fails_before_writing(pretrained_workdir, tmp_path):
@@ -137,3 +138,30 @@ def test_labelled_image_folder_override(pretrained_workdir, tmp_path):
         and record["dataset"] == "image_folder"
     )
     assert jax.device_count() == 8
+
+
+def test_lbfgs_probe_is_sklearns_logistic_regression_on_correlated_features():
+    """`fit_linear_probe(solver='lbfgs')` minimises mean CE + l2/2 ‖w‖² on standardised features
+    (scikit-learn's multinomial LogisticRegression with C = 1 / (n · l2)), and its preconditioned
+    L-BFGS converges well inside the iteration cap on strongly correlated features."""
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    n, d, classes, l2 = 1200, 24, 4, 1e-3
+    centers = rng.normal(size=(classes, d))
+    y = rng.integers(0, classes, n + 400)
+    z = centers[y] + 1.5 * rng.normal(size=(n + 400, d))
+    mix = rng.normal(size=(d, d)) @ np.diag(np.logspace(0, -2, d))  # condition number ~1e2
+    x = (z @ mix + rng.normal(size=(1, d))).astype(np.float32)
+    r = linear_probe.fit_linear_probe(
+        x[:n], y[:n], x[n:], y[n:], l2_grid=(l2,), return_head=True, tol=1e-4
+    )
+    assert r["l2"] == l2 and r["iterations"] < 100 and r["grad_norm"] < 1e-3
+    mean, std = x[:n].mean(0), x[:n].std(0) + 1e-6
+    ref = LogisticRegression(C=1 / (n * l2), tol=1e-10, max_iter=10_000)
+    ref.fit((x[:n] - mean) / std, y[:n])
+    logits = x[n:] @ r["kernel"] + r["bias"]
+    probs = np.exp(logits - logits.max(1, keepdims=True))
+    probs /= probs.sum(1, keepdims=True)
+    np.testing.assert_allclose(probs, ref.predict_proba((x[n:] - mean) / std), atol=2e-3)
+    assert r["top1"] == pytest.approx(ref.score((x[n:] - mean) / std, y[n:]), abs=2 / 400)
