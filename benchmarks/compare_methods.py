@@ -38,6 +38,12 @@ import numpy as np  # noqa: E402
 from ssl_jax import configs  # noqa: E402
 
 
+def probe_args(pt) -> dict:
+    """`fit_linear_probe`'s arguments from a `probe_table` config block, as the default job's table
+    uses them (an empty grid is the solver's own)."""
+    return dict(l2_grid=tuple(pt.l2_grid) or None, solver=pt.solver, iterations=pt.iterations)
+
+
 def evaluate(config, variables, exp) -> dict[str, float]:
     """Probe and kNN top-1 of one encoder's variables."""
     from ssl_jax import train
@@ -48,7 +54,7 @@ def evaluate(config, variables, exp) -> dict[str, float]:
     pt, k = config.evals.probe_table, config.evals.knn
     tr = train.extract_features(exp, variables, tr_split, pt.num_train, batch_size=pt.batch_size)
     te = train.extract_features(exp, variables, te_split, batch_size=pt.batch_size)
-    probe = fit_linear_probe(*tr, *te, l2_grid=tuple(pt.l2_grid), solver=pt.solver)
+    probe = fit_linear_probe(*tr, *te, **probe_args(pt))
     nn = knn.weighted_knn(*tr, *te, k=k.k, temperature=k.temperature)
     return {"probe": probe["top1"], "knn": nn["top1"]}
 
@@ -112,7 +118,7 @@ def raw_pixels(config) -> float:
     pt = config.evals.probe_table
     tr = raw_pixels(config, config.data.eval_train_split, pt.num_train, pt.batch_size)
     te = raw_pixels(config, config.data.eval_test_split, -1, pt.batch_size)
-    return fit_linear_probe(*tr, *te, l2_grid=tuple(pt.l2_grid), solver=pt.solver)["top1"]
+    return fit_linear_probe(*tr, *te, **probe_args(pt))["top1"]
 
 
 def summary(values: list[float], spread: str = "std") -> str:
