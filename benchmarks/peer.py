@@ -9,10 +9,19 @@ The peer lives in its own virtualenv, never in ssl_jax's requirements
     /work/peer_venv/bin/pip install -r benchmarks/requirements-peer.txt
     /work/peer_venv/bin/pip install --no-deps torchvision==0.28.0 lightly==1.6.0
 
+(lightly's declared deps — pytorch-lightning, hydra-core, tqdm, ... — are not imported by the modules
+used here; `lightly.transforms` needs lightning-utilities and packaging. The torchvision 0.28.0 wheel
+pip finds for torch 2.13.0 is a CUDA build whose C ops cannot load with torch 2.13.0+cpu:
+`import_lightly` skips their registrations, the models and transforms are Python.)
+
 Side by side (both shapes, 3 alternating rounds of 20 steps each; run from the repository root):
 
     .venv/bin/python benchmarks/peer.py --peer=lightly --peer-python=/work/peer_venv/bin/python \\
-        --jax-python=.venv/bin/python [--shapes=fashion28,color32] [--rounds=3] [--steps=20]
+        --jax-python=.venv/bin/python [--shapes=fashion28,color32] [--rounds=3] [--steps=20] \\
+        [--probe-seconds=180]
+
+`--threads` (torch intra-op threads) and `--workers` (DataLoader processes) default to the host's
+cores; XLA and tf.data use all cores on their own.
 
 One side alone: `--side=jax` (run with ssl_jax's python) or `--side=lightly` (the peer's python);
 `--what=step,loop` picks the measurements.
@@ -473,6 +482,7 @@ def compare(args) -> None:
             workers = []
             for name, python, extra in sides:  # one after the other: the peer reads `data`
                 t = time.perf_counter()
+                python = os.path.abspath(python) if os.sep in python else python  # cwd is ROOT
                 argv = [python, me, "--serve", f"--shape={shape}", *extra, *common]
                 workers.append(Worker(name, argv))
                 print(f"{name} ready in {time.perf_counter() - t:.0f} s: {workers[-1].info}")
