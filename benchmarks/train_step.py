@@ -186,7 +186,8 @@ def main() -> None:
         config = configs.load(path)
         config.global_batch_size = args.batch
         hp = config.method_config
-        hp.queue_size = max(args.batch, hp.queue_size // args.batch * args.batch)
+        if "queue_size" in hp:  # a multiple of the batch (IR / IRing have a bank instead)
+            hp.queue_size = max(args.batch, hp.queue_size // args.batch * args.batch)
         if args.bank_rows and "bank_size" in hp:
             hp.bank_size = args.bank_rows
             if config.method == "interclr":
