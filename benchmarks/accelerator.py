@@ -34,6 +34,7 @@ data.data_dir=...`).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -42,7 +43,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
-from _common import simulate_devices  # noqa: E402
+from _common import simulate_devices, stub_tensorflow_if_missing  # noqa: E402
 
 CONFIGS = ("mocov2_imagenet", "scce_imagenet", "jcl_imagenet", "interclr_imagenet")
 RESNET50_GMAC = 4.1  # multiply-adds of one 224-px ResNet-50 forward (torchvision's "4.1 GFLOPs")
@@ -133,23 +134,68 @@ def print_readiness(name: str, r: dict) -> None:
     )
 
 
-def loop_rates(config, steps: int) -> dict:
-    """img/s of the step alone and of the whole loop (pipeline + prefetch + step), and the fraction
-    of the loop's time spent waiting for the next batch."""
+def step_rates(config, steps: int) -> tuple[dict, tuple]:
+    """img/s of the step alone on one resident synthetic batch: the median of `steps` steps each
+    ended by `block_until_ready` (`synced`), and `steps` steps dispatched back to back with one wait
+    at the end (`pipelined`, what the loop sees when the input keeps up); the device's peak memory
+    where the backend reports it. Returns (figures, the warm compiled step)."""
     import jax
     from train_step import compiled_step, time_steps
 
-    from ssl_jax import sharding, train
-    from ssl_jax.data import pipeline
-
     b = config.global_batch_size
-    times, (step, state, _) = time_steps(compiled_step(config), steps)
-    step_rate = b / float(np.median(times))
-    data = pipeline.train_iterator(
-        config, process_index=jax.process_index(), process_count=jax.process_count()
-    )
-    batches = sharding.prefetch_to_device(data, train.PREFETCH_BATCHES, sharding.make_mesh())
-    for _ in range(2):  # warm the pipeline
+    compiled = compiled_step(config)
+    times, (step, state, batch) = time_steps(compiled, steps)
+    t = time.perf_counter()
+    for _ in range(steps):
+        state, metrics = step(state, batch)
+    jax.block_until_ready((state, metrics))
+    pipelined = steps * b / (time.perf_counter() - t)
+    stats = jax.local_devices()[0].memory_stats() or {}
+    figures = {
+        "synced": b / float(np.median(times)),
+        "pipelined": pipelined,
+        "peak_bytes": stats.get("peak_bytes_in_use", 0),
+    }
+    return figures, (step, state, batch)
+
+
+def profile_top_ops(step, state, batch, directory: str, steps: int = 5, top: int = 15) -> list:
+    """Trace `steps` steps with `jax.profiler` (a Perfetto trace under `directory`) and return the
+    `top` device-side event names by total time: ([(name, ms per step, share of the device time)],
+    the advanced state: the step donates it)."""
+    import glob
+    import gzip
+
+    import jax
+
+    with jax.profiler.trace(directory, create_perfetto_trace=True):
+        for _ in range(steps):
+            state, metrics = step(state, batch)
+        jax.block_until_ready((state, metrics))
+    path = sorted(glob.glob(os.path.join(directory, "**", "*.trace.json.gz"), recursive=True))[-1]
+    with gzip.open(path) as f:
+        events = json.load(f)["traceEvents"]
+    names = {
+        e["pid"]: e["args"]["name"]
+        for e in events
+        if e.get("ph") == "M" and e.get("name") == "process_name"
+    }
+    device = {pid for pid, n in names.items() if "/device:" in n and "CPU" not in n}
+    totals: dict = {}
+    for e in events:
+        if e.get("ph") == "X" and e.get("pid") in device:
+            totals[e["name"]] = totals.get(e["name"], 0.0) + e.get("dur", 0.0)
+    whole = sum(totals.values()) or 1.0
+    ranked = sorted(totals.items(), key=lambda kv: -kv[1])[:top]
+    return [(n, d / 1e3 / steps, d / whole) for n, d in ranked], state
+
+
+def timed_loop(step, state, batches, steps: int) -> dict:
+    """Run `steps` steps fed by `batches` (global arrays, already prefetched): img/s and the fraction
+    of the time the host waited for the next batch."""
+    import jax
+
+    for _ in range(2):  # warm the feeder
         state, metrics = step(state, next(batches))
     jax.block_until_ready(metrics)
     wait, t0 = 0.0, time.perf_counter()
@@ -158,9 +204,55 @@ def loop_rates(config, steps: int) -> dict:
         batch = next(batches)
         wait += time.perf_counter() - t
         state, metrics = step(state, batch)
-        jax.block_until_ready(metrics)
+    jax.block_until_ready((state, metrics))
     total = time.perf_counter() - t0
-    return {"step": step_rate, "loop": steps * b / total, "wait": wait / total}
+    return {"rate": steps * len(batch["index"]) / total, "wait": wait / total}
+
+
+def host_batches(batch, copies: int = 4):
+    """Endless host (numpy) batches shaped like `batch`: `copies` distinct random ones, cycled, so the
+    loop pays each batch's host→device copy but no augmentation."""
+    import jax
+
+    rng = np.random.default_rng(1)
+    host = [
+        jax.tree.map(lambda x: rng.integers(0, 256, x.shape).astype(x.dtype), batch)
+        for _ in range(copies)
+    ]
+    while True:
+        yield from host
+
+
+def loop_rates(config, steps: int, *, step_only: bool, profile_dir: str = "") -> dict:
+    """`step_rates`, then the loop fed by host batches through `sharding.prefetch_to_device` as
+    `train.py` feeds it: synthetic host batches (the copies, no augmentation) and, unless `step_only`,
+    the config's tf.data pipeline (augmentation included)."""
+    import jax
+
+    from ssl_jax import sharding, train
+
+    figures, (step, state, batch) = step_rates(config, steps)
+    if profile_dir:
+        top, state = profile_top_ops(step, state, batch, profile_dir)
+        print(
+            f"  device time by op ({profile_dir}):", "" if top else "no device events", flush=True
+        )
+        for name, ms, share in top:
+            print(f"    {ms:8.2f} ms/step {100 * share:5.1f} %  {name[:110]}", flush=True)
+    mesh = sharding.make_mesh()
+    feed = sharding.prefetch_to_device(host_batches(batch), train.PREFETCH_BATCHES, mesh)
+    copies = timed_loop(step, state, feed, steps)
+    figures.update(copies=copies["rate"], copies_wait=copies["wait"])
+    if not step_only:
+        from ssl_jax.data import pipeline
+
+        data = pipeline.train_iterator(
+            config, process_index=jax.process_index(), process_count=jax.process_count()
+        )
+        feed = sharding.prefetch_to_device(data, train.PREFETCH_BATCHES, mesh)
+        loop = timed_loop(step, state, feed, steps)
+        figures.update(loop=loop["rate"], wait=loop["wait"])
+    return figures
 
 
 def main() -> None:
@@ -174,12 +266,27 @@ def main() -> None:
     parser.add_argument("--dtype", default="bfloat16", help="model.dtype: bfloat16 | float32")
     parser.add_argument("--steps", type=int, default=50, help="timed steps (default mode)")
     parser.add_argument("--override", nargs="*", default=[], help="key=value on every config")
+    parser.add_argument(
+        "--step-only",
+        action="store_true",
+        help="no input pipeline: the step and the host→device copies only (a host without "
+        "TensorFlow gets an inert stand-in for it; see _common.stub_tensorflow_if_missing)",
+    )
+    parser.add_argument(
+        "--profile", default="", help="trace 5 steps per config under this folder; print top ops"
+    )
+    parser.add_argument("--json", default="", help="append one JSON line per config here")
     args = parser.parse_args()
+    if args.step_only and stub_tensorflow_if_missing():
+        print(
+            "TensorFlow is not installed here: an inert stand-in is imported instead (--step-only)"
+        )
     if args.readiness:
         simulate_devices(args.devices)
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
     import jax
 
+    kind = jax.devices()[0].device_kind
     print(
         f"devices: {jax.device_count()} × {jax.devices()[0].device_kind} "
         f"({jax.default_backend()}, {os.cpu_count()} host cores)",
@@ -193,12 +300,40 @@ def main() -> None:
         if args.readiness:
             print_readiness(label, readiness(config))
             continue
-        r = loop_rates(config, args.steps)
-        print(
-            f"{label}: step alone {r['step']:,.1f} img/s | whole loop {r['loop']:,.1f} img/s | "
-            f"waiting for input {100 * r['wait']:.1f} % of the loop",
-            flush=True,
+        r = loop_rates(
+            config,
+            args.steps,
+            step_only=args.step_only,
+            profile_dir=os.path.join(args.profile, name.replace(":", "_")) if args.profile else "",
         )
+        line = (
+            f"{label}, {config.model.dtype}: step alone {r['synced']:,.1f} img/s (each step "
+            f"waited) / {r['pipelined']:,.1f} img/s (dispatched back to back) | fed host copies "
+            f"{r['copies']:,.1f} img/s (waiting {100 * r['copies_wait']:.1f} %)"
+        )
+        if "loop" in r:
+            line += (
+                f" | whole loop {r['loop']:,.1f} img/s (waiting for input "
+                f"{100 * r['wait']:.1f} % of the loop)"
+            )
+        if r["peak_bytes"]:
+            line += f" | peak device memory {r['peak_bytes'] / 2**30:.1f} GiB"
+        print(line, flush=True)
+        if args.json:
+            with open(args.json, "a") as f:
+                f.write(
+                    json.dumps(
+                        {
+                            "config": name,
+                            "batch": config.global_batch_size,
+                            "dtype": config.model.dtype,
+                            "overrides": args.override,
+                            "device": kind,
+                            **r,
+                        }
+                    )
+                    + "\n"
+                )
 
 
 if __name__ == "__main__":

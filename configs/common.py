@@ -131,6 +131,15 @@ def imagenet_data(c: ml_collections.ConfigDict) -> None:
     c.data.shuffle_buffer = 50_000
 
 
+def colour_ops_on_device(c: ml_collections.ConfigDict) -> None:
+    """`data.device_ops=True`: the host crops and flips, the jitted step runs the colour ops. For the
+    224-px MoCo v2 recipe (IR, InterCLR, JCL, the Ring methods) a 16-core GPU host cannot feed the
+    step otherwise (`benchmarks/input_demand.py`, session 9: 232 views/CPU-s with the whole recipe,
+    504 with colour ops on the device, against 7,400 views/s for MoCo v2's 3,700 img/s on one H100);
+    on a CPU host the two placements cost the same (same cores). Call after setting the recipes."""
+    c.data.device_ops = True
+
+
 def image_folder_data(c: ml_collections.ConfigDict, *, test_split: str = "val") -> None:
     """An image folder with one sub-folder per class under `train/` and `<test_split>/`; set the
     folder with `--config.data.data_dir=`."""

@@ -61,6 +61,7 @@ def get_config(arg=None):
         common.interclr_runlocal(c)
     c.data.views = ("mocov2", "mocov2")
     c.data.recipes = ml_collections.ConfigDict({"mocov2": recipes.mocov2(c.data.image_size)})
+    common.colour_ops_on_device(c)  # the host cannot feed an accelerator otherwise
 
     c.model.backbone = "resnet50"
     c.model.stem = "imagenet"

@@ -48,6 +48,7 @@ def get_config(arg=None):
     c.data.recipes = ml_collections.ConfigDict(
         {"ir": recipes.instance_discrimination(c.data.image_size)}
     )
+    common.colour_ops_on_device(c)  # the host cannot feed an accelerator otherwise
 
     c.model.backbone = "resnet50"
     c.model.dtype = "auto"  # bfloat16 compute on GPU/TPU, float32 on CPU

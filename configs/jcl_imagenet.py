@@ -55,6 +55,7 @@ def get_config(arg=None):
         c.method_config.queue_size = 256
     c.data.views = common.jcl_views("mocov2", a.keys)
     c.data.recipes = ml_collections.ConfigDict({"mocov2": recipes.mocov2(c.data.image_size)})
+    common.colour_ops_on_device(c)  # the host cannot feed an accelerator otherwise
 
     c.model.backbone = "resnet50"
     c.model.dtype = "auto"  # bfloat16 compute on GPU/TPU, float32 on CPU

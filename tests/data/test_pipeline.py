@@ -253,3 +253,28 @@ def test_png_grid_of_views(tmp_path):
     Image.fromarray(grid).resize((grid.shape[1] * 4, grid.shape[0] * 4), Image.NEAREST).save(path)
     assert path.stat().st_size > 0
     assert Image.open(path).size == (28 * 3 * 4, 28 * BATCH * 4)
+
+
+def test_multi_view_decodes_each_image_once(tmp_path, monkeypatch):
+    """Multi-crop (issue 18 item 5): the per-example map decodes the encoded image once and cuts
+    every view from it. The decode is counted where it enters the traced graph: one call per trace
+    whatever the number of views (a decode per view would trace it three times)."""
+    rng = np.random.default_rng(0)
+    for k, (w, h) in enumerate([(40, 30), (64, 48), (37, 41), (50, 60)]):
+        Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)).save(tmp_path / f"{k}.jpg")
+    traced = []
+    original = datasets.open_source
+
+    def counting(data_config, split):
+        src = original(data_config, split)
+
+        def decode(image):
+            traced.append(1)
+            return src.decode(image)
+
+        return dataclasses.replace(src, decode=decode)
+
+    monkeypatch.setattr(datasets, "open_source", counting)
+    config = _config(str(tmp_path), name="image_folder", global_batch_size=2, views=("weak",) * 3)
+    batch = next(pipeline.train_iterator(config))
+    assert len(batch["views"]) == 3 and len(traced) == 1

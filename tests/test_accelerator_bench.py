@@ -1,0 +1,68 @@
+"""`benchmarks/accelerator.py --step-only` on a host without TensorFlow (the GPU image it ran on has
+JAX and PyTorch only): `_common.stub_tensorflow_if_missing` lets the library import and a step be
+built; and `input_demand.device_rates` reads the figures the accelerator run wrote."""
+
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+HIDE_TF_AND_BUILD = """
+import importlib.util, sys
+find_spec = importlib.util.find_spec
+importlib.util.find_spec = lambda name, *a: (
+    None if name.split('.')[0] in ('tensorflow', 'tensorflow_datasets') else find_spec(name, *a))
+sys.meta_path.insert(0, type('Block', (), {'find_spec': staticmethod(
+    lambda name, *a: (_ for _ in ()).throw(ImportError('real tensorflow imported'))
+    if name.split('.')[0] == 'tensorflow' and not stubbed else None)})())
+stubbed = False
+sys.path[:0] = ['benchmarks', '.']
+from _common import stub_tensorflow_if_missing
+stubbed = stub_tensorflow_if_missing()
+assert stubbed
+import accelerator
+from ssl_jax import main, train
+config = accelerator.load_config('mocov2_imagenet:runlocal', batch=16, dtype='float32')
+exp = train.build_experiment(config)
+print('built', exp.ctx.num_train_examples, config.global_batch_size)
+"""
+
+
+def test_step_only_imports_without_tensorflow():
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    out = subprocess.run(
+        [sys.executable, "-c", HIDE_TF_AND_BUILD],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "built" in out.stdout and " 16" in out.stdout
+
+
+def test_device_rates_picks_plain_bf16_rows(tmp_path):
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    from input_demand import device_rates
+
+    rows = [
+        {"config": "m", "batch": 256, "dtype": "bfloat16", "overrides": [], "pipelined": 10.0},
+        {"config": "m", "batch": 256, "dtype": "bfloat16", "overrides": [], "pipelined": 12.0},
+        {"config": "m", "batch": 512, "dtype": "bfloat16", "overrides": [], "pipelined": 99.0},
+        {"config": "m", "batch": 256, "dtype": "float32", "overrides": [], "pipelined": 98.0},
+        {"config": "m", "batch": 256, "dtype": "bfloat16", "overrides": ["x=1"], "pipelined": 97.0},
+        {
+            "config": "m",
+            "batch": 256,
+            "dtype": "bfloat16",
+            "overrides": ["data.device_ops=True"],
+            "pipelined": 8.0,
+        },
+    ]
+    path = tmp_path / "rates.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert device_rates(str(path)) == {("m", False): 12.0, ("m", True): 8.0}
+    assert device_rates(str(tmp_path / "missing.jsonl")) == {}
