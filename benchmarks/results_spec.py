@@ -4,6 +4,20 @@
 `compare_methods.compare` (a finished run is read from its `compare.json`, an interrupted one resumes
 from its checkpoint) and writes the page. A new method adds its config line to the groups it runs on
 and its key to `paper_numbers.PAPER_NUMBERS`.
+
+Runs are shared with the README's evidence tables: a run directory is named by its config and
+overrides (`<config>_<key>=<value>..._s<seed>`), so the same run at the same budget made for another
+table is the same directory name under another workdir. The page links those instead of
+re-training them, e.g. (session 8):
+
+    cd runs/results/fashion_mnist && for d in ../../ring_ir/ir_* ../../ring_ir/iring_* \
+        ../../ring_moco/mocov2_* ../../ring_moco/mocoring_* ../../interclr_compare/interclr_*; do
+        ln -s "$(realpath "$d")" .; done
+    cd ../color_fashion_mnist && for d in ../../cmc_compare/{cmc,cmcring,mocov2}_* \
+        ../../infomin_compare/infomin_*; do ln -s "$(realpath "$d")" .; done
+
+A linked run whose `compare.json` holds another probe solver's figures is re-evaluated from its
+checkpoint (and the new figures are written through the link).
 """
 
 from __future__ import annotations
