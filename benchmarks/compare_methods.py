@@ -38,25 +38,20 @@ import numpy as np  # noqa: E402
 from ssl_jax import configs  # noqa: E402
 
 
-def probe_args(pt) -> dict:
-    """`fit_linear_probe`'s arguments from a `probe_table` config block, as the default job's table
-    uses them (an empty grid is the solver's own)."""
-    return dict(l2_grid=tuple(pt.l2_grid) or None, solver=pt.solver, iterations=pt.iterations)
-
-
 def evaluate(config, variables, exp) -> dict[str, float]:
-    """Probe and kNN top-1 of one encoder's variables."""
+    """Probe and kNN top-1 of one encoder's variables, as the default job's probe table
+    (`config.evals.probe_table`, its `knn_k` / `knn_temperature` included)."""
     from ssl_jax import train
-    from ssl_jax.evaluate import knn
-    from ssl_jax.evaluate.linear_probe import fit_linear_probe
+    from ssl_jax.evaluate.evaluators import probe_and_knn, probe_args
 
     tr_split, te_split = config.data.eval_train_split, config.data.eval_test_split
-    pt, k = config.evals.probe_table, config.evals.knn
+    pt = config.evals.probe_table
     tr = train.extract_features(exp, variables, tr_split, pt.num_train, batch_size=pt.batch_size)
     te = train.extract_features(exp, variables, te_split, batch_size=pt.batch_size)
-    probe = fit_linear_probe(*tr, *te, **probe_args(pt))
-    nn = knn.weighted_knn(*tr, *te, k=k.k, temperature=k.temperature)
-    return {"probe": probe["top1"], "knn": nn["top1"]}
+    result = probe_and_knn(
+        tr, te, **probe_args(pt), knn_k=pt.knn_k, knn_temperature=pt.knn_temperature
+    )
+    return {"probe": result["top1"], "knn": result.get("knn_top1")}
 
 
 def run_one(config, workdir: str, with_random: bool, pretrain_only: bool = False) -> dict | None:
@@ -112,7 +107,7 @@ def run_one(config, workdir: str, with_random: bool, pretrain_only: bool = False
 
 
 def raw_pixels(config) -> float:
-    from ssl_jax.evaluate.evaluators import raw_pixels
+    from ssl_jax.evaluate.evaluators import probe_args, raw_pixels
     from ssl_jax.evaluate.linear_probe import fit_linear_probe
 
     pt = config.evals.probe_table

@@ -16,13 +16,9 @@ import pytest
 from jax.sharding import NamedSharding
 
 from ssl_jax import losses, memory, sampling, sharding
+from tests.helpers import np_normalize
 
 TAU = 0.07
-
-
-def np_normalize(x):
-    x = np.asarray(x, np.float64)
-    return x / np.linalg.norm(x, axis=-1, keepdims=True)
 
 
 def np_lse(x):

@@ -312,15 +312,15 @@ class ProbeTableEvaluator(_Schedule):
         )
 
     def _evaluate(self, train, test) -> dict:
-        result = fit_linear_probe(
-            *train, *test, l2_grid=self.l2_grid, solver=self.solver, iterations=self.iterations
+        return probe_and_knn(
+            train,
+            test,
+            l2_grid=self.l2_grid,
+            solver=self.solver,
+            iterations=self.iterations,
+            knn_k=self.knn_k,
+            knn_temperature=self.knn_temperature,
         )
-        if self.knn_k:
-            knn_result = knn.weighted_knn(
-                *train, *test, k=self.knn_k, temperature=self.knn_temperature
-            )
-            result["knn_top1"] = knn_result["top1"]
-        return result
 
     def title(self, num_train: int, num_test: int) -> str:
         """The table's first line: the probe, its l2 grid and selection, the sizes, the kNN."""
@@ -387,6 +387,24 @@ class ProbeTableEvaluator(_Schedule):
         if self.knn_k:
             scalars.update({self.KNN_KEYS[n]: float(r["knn_top1"]) for n, r in results.items()})
         return scalars
+
+
+def probe_args(pt) -> dict:
+    """`fit_linear_probe`'s arguments from a `probe_table` config block, as the probe table uses
+    them (an empty grid is the solver's own)."""
+    return dict(l2_grid=tuple(pt.l2_grid) or None, solver=pt.solver, iterations=pt.iterations)
+
+
+def probe_and_knn(
+    train, test, *, l2_grid, solver: str, iterations: int, knn_k: int, knn_temperature: float
+) -> dict:
+    """One probe-table row from (features, labels) of train and test: `fit_linear_probe`'s result
+    plus `knn_top1` (`knn.weighted_knn`, k `knn_k`, τ `knn_temperature`; `knn_k=0`: no kNN)."""
+    result = fit_linear_probe(*train, *test, l2_grid=l2_grid, solver=solver, iterations=iterations)
+    if knn_k:
+        knn_result = knn.weighted_knn(*train, *test, k=knn_k, temperature=knn_temperature)
+        result["knn_top1"] = knn_result["top1"]
+    return result
 
 
 EVALUATORS: dict[str, type] = {"knn": KnnEvaluator, "probe_table": ProbeTableEvaluator}

@@ -24,8 +24,7 @@ import pytest
 
 from ssl_jax import sharding, train
 from ssl_jax.methods import METHODS, common, interclr
-from ssl_jax.state import state_shardings
-from tests.helpers import synthetic_batch, tiny_config
+from tests.helpers import np_ce0, np_normalize, place_state, synthetic_batch, tiny_config
 
 N, B, C, K, POOL = 64, 16, 4, 8, 24
 TAU, MARGIN = 0.2, -0.5
@@ -63,12 +62,6 @@ def interclr_config(**method_config):
     return c
 
 
-def _place(host_state, exp):
-    return jax.device_put(
-        host_state, state_shardings(host_state, exp.mesh, exp.method.buffer_specs(exp.ctx))
-    )
-
-
 @pytest.fixture(scope="module")
 def runs():
     config = interclr_config()
@@ -82,7 +75,7 @@ def runs():
             if n == 1
             else train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()))
         )
-        state = _place(init, exp)
+        state = place_state(init, exp)
         step = train.jit_train_step(exp, state)
         states, metrics = [init], []
         for i in range(STEPS):
@@ -91,17 +84,6 @@ def runs():
             states.append(jax.device_get(state))
         out[n] = {"states": states, "metrics": metrics}
     return out
-
-
-def np_normalize(x):
-    x = np.asarray(x, np.float64)
-    return x / np.linalg.norm(x, axis=-1, keepdims=True)
-
-
-def np_ce0(logits):
-    m = logits.max(axis=1, keepdims=True)
-    lse = m[:, 0] + np.log(np.exp(logits - m).sum(axis=1))
-    return float(np.mean(lse - logits[:, 0]))
 
 
 def test_registered_with_moco_timing():

@@ -17,8 +17,7 @@ import pytest
 
 from ssl_jax import checkpoint, losses, sharding, train
 from ssl_jax.methods import METHODS, common, iring
-from ssl_jax.state import state_shardings
-from tests.helpers import synthetic_batch, tiny_config
+from tests.helpers import place_state, synthetic_batch, tiny_config
 
 N, B, K, TAU = 64, 16, 32, 0.07
 INNER = 0.1
@@ -33,12 +32,6 @@ def iring_config(**method_config):
     c.method_config.update({**ring, **method_config})
     c.optim.base_lr = 0.01  # gentle steps: large ones amplify float reduction-order noise
     return c
-
-
-def _place(host_state, exp):
-    return jax.device_put(
-        host_state, state_shardings(host_state, exp.mesh, exp.method.buffer_specs(exp.ctx))
-    )
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +51,7 @@ def runs():
         exp = train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()[:n]))
         if init is None:
             init = jax.device_get(train.init_or_restore(exp, None))
-        state = _place(init, exp)
+        state = place_state(init, exp)
         step = train.jit_train_step(exp, state)
         states, metrics = [init], []
         for batch in batches:
@@ -123,7 +116,7 @@ def test_one_vs_eight_devices(runs):
 def test_save_restore_mid_anneal_next_step_is_identical(runs, tmp_path):
     exp, step = runs[1]["exp"], runs[1]["step"]
     ckpt = checkpoint.Checkpointer(str(tmp_path))
-    ckpt.save(_place(runs[1]["states"][2], exp), force=True)
+    ckpt.save(place_state(runs[1]["states"][2], exp), force=True)
     ckpt.wait()
     restored = train.init_or_restore(exp, ckpt)
     batch = sharding.host_to_global(runs["batches"][2], exp.mesh)

@@ -20,8 +20,7 @@ import pytest
 from ssl_jax import configs, losses, optim, sharding, train
 from ssl_jax.data import device_augment
 from ssl_jax.methods import common, jcl, mocov2
-from ssl_jax.state import state_shardings
-from tests.helpers import synthetic_batch, tiny_config
+from tests.helpers import place_state, synthetic_batch, tiny_config
 
 CONFIG_DIR = pathlib.Path(__file__).resolve().parents[2] / "configs"
 JCL_CONFIGS = (
@@ -64,11 +63,6 @@ def load_config(name: str, arg: str | None = None):
     return module.get_config(arg)
 
 
-def _place(host_state, exp):
-    shardings = state_shardings(host_state, exp.mesh, exp.method.buffer_specs(exp.ctx))
-    return jax.device_put(host_state, shardings)
-
-
 _PROJECTORS = {}
 
 
@@ -109,7 +103,7 @@ def runs():
             if n == 1
             else train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()))
         )
-        state = _place(init, exp)
+        state = place_state(init, exp)
         step = train.jit_train_step(exp, state)
         metrics, buffers, states = [], [], [init]
         for i in range(STEPS):

@@ -17,8 +17,7 @@ import pytest
 
 from ssl_jax import checkpoint, sharding, train
 from ssl_jax.methods import METHODS, common, mocoring
-from ssl_jax.state import state_shardings
-from tests.helpers import synthetic_batch, tiny_config
+from tests.helpers import np_normalize, place_state, synthetic_batch, tiny_config
 from tests.test_ring import AdaptiveThresholdPolicy, np_moco_ring
 
 Q, B, TAU, INNER = 64, 16, 0.2, 0.1
@@ -47,12 +46,6 @@ def mocoring_config(**method_config):
     return c
 
 
-def _place(host_state, exp):
-    return jax.device_put(
-        host_state, state_shardings(host_state, exp.mesh, exp.method.buffer_specs(exp.ctx))
-    )
-
-
 @pytest.fixture(scope="module")
 def runs():
     config = mocoring_config()
@@ -63,7 +56,7 @@ def runs():
         exp = train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()[:n]))
         if init is None:
             init = jax.device_get(train.init_or_restore(exp, None))
-        state = _place(init, exp)
+        state = place_state(init, exp)
         step = train.jit_train_step(exp, state)
         states, metrics = [init], []
         for batch in batches:
@@ -72,11 +65,6 @@ def runs():
             states.append(jax.device_get(state))
         out[n] = {"states": states, "metrics": metrics, "step": step, "exp": exp}
     return out
-
-
-def np_normalize(x):
-    x = np.asarray(x, np.float64)
-    return x / np.linalg.norm(x, axis=-1, keepdims=True)
 
 
 def test_registered_with_moco_timing():
@@ -153,7 +141,7 @@ def test_one_vs_eight_devices(runs):
 def test_save_restore_mid_anneal_next_step_is_identical(runs, tmp_path):
     exp, step = runs[1]["exp"], runs[1]["step"]
     ckpt = checkpoint.Checkpointer(str(tmp_path))
-    ckpt.save(_place(runs[1]["states"][2], exp), force=True)
+    ckpt.save(place_state(runs[1]["states"][2], exp), force=True)
     ckpt.wait()
     restored = train.init_or_restore(exp, ckpt)
     state, m = step(restored, sharding.host_to_global(runs["batches"][2], exp.mesh))
