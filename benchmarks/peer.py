@@ -23,15 +23,18 @@ Side by side (both shapes, 3 alternating rounds of 20 steps each; run from the r
 `--threads` (torch intra-op threads) and `--workers` (DataLoader processes) default to the host's
 cores; XLA and tf.data use all cores on their own.
 
-One side alone: `--side=jax` (run with ssl_jax's python) or `--side=lightly` (the peer's python);
-`--what=step,loop` picks the measurements.
+One side alone: `--side=jax` (run with ssl_jax's python) or `--side=lightly --numbers='{...}'` (the
+peer's python; the numbers are those `--side=jax --serve` prints on its READY line); `--what=step,loop`
+picks the measurements.
 
 Shapes (`SHAPES`): `fashion28` is Fashion-MNIST 28 px grayscale (1 channel) with the ImageNet stem
 (7×7/2 conv + max-pool), `color32` is color_fashion_mnist 32 px RGB (Fashion-MNIST items on photos,
 CIFAR-shaped) with the CIFAR stem (3×3/1 conv, no max-pool). The ssl_jax side is
-`configs/mocov2_fashion_mnist.py` / `configs/mocov2_color_fashion_mnist.py` with the shared numbers
-of `SHAPES` and `COMMON` set on it (stem, width 1, head, batch, queue, τ, EMA, lr, wd); the peer gets
-the same numbers.
+`configs/mocov2_fashion_mnist.py` / `configs/mocov2_color_fashion_mnist.py` with `SHAPES`' stem
+and `COMMON`'s numbers set on it (width 1, head, batch, queue, τ); the peer gets those and the
+config's own (`config_numbers`: size, channels, mean/std, EMA, peak lr, weight decay), which the
+ssl_jax worker reads and the parent passes on (`--numbers`). (Before session 9 the peer's lr was the
+config's base lr × 64/256 while these configs do not scale it: 0.015 against ssl_jax's 0.06.)
 
 - ssl_jax, step: `benchmarks/train_step.py`'s `compiled_step` (the jitted `train.jit_train_step` on
   synthetic uint8 views). Loop: the same jitted step fed by `pipeline.train_iterator` (the tf.data
@@ -89,31 +92,10 @@ import numpy as np  # noqa: E402
 
 # the same numbers on both sides
 COMMON = dict(batch=64, width=1.0, hidden=512, out_dim=128, queue=4096, temperature=0.2)
-SHAPES = {
-    "fashion28": dict(
-        config="configs/mocov2_fashion_mnist.py",
-        stem="imagenet",
-        size=28,
-        channels=1,
-        recipe="fashion",
-        ema=0.99,
-        lr=0.06,
-        weight_decay=5e-4,
-        mean=(0.2860,),  # configs/common.py FASHION_MNIST_MEAN / STD
-        std=(0.3530,),
-    ),
-    "color32": dict(
-        config="configs/mocov2_color_fashion_mnist.py",
-        stem="cifar",
-        size=32,
-        channels=3,
-        recipe="mocov2",
-        ema=0.99,
-        lr=0.06,
-        weight_decay=5e-4,
-        mean=(0.5024, 0.3952, 0.3614),  # configs/common.py COLOR_FASHION_MNIST_MEAN / STD
-        std=(0.3078, 0.2751, 0.2768),
-    ),
+SHAPES = {  # what the benchmark chooses; the rest (size, channels, mean/std, EMA, lr, wd) is
+    # the config's (`config_numbers`), sent to the peer by the parent
+    "fashion28": dict(config="configs/mocov2_fashion_mnist.py", stem="imagenet", recipe="fashion"),
+    "color32": dict(config="configs/mocov2_color_fashion_mnist.py", stem="cifar", recipe="mocov2"),
 }
 PEERS = ("lightly",)
 FASHION_DIR = "/usr/share/datasets/fashion-mnist"
@@ -122,6 +104,23 @@ INSTALL = (
     "/work/peer_venv/bin/pip install -r benchmarks/requirements-peer.txt && "
     "/work/peer_venv/bin/pip install --no-deps torchvision==0.28.0 lightly==1.6.0"
 )
+
+
+def config_numbers(c) -> dict:
+    """The numbers of the ssl_jax config (after `COMMON`'s batch is set) that the peer copies: image
+    size and channels, normalisation, EMA, the peak learning rate (`optim.peak_learning_rate`:
+    base_lr, scaled by the batch when the config says 'linear') and weight decay."""
+    from ssl_jax import optim
+
+    return dict(
+        size=int(c.data.image_size),
+        channels=int(c.data.channels),
+        mean=[float(m) for m in c.data.mean],
+        std=[float(v) for v in c.data.std],
+        ema=float(c.ema.base),
+        lr=optim.peak_learning_rate(c.optim, c.global_batch_size),
+        weight_decay=float(c.optim.weight_decay),
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -145,9 +144,7 @@ class JaxSide:
         c.model.projector = head_config((COMMON["hidden"],), COMMON["out_dim"], use_bn=False)
         c.method_config.queue_size = COMMON["queue"]
         c.method_config.temperature = COMMON["temperature"]
-        c.ema.base = s["ema"]
-        c.optim.base_lr, c.optim.weight_decay = s["lr"], s["weight_decay"]
-        assert c.data.image_size == s["size"] and c.data.channels == s["channels"], shape
+        self.numbers = config_numbers(c)
         self.config, self.jax, self.train = c, jax, train
         if data_out:  # the same images for the peer
             train_x, train_y = _source_arrays(datasets, c.data, c.data.eval_train_split)
@@ -261,11 +258,11 @@ def read_fashion_idx(directory: str = FASHION_DIR) -> tuple[np.ndarray, np.ndarr
 
 
 class LightlySide:
-    def __init__(self, shape: str, data: str | None, threads: int, workers: int):
+    def __init__(self, shape: str, numbers: dict, data: str | None, threads: int, workers: int):
         lt = import_lightly()
         torch = lt.torch
         torch.set_num_threads(threads)
-        s = SHAPES[shape]
+        s = {**SHAPES[shape], **numbers}
         self.lt, self.shape = lt, s
         b, size, ch = COMMON["batch"], s["size"], s["channels"]
         self.reset()
@@ -313,7 +310,7 @@ class LightlySide:
         )
         self.opt = torch.optim.SGD(
             self.online.parameters(),
-            lr=s["lr"] * COMMON["batch"] / 256,  # ssl_jax's linear scaling (no cosine here)
+            lr=s["lr"],  # ssl_jax's peak lr (no warm-up or cosine here)
             momentum=0.9,
             weight_decay=s["weight_decay"],
         )
@@ -411,9 +408,11 @@ class _Images:
 def serve(args) -> None:
     if args.side == "jax":
         side = JaxSide(args.shape, args.data_out)
-        info = {"device": side.device}
+        info = {"device": side.device, "numbers": side.numbers}
     else:
-        side = LightlySide(args.shape, args.data, args.threads, args.workers)
+        side = LightlySide(
+            args.shape, json.loads(args.numbers), args.data, args.threads, args.workers
+        )
         info = {"device": side.device, "version": side.lt.version}
     print("READY " + json.dumps(info), flush=True)
     for line in sys.stdin:
@@ -469,8 +468,8 @@ def compare(args) -> None:
     for shape in args.shapes.split(","):
         s = SHAPES[shape]
         print(
-            f"== {shape}: ResNet-18 {s['stem']} stem, {s['size']} px × {s['channels']} ch, "
-            f"batch {COMMON['batch']}, queue {COMMON['queue']}, τ {COMMON['temperature']}",
+            f"== {shape}: ResNet-18 {s['stem']} stem ({s['config']}), batch {COMMON['batch']}, "
+            f"queue {COMMON['queue']}, τ {COMMON['temperature']}",
             flush=True,
         )
         with tempfile.TemporaryDirectory() as tmp:
@@ -483,6 +482,8 @@ def compare(args) -> None:
             for name, python, extra in sides:  # one after the other: the peer reads `data`
                 t = time.perf_counter()
                 python = os.path.abspath(python) if os.sep in python else python  # cwd is ROOT
+                if workers:  # the peer copies the ssl_jax config's numbers
+                    extra = [*extra, "--numbers=" + json.dumps(workers[0].info["numbers"])]
                 argv = [python, me, "--serve", f"--shape={shape}", *extra, *common]
                 workers.append(Worker(name, argv))
                 print(f"{name} ready in {time.perf_counter() - t:.0f} s: {workers[-1].info}")
@@ -557,12 +558,22 @@ def main() -> None:
     p.add_argument("--serve", action="store_true", help="(worker) answer the parent's rounds")
     p.add_argument("--data", default=None, help="(worker) .npz of the train images")
     p.add_argument("--data-out", default=None, help="(worker) write the train images here")
+    p.add_argument(
+        "--numbers",
+        default=None,
+        help="(peer side) JSON of the ssl_jax config's numbers (`config_numbers`; the parent "
+        "passes them; by hand: copy them from the ssl_jax worker's READY line)",
+    )
     args = p.parse_args()
+    if args.side in PEERS and not args.numbers:
+        raise SystemExit("--side=" + args.side + " needs --numbers (the ssl_jax config's numbers)")
     if args.side and not args.serve:  # by hand: `--rounds` rounds of each measurement
         side = (
             JaxSide(args.shape, None)
             if args.side == "jax"
-            else LightlySide(args.shape, args.data, args.threads, args.workers)
+            else LightlySide(
+                args.shape, json.loads(args.numbers), args.data, args.threads, args.workers
+            )
         )
         for what in args.what.split(","):
             for r in range(args.rounds):
