@@ -166,11 +166,15 @@ def base_config() -> ml_collections.ConfigDict:
     # L-BFGS on standardised features ('lbfgs'; 'ridge' = closed-form ridge onto one-hot labels),
     # l2 chosen on a held-out 10% of train from `l2_grid` (empty: the solver's own grid,
     # `linear_probe.L2_GRIDS`); a weighted kNN column (k `knn_k`, τ `knn_temperature`; 0: none).
+    # `features`: what the encoder rows are probed on: 'pooled' (the backbone's pooled output, the
+    # papers' protocol) or 'stages' (every stage's pooled output, concatenated: 960-d for a
+    # ResNet-18; the same for the pretrained and the random-init rows).
     c.evals.probe_table = ml_collections.ConfigDict(
         dict(
             type="probe_table",
             every_steps=-1,
             num_train=-1,
+            features="pooled",
             solver="lbfgs",
             l2_grid=(),
             iterations=100,

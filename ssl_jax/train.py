@@ -348,9 +348,11 @@ def _format_eta(seconds: float) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m{seconds % 60:02d}s"
 
 
-def features_fn(exp: Experiment):
-    """jitted uint8 images → backbone features (eval-mode BN, online weights)."""
-    apply = lambda v, x, train: exp.ctx.model.apply(v, x, train=train, method="features")
+def features_fn(exp: Experiment, *, stages: bool = False):
+    """jitted uint8 images → backbone features (eval-mode BN, online weights); `stages`: every
+    stage's pooled output, concatenated (`ResNet.__call__`)."""
+    model = exp.ctx.model
+    apply = lambda v, x, train: model.apply(v, x, train=train, stages=stages, method="features")
     return uint8_feature_fn(apply, exp.config.data, exp.config)
 
 
@@ -375,7 +377,11 @@ def eval_context(exp: Experiment, workdir: str) -> EvalContext:
         return {"params": state.params, "batch_stats": state.batch_stats}
 
     return EvalContext(
-        mesh=exp.mesh, feature_fn=features_fn(exp), random_init=random_init, workdir=workdir
+        mesh=exp.mesh,
+        feature_fn=features_fn(exp),
+        stage_feature_fn=features_fn(exp, stages=True),
+        random_init=random_init,
+        workdir=workdir,
     )
 
 

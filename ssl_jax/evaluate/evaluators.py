@@ -52,12 +52,15 @@ class EvalContext:
       random_init: `() → {'params', 'batch_stats'}` of the run's model at its initialisation
         (the probe table's 'random init' row); called at most once per run.
       workdir: where file outputs go (`probe_table.txt`).
+      stage_feature_fn: as `feature_fn`, every backbone stage's pooled output concatenated
+        (the probe table's `features='stages'`); None: not available.
     """
 
     mesh: Mesh
     feature_fn: FeatureFn
     random_init: Callable[[], dict]
     workdir: str
+    stage_feature_fn: FeatureFn | None = None
 
 
 class Evaluator(Protocol):
@@ -248,6 +251,11 @@ class ProbeTableEvaluator(_Schedule):
         "raw pixels": "probe/raw_pixels_knn_top1",
     }
     SOLVERS = SOLVERS
+    # what the encoder rows are probed on: the papers' protocol, or the multi-scale variant
+    FEATURES = {
+        "pooled": "the pooled backbone output",
+        "stages": "every backbone stage's pooled output, concatenated",
+    }
 
     def __init__(
         self,
@@ -264,6 +272,7 @@ class ProbeTableEvaluator(_Schedule):
         knn_k: int = 200,
         knn_temperature: float = 0.07,
         batch_size: int = 512,
+        features: str = "pooled",
     ):
         self.name = name
         self._check(
@@ -271,6 +280,7 @@ class ProbeTableEvaluator(_Schedule):
             every_steps=every_steps,
             num_train=num_train,
             num_test=num_test,
+            features=features,
             solver=solver,
             l2_grid=l2_grid,
             iterations=iterations,
@@ -286,6 +296,7 @@ class ProbeTableEvaluator(_Schedule):
         self.l2_grid = tuple(float(x) for x in (l2_grid or L2_GRIDS[solver]))
         self.iterations = int(iterations)
         self.knn_k, self.knn_temperature = int(knn_k), float(knn_temperature)
+        self.features = features
         self._random: dict | None = None
 
     @classmethod
@@ -294,6 +305,7 @@ class ProbeTableEvaluator(_Schedule):
     ) -> None:
         super().check_config(entry, where, num_devices=num_devices, num_processes=num_processes)
         check_allowed(f"{where}.solver", entry["solver"], cls.SOLVERS)
+        check_allowed(f"{where}.features", entry["features"], tuple(cls.FEATURES))
         for value in entry["l2_grid"]:  # empty: the solver's own grid
             check_range(f"{where}.l2_grid", value, low=0.0, low_open=True)
         check_range(f"{where}.iterations", entry["iterations"], low=1, integer=True)
@@ -301,8 +313,11 @@ class ProbeTableEvaluator(_Schedule):
         check_range(f"{where}.knn_temperature", entry["knn_temperature"], low=0.0, low_open=True)
 
     def _features(self, variables, split: str, limit: int = -1):
+        stages = self.features == "stages"
+        if stages and self.ctx.stage_feature_fn is None:
+            raise ValueError(f"evals.{self.name}.features='stages': this run has no stage features")
         return split_features(
-            self.ctx.feature_fn,
+            self.ctx.stage_feature_fn if stages else self.ctx.feature_fn,
             variables,
             self.config,
             split,
@@ -327,7 +342,8 @@ class ProbeTableEvaluator(_Schedule):
         data = self.config.data
         grid = ", ".join(f"{v:g}" for v in sorted(self.l2_grid))
         line = (
-            f"Linear probe: {SOLVER_NAMES[self.solver]} on standardised frozen features, "
+            f"Linear probe: {SOLVER_NAMES[self.solver]} on standardised frozen features "
+            f"({self.FEATURES[self.features]}), "
             f"l2 chosen from ({grid}) on a held-out 10% of train; {data.name}: "
             f"train {num_train} ({data.eval_train_split}), test {num_test} "
             f"({data.eval_test_split})"

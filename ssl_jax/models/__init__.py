@@ -144,9 +144,12 @@ class SSLModel(nn.Module):
             self.jigsaw(jnp.zeros((k, features.shape[-1]), features.dtype), order, train)
         return out
 
-    def features(self, x: jnp.ndarray, train: bool = False, bn_groups: int = 1) -> jnp.ndarray:
-        """Backbone features `[N, D_backbone]` float32 only (kNN, linear probe, export)."""
-        return self.backbone(x, train, bn_groups)
+    def features(
+        self, x: jnp.ndarray, train: bool = False, bn_groups: int = 1, stages: bool = False
+    ) -> jnp.ndarray:
+        """Backbone features `[N, D_backbone]` float32 only (kNN, linear probe, export); with
+        `stages` every stage's pooled output, concatenated (`ResNet.__call__`)."""
+        return self.backbone(x, train, bn_groups, stages)
 
     def jigsaw_projection(
         self, patches: jnp.ndarray, order: jnp.ndarray, train: bool, bn_groups: int = 1
@@ -184,10 +187,10 @@ class TwoEncoderModel(nn.Module):
     def feature_dim(self) -> int:
         return self.encoder1.feature_dim + self.encoder2.feature_dim
 
-    def _encode(self, x, train, bn_groups):
+    def _encode(self, x, train, bn_groups, stages=False):
         return (
-            self.encoder1(x[..., : self.split], train, bn_groups),
-            self.encoder2(x[..., self.split :], train, bn_groups),
+            self.encoder1(x[..., : self.split], train, bn_groups, stages),
+            self.encoder2(x[..., self.split :], train, bn_groups, stages),
         )
 
     def __call__(
@@ -207,9 +210,12 @@ class TwoEncoderModel(nn.Module):
             "projection2": self.head2(f2, train, head_groups),
         }
 
-    def features(self, x: jnp.ndarray, train: bool = False, bn_groups: int = 1) -> jnp.ndarray:
-        """`[N, D1 + D2]`: both encoders' pooled features, concatenated (view 1 first)."""
-        return jnp.concatenate(self._encode(x, train, bn_groups), axis=-1)
+    def features(
+        self, x: jnp.ndarray, train: bool = False, bn_groups: int = 1, stages: bool = False
+    ) -> jnp.ndarray:
+        """`[N, D1 + D2]`: both encoders' pooled features (with `stages`, each encoder's stage
+        features), concatenated (view 1 first)."""
+        return jnp.concatenate(self._encode(x, train, bn_groups, stages), axis=-1)
 
 
 def head_config(

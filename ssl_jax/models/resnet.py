@@ -151,8 +151,12 @@ class ResNet(nn.Module):
         return feature_dim(self.depth, self.width)
 
     @nn.compact
-    def __call__(self, x: jnp.ndarray, train: bool, bn_groups: int = 1) -> jnp.ndarray:
-        """x: `[N, H, W, C]` (any C) → `[N, feature_dim]` float32."""
+    def __call__(
+        self, x: jnp.ndarray, train: bool, bn_groups: int = 1, stages: bool = False
+    ) -> jnp.ndarray:
+        """x: `[N, H, W, C]` (any C) → `[N, feature_dim]` float32; with `stages`, the global
+        averages of every stage's output, concatenated (`[N, stage_features_dim]`: 960 for a
+        ResNet-18 at width 1), a multi-scale probe feature that keeps the early stages' detail."""
         kind, blocks = STAGES[self.depth]
         base = base_width(self.width)
         x = x.astype(self.dtype)
@@ -167,6 +171,7 @@ class ResNet(nn.Module):
             # reduce_window pads with the init value -inf, as torch's MaxPool2d(3, 2, padding=1).
             x = nn.max_pool(x, (3, 3), strides=(2, 2), padding=_pad(1))
         in_planes = stem
+        pooled = []
         for i, n_blocks in enumerate(blocks):
             planes = base * 2**i
             for j in range(n_blocks):
@@ -183,4 +188,5 @@ class ResNet(nn.Module):
                     name=f"layer{i + 1}_{j}",
                 )(x, train, bn_groups)
                 in_planes = out_planes
-        return jnp.mean(x.astype(jnp.float32), axis=(1, 2))
+            pooled.append(jnp.mean(x.astype(jnp.float32), axis=(1, 2)))
+        return jnp.concatenate(pooled, axis=-1) if stages else pooled[-1]

@@ -4,6 +4,7 @@ import contextlib
 
 import jax
 import ml_collections
+import numpy as np
 import pytest
 from jax._src import monitoring
 
@@ -119,6 +120,26 @@ def test_probe_table_ridge_stays_an_option(run):
     assert "train 60000 (train), test 10000 (test)" in title
 
 
+def test_probe_table_on_stage_features(run):
+    """`features='stages'`: the encoder rows are probed on every stage's pooled output (the
+    context's `stage_feature_fn`), and the title says so; the default is the pooled output."""
+    config, exp, state, ctx = run
+    table = dict(type="probe_table", every_steps=0, features="stages", knn_k=0, batch_size=16)
+    (ev,) = evaluators.build_evaluators(_with_evals(config, probe_table=table), ctx)
+    assert "(every backbone stage's pooled output, concatenated)" in ev.title(96, 48)
+    variables = {"params": state.params, "batch_stats": state.batch_stats}
+    f, _ = ev._features(variables, "train", 32)
+    pooled, _ = split_features(
+        ctx.feature_fn, variables, config, "train", mesh=exp.mesh, batch_size=16, limit=32
+    )
+    d = pooled.shape[1]
+    assert f.shape == (32, d // 8 * 15)  # ResNet stage widths w, 2w, 4w, 8w
+    np.testing.assert_allclose(f[:, -d:], pooled, rtol=1e-5, atol=1e-6)
+    default = dict(type="probe_table", every_steps=0, knn_k=0, batch_size=16)
+    (ev,) = evaluators.build_evaluators(_with_evals(config, probe_table=default), ctx)
+    assert ev.features == "pooled" and "(the pooled backbone output)" in ev.title(96, 48)
+
+
 @pytest.mark.parametrize(
     ("entry", "message"),
     [
@@ -130,6 +151,7 @@ def test_probe_table_ridge_stays_an_option(run):
         (dict(type="probe_table", solver="svm"), r"evals.bad.solver='svm'"),
         (dict(type="probe_table", knn_k=-1), r"evals.bad.knn_k=-1"),
         (dict(type="probe_table", iterations=0), r"evals.bad.iterations=0"),
+        (dict(type="probe_table", features="layer3"), r"evals.bad.features='layer3'"),
     ],
 )
 def test_bad_evaluator_configs_are_config_errors(run, entry, message):

@@ -197,3 +197,24 @@ def test_stem_width_keeps_a_wide_stem_at_any_width():
     assert model.feature_dim == 1024
     default = abstract_variables(ResNet(depth=50, width=0.5), (1, 32, 32, 2))["params"]
     assert default["conv1"]["kernel"].shape == (7, 7, 2, 32)
+
+
+def test_stage_features_are_every_stages_pooled_output():
+    """`stages=True`: the global averages of the four stages' outputs, concatenated, the last of
+    them the usual pooled output."""
+    model = ResNet(depth=18, stem="imagenet", width=0.25)
+    x = jax.random.normal(jax.random.key(1), (2, 28, 28, 1))
+    variables = model.init(jax.random.key(0), x, train=False)
+    blocks = ("layer1_1", "layer2_1", "layer3_1", "layer4_1")
+    stages, state = model.apply(
+        variables,
+        x,
+        train=False,
+        stages=True,
+        capture_intermediates=lambda mdl, _: mdl.name in blocks,
+    )
+    pooled = model.apply(variables, x, train=False)
+    assert stages.shape == (2, 16 + 32 + 64 + 128) and stages.dtype == jnp.float32
+    expected = [state["intermediates"][b]["__call__"][0].mean(axis=(1, 2)) for b in blocks]
+    np.testing.assert_allclose(stages, np.concatenate(expected, -1), rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(stages[:, -128:], pooled)
