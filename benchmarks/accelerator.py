@@ -288,7 +288,7 @@ def main() -> None:
 
     kind = jax.devices()[0].device_kind
     print(
-        f"devices: {jax.device_count()} × {jax.devices()[0].device_kind} "
+        f"devices: {jax.device_count()} × {kind} "
         f"({jax.default_backend()}, {os.cpu_count()} host cores)",
         flush=True,
     )

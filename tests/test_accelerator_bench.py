@@ -66,3 +66,34 @@ def test_device_rates_picks_plain_bf16_rows(tmp_path):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert device_rates(str(path)) == {("m", False): 12.0, ("m", True): 8.0}
     assert device_rates(str(tmp_path / "missing.jsonl")) == {}
+
+
+def _accelerator():
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    import accelerator
+
+    return accelerator
+
+
+def test_main_prints_and_records_the_device_kind(tmp_path, monkeypatch, capsys):
+    """main()'s devices line and each JSON row name `jax.devices()[0].device_kind` (the timing
+    itself is stubbed: no config is built or run)."""
+    import types
+
+    import jax
+
+    accelerator = _accelerator()
+    config = types.SimpleNamespace(global_batch_size=16, model=types.SimpleNamespace(dtype="f32"))
+    figures = dict(synced=1.0, pipelined=2.0, copies=3.0, copies_wait=0.5, peak_bytes=0)
+    monkeypatch.setattr(accelerator, "load_config", lambda *a, **k: config)
+    monkeypatch.setattr(accelerator, "loop_rates", lambda *a, **k: dict(figures))
+    out = tmp_path / "rows.jsonl"
+    monkeypatch.setattr(sys, "argv", ["accelerator.py", "--configs=a,b", f"--json={out}"])
+    accelerator.main()
+    kind = jax.devices()[0].device_kind
+    assert f"devices: {jax.device_count()} × {kind} (" in capsys.readouterr().out
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["config"], r["device"], r["pipelined"]) for r in rows] == [
+        ("a", kind, 2.0),
+        ("b", kind, 2.0),
+    ]
