@@ -143,20 +143,15 @@ def step_rates(config, steps: int) -> tuple[dict, tuple]:
     from train_step import compiled_step, time_steps
 
     b = config.global_batch_size
-    compiled = compiled_step(config)
-    times, (step, state, batch) = time_steps(compiled, steps)
-    t = time.perf_counter()
-    for _ in range(steps):
-        state, metrics = step(state, batch)
-    jax.block_until_ready((state, metrics))
-    pipelined = steps * b / (time.perf_counter() - t)
+    times, compiled = time_steps(compiled_step(config), steps)
+    (seconds,), compiled = time_steps(compiled, steps, sync_each_step=False)
     stats = jax.local_devices()[0].memory_stats() or {}
     figures = {
         "synced": b / float(np.median(times)),
-        "pipelined": pipelined,
+        "pipelined": steps * b / seconds,
         "peak_bytes": stats.get("peak_bytes_in_use", 0),
     }
-    return figures, (step, state, batch)
+    return figures, compiled
 
 
 def profile_top_ops(step, state, batch, directory: str, steps: int = 5, top: int = 15) -> list:
@@ -288,7 +283,7 @@ def main() -> None:
 
     kind = jax.devices()[0].device_kind
     print(
-        f"devices: {jax.device_count()} × {jax.devices()[0].device_kind} "
+        f"devices: {jax.device_count()} × {kind} "
         f"({jax.default_backend()}, {os.cpu_count()} host cores)",
         flush=True,
     )

@@ -24,8 +24,12 @@ Side by side (both shapes, 3 alternating rounds of 20 steps each; run from the r
 cores; XLA and tf.data use all cores on their own.
 
 One side alone: `--side=jax` (run with ssl_jax's python) or `--side=lightly --numbers='{...}'` (the
-peer's python; the numbers are those `--side=jax --serve` prints on its READY line); `--what=step,loop`
-picks the measurements.
+peer's python); `--what=step,loop` picks the measurements. The numbers are the ssl_jax config's
+(`config_numbers`, also on the `--side=jax --serve` worker's READY line); `--print-numbers` prints
+them for `--shape` with ssl_jax's python (no torch or lightly import, no compilation) and exits:
+
+    /work/peer_venv/bin/python benchmarks/peer.py --side=lightly --shape=color32 \
+        --numbers="$(.venv/bin/python benchmarks/peer.py --print-numbers --shape=color32)"
 
 Shapes (`SHAPES`): `fashion28` is Fashion-MNIST 28 px grayscale (1 channel) with the ImageNet stem
 (7×7/2 conv + max-pool), `color32` is color_fashion_mnist 32 px RGB (Fashion-MNIST items on photos,
@@ -123,6 +127,22 @@ def config_numbers(c) -> dict:
     )
 
 
+def jax_config(shape: str):
+    """The ssl_jax config of a shape: `SHAPES`' config file with its stem and `COMMON`'s numbers."""
+    from ssl_jax import configs
+    from ssl_jax.models import head_config
+
+    s = SHAPES[shape]
+    c = configs.load(os.path.join(ROOT, s["config"]))
+    c.global_batch_size = COMMON["batch"]
+    c.model.stem = s["stem"]
+    c.model.width = COMMON["width"]
+    c.model.projector = head_config((COMMON["hidden"],), COMMON["out_dim"], use_bn=False)
+    c.method_config.queue_size = COMMON["queue"]
+    c.method_config.temperature = COMMON["temperature"]
+    return c
+
+
 # --------------------------------------------------------------------------------------------------
 # ssl_jax worker
 
@@ -132,18 +152,10 @@ class JaxSide:
         import jax
         from train_step import compiled_step
 
-        from ssl_jax import configs, sharding, train
+        from ssl_jax import sharding, train
         from ssl_jax.data import datasets, pipeline
-        from ssl_jax.models import head_config
 
-        s = SHAPES[shape]
-        c = configs.load(os.path.join(ROOT, s["config"]))
-        c.global_batch_size = COMMON["batch"]
-        c.model.stem = s["stem"]
-        c.model.width = COMMON["width"]
-        c.model.projector = head_config((COMMON["hidden"],), COMMON["out_dim"], use_bn=False)
-        c.method_config.queue_size = COMMON["queue"]
-        c.method_config.temperature = COMMON["temperature"]
+        c = jax_config(shape)
         self.numbers = config_numbers(c)
         self.config, self.jax, self.train = c, jax, train
         if data_out:  # the same images for the peer
@@ -562,11 +574,22 @@ def main() -> None:
         "--numbers",
         default=None,
         help="(peer side) JSON of the ssl_jax config's numbers (`config_numbers`; the parent "
-        "passes them; by hand: copy them from the ssl_jax worker's READY line)",
+        "passes them; by hand: what --print-numbers prints)",
+    )
+    p.add_argument(
+        "--print-numbers",
+        action="store_true",
+        help="print the --numbers JSON of --shape (ssl_jax's python) and exit",
     )
     args = p.parse_args()
+    if args.print_numbers:
+        print(json.dumps(config_numbers(jax_config(args.shape))), flush=True)
+        return
     if args.side in PEERS and not args.numbers:
-        raise SystemExit("--side=" + args.side + " needs --numbers (the ssl_jax config's numbers)")
+        raise SystemExit(
+            f"--side={args.side} needs --numbers (the ssl_jax config's numbers: what "
+            f"`benchmarks/peer.py --print-numbers --shape={args.shape}` prints with ssl_jax's python)"
+        )
     if args.side and not args.serve:  # by hand: `--rounds` rounds of each measurement
         side = (
             JaxSide(args.shape, None)

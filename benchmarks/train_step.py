@@ -68,11 +68,19 @@ def compiled_step(config):
     return step, state, batch
 
 
-def time_steps(compiled, steps: int) -> tuple[list[float], tuple]:
-    """Seconds of `steps` calls (each ended by `block_until_ready`) → (times, advanced compiled)."""
+def time_steps(compiled, steps: int, *, sync_each_step: bool = True) -> tuple[list[float], tuple]:
+    """Seconds of `steps` calls → (times, advanced compiled). `sync_each_step`: each call ended by
+    `block_until_ready`, one time per step; else all `steps` dispatched back to back and one wait
+    on the last state and metrics, one time: the whole run's."""
     import jax
 
     step, state, batch = compiled
+    if not sync_each_step:
+        t = time.perf_counter()
+        for _ in range(steps):
+            state, metrics = step(state, batch)
+        jax.block_until_ready((state, metrics))
+        return [time.perf_counter() - t], (step, state, batch)
     times = []
     for _ in range(steps):
         t = time.perf_counter()

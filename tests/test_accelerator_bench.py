@@ -66,3 +66,78 @@ def test_device_rates_picks_plain_bf16_rows(tmp_path):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert device_rates(str(path)) == {("m", False): 12.0, ("m", True): 8.0}
     assert device_rates(str(tmp_path / "missing.jsonl")) == {}
+
+
+def _accelerator():
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    import accelerator
+
+    return accelerator
+
+
+def test_main_prints_and_records_the_device_kind(tmp_path, monkeypatch, capsys):
+    """main()'s devices line and each JSON row name `jax.devices()[0].device_kind` (the timing
+    itself is stubbed: no config is built or run)."""
+    import types
+
+    import jax
+
+    accelerator = _accelerator()
+    config = types.SimpleNamespace(global_batch_size=16, model=types.SimpleNamespace(dtype="f32"))
+    figures = dict(synced=1.0, pipelined=2.0, copies=3.0, copies_wait=0.5, peak_bytes=0)
+    monkeypatch.setattr(accelerator, "load_config", lambda *a, **k: config)
+    monkeypatch.setattr(accelerator, "loop_rates", lambda *a, **k: dict(figures))
+    out = tmp_path / "rows.jsonl"
+    monkeypatch.setattr(sys, "argv", ["accelerator.py", "--configs=a,b", f"--json={out}"])
+    accelerator.main()
+    kind = jax.devices()[0].device_kind
+    assert f"devices: {jax.device_count()} × {kind} (" in capsys.readouterr().out
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["config"], r["device"], r["pipelined"]) for r in rows] == [
+        ("a", kind, 2.0),
+        ("b", kind, 2.0),
+    ]
+
+
+def _counting_step(monkeypatch):
+    """A tiny jitted step (state + 1) as `compiled_step` returns it, and the `block_until_ready`
+    calls made while it runs."""
+    import jax
+    import jax.numpy as jnp
+
+    waits = []
+    real = jax.block_until_ready
+    monkeypatch.setattr(jax, "block_until_ready", lambda x: waits.append(x) or real(x))
+    step = jax.jit(lambda state, batch: (state + batch, {"loss": state.sum()}))
+    return (step, jnp.zeros(3), jnp.ones(3)), waits
+
+
+def test_time_steps_synced_and_back_to_back(monkeypatch):
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    from train_step import time_steps
+
+    compiled, waits = _counting_step(monkeypatch)
+    times, compiled = time_steps(compiled, 4)
+    assert len(times) == 4 and len(waits) == 4 and all(t > 0 for t in times)
+    times, compiled = time_steps(compiled, 5, sync_each_step=False)
+    assert len(times) == 1 and times[0] > 0
+    assert len(waits) == 5  # one wait, on the last state and metrics
+    assert float(compiled[1][0]) == 9.0
+
+
+def test_step_rates_times_through_time_steps(monkeypatch):
+    import types
+
+    accelerator = _accelerator()
+    import train_step
+
+    compiled, waits = _counting_step(monkeypatch)
+    monkeypatch.setattr(train_step, "compiled_step", lambda config: compiled)
+    calls = []
+    real = train_step.time_steps
+    monkeypatch.setattr(train_step, "time_steps", lambda *a, **k: calls.append(k) or real(*a, **k))
+    config = types.SimpleNamespace(global_batch_size=3)
+    figures, (_, state, _) = accelerator.step_rates(config, 6)
+    assert calls == [{}, {"sync_each_step": False}]
+    assert len(waits) == 6 + 1 and float(state[0]) == 12.0
+    assert figures["synced"] > 0 and figures["pipelined"] > 0 and "peak_bytes" in figures
