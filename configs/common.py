@@ -172,7 +172,7 @@ def runlocal(c: ml_collections.ConfigDict) -> None:
     if "knn" in c.evals:
         c.evals.knn.update(every_steps=1_000_000, num_train=256, num_test=128, batch_size=64, k=20)
     if "probe_table" in c.evals:
-        c.evals.probe_table.update(num_train=512, batch_size=64)
+        c.evals.probe_table.update(num_train=512, num_test=256, batch_size=64)
 
 
 def _scale_bn_groups(c: ml_collections.ConfigDict, batch: int) -> None:

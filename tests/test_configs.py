@@ -115,6 +115,7 @@ def test_default_job_configs_run_the_probe_table_and_the_default_job_a_knn_monit
             assert c.evals.knn.every_steps == -1, name  # never
         local = configs.load(f"{ROOT}/configs/{name}_fashion_mnist.py:runlocal")
         assert local.evals.probe_table.num_train == 512 and local.evals.knn.k == 20
+        assert local.evals.probe_table.num_test == 256, name  # not all 10k test images
 
 
 def test_ressl_authors_configs_are_the_authors_recipe():

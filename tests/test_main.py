@@ -115,12 +115,17 @@ def test_bad_override_names_the_key(tmp_path):
 @pytest.mark.slow
 def test_default_job_prints_the_probe_table(tmp_path):
     """The default job's last part: the probe table evaluator (pretrained / random init / raw
-    pixels) at the last step, then the pictures."""
+    pixels) at the last step, then the pictures. On a generated 512 + 128 image Fashion-MNIST
+    folder: the probe's test features and the t-SNE take 128 images, not 10k and 2000."""
+    from tests.data.data_helpers import make_fashion_dir
+
+    data_dir = make_fashion_dir(str(tmp_path / "fashion"), num_train=512, num_test=128)
     table = dict(type="probe_table", every_steps=0, num_train=500, batch_size=500)
     workdir = tmp_path / "run"
     proc = _main(
         f"--config={_config_file(tmp_path, 'scce_fashion_mnist.py:runlocal', table=table)}",
         f"--workdir={workdir}",
+        f"--config.data.data_dir={data_dir}",
         "--config.total_steps=2",
     )
     out, _ = proc.communicate(timeout=900)
@@ -131,6 +136,7 @@ def test_default_job_prints_the_probe_table(tmp_path):
     table = (workdir / "probe_table.txt").read_text()
     assert table.startswith("Linear probe: multinomial logistic regression")
     assert "raw pixels" in table and "train 500 (train)" in table and "kNN top-1" in table
+    assert "test 128 (test)" in table
     from ssl_jax.writers import read_metrics
 
     probe = [r for r in read_metrics(str(workdir)) if "probe/top1" in r]

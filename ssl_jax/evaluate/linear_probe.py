@@ -39,10 +39,11 @@ from ssl_jax.writers import create_writer
 
 
 @functools.partial(jax.jit, static_argnames=("iterations",))
-def _fit_softmax(x, y, l2, precond, init, *, iterations, tol):
+def _fit_softmax(x, y, l2, precond, init, unprecond=None, *, iterations, tol):
     """Multinomial logistic regression: min over {w, b} of mean CE(x w + b, y) + l2/2 ‖w‖², by
     full-batch L-BFGS (optax, zoom line search) from `init`, until the gradient's norm is below
     `tol` or after `iterations` iterations. Returns `(params, iterations done, gradient norm)`.
+    `unprecond`, when given, is `precond`'s inverse (else it is solved for).
 
     L-BFGS runs in the variables v of w = `precond` v (`precond` = (XᵀX/n + l2 I)^(-1/2), which
     makes the Hessian of the quadratic part the identity): the same minimum, reached in tens of
@@ -69,7 +70,10 @@ def _fit_softmax(x, y, l2, precond, init, *, iterations, tol):
         grad_norm = optax.tree_utils.tree_norm(optax.tree_utils.tree_get(s, "grad"))
         return (count == 0) | ((count < iterations) & (grad_norm >= tol))
 
-    start = {"v": jnp.linalg.solve(precond, init["w"]), "b": init["b"]}
+    if unprecond is None:
+        start = {"v": jnp.linalg.solve(precond, init["w"]), "b": init["b"]}
+    else:
+        start = {"v": unprecond @ init["w"], "b": init["b"]}
     p, s = jax.lax.while_loop(go_on, step, (start, opt.init(start)))
     params = {"w": precond @ p["v"], "b": p["b"]}
     grad_norm = optax.tree_utils.tree_norm(jax.grad(objective, (0, 1))(params["w"], params["b"]))
@@ -92,15 +96,27 @@ def _softmax_fitter(x: jax.Array, y: np.ndarray, num_classes: int, iterations: i
         xr = x[jnp.asarray(rows)]
         if key not in spectra:  # the covariance's eigendecomposition, once per row subset
             xh = np.asarray(xr, np.float64)
-            spectra[key] = np.linalg.eigh(xh.T @ xh / len(xh))
-        eigval, eigvec = spectra[key]
-        precond = (eigvec / np.sqrt(np.maximum(eigval, 0.0) + l2)) @ eigvec.T
+            if len(xh) < xh.shape[1]:  # fewer rows than features (raw pixels of a small set):
+                # the covariance's nonzero spectrum from the thin SVD of the rows, O(n² D)
+                # instead of eigh's O(D³); its null space is handled below
+                _, sv, vt = np.linalg.svd(xh, full_matrices=False)
+                spectra[key] = (sv**2 / len(xh), vt.T, True)
+            else:
+                spectra[key] = (*np.linalg.eigh(xh.T @ xh / len(xh)), False)
+        eigval, eigvec, partial = spectra[key]
+        root = np.sqrt(np.maximum(eigval, 0.0) + l2)
+        precond, unprecond = (eigvec / root) @ eigvec.T, None
+        if partial:  # the rest of the feature space: covariance 0, so scale 1/√l2 (inverse: √l2)
+            rest = np.eye(len(eigvec)) - eigvec @ eigvec.T
+            precond = precond + rest / np.sqrt(l2)
+            unprecond = jnp.asarray((eigvec * root) @ eigvec.T + rest * np.sqrt(l2), jnp.float32)
         params, count, grad_norm = _fit_softmax(
             xr,
             labels[jnp.asarray(rows)],
             jnp.float32(l2),
             jnp.asarray(precond, jnp.float32),
             init,
+            unprecond,
             iterations=iterations,
             tol=tol,
         )
