@@ -1,0 +1,380 @@
+"""InfoMin's view studies ("What Makes for Good Views for Contrastive Learning?", Tian et al. 2020)
+on color_fashion_mnist: each writes `WORKDIR/table.md` (mean ± sample std over the seeds, then every
+seed), `WORKDIR/<study>.png` and `WORKDIR/results.json`. Sizes and swept values are
+`configs/views/studies.py` (`:size=small` for 2 CPU cores, the default full size for a GPU).
+
+Table 5 (Sec. 4.2): for base ∈ {RGB, YDbDr} × views ∈ {raw, unsupervised, supervised, semi} × seeds,
+learn g (`ssl_jax.view_learning`; `raw`: no learning, g = the identity, so CMC runs on the base
+space's own 1 | 2 split, R | GB or Y | DbDr, the paper's "contrastive learning over the original
+color space"), CMC on g's views (`configs/cmc_color_fashion_mnist.py:flow=...`), probe + kNN, the
+held-out I_NCE of g's views; the paper's STL-10 numbers beside, a bar plot:
+
+    python benchmarks/view_studies.py table5 --config=configs/views/studies.py:size=small \\
+        --workdir=runs/views/table5_small
+    python benchmarks/view_studies.py table5 --config=configs/views/studies.py --workdir=runs/views/table5
+
+Colour-space splits (Sec. 3.3 ex. 2, Fig. 4): CMC on L | ab, Y | CbCr, Y | DbDr, R | GB; held-out I_NCE
+against probe accuracy:
+
+    python benchmarks/view_studies.py splits --config=configs/views/studies.py:size=small \\
+        --workdir=runs/views/splits_small
+    python benchmarks/view_studies.py splits --config=configs/views/studies.py --workdir=runs/views/splits
+
+Reverse U (appendix C.2, Fig. 13 / 14): MoCo v2 with the RRC lower bound c, then the colour-jitter
+strength x, swept; I_NCE against probe accuracy:
+
+    python benchmarks/view_studies.py reverse_u --config=configs/views/studies.py:size=small \\
+        --workdir=runs/views/reverse_u_small
+    python benchmarks/view_studies.py reverse_u --config=configs/views/studies.py \\
+        --workdir=runs/views/reverse_u
+
+Options: `--seeds=0,1,2` (default: the config's), `--set=KEY=VALUE` (repeatable) for every
+view-learning and pretraining config (e.g. `data.data_dir=...`). Every run is cached in its folder
+(g's `flow.npz`, the pretraining checkpoints and `compare.json` of `compare_methods.run_one`, the
+I_NCE in `i_nce.json`), so an interrupted study re-run skips what is done.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+sys.path.insert(0, HERE)
+
+import compare_methods  # noqa: E402
+import numpy as np  # noqa: E402
+
+from ssl_jax import configs  # noqa: E402
+
+STUDIES = ("table5", "splits", "reverse_u")
+VIEW_NAMES = {"rgb": "R|GB"}  # the identity g's split of RGB; colour spaces: color.SPACES
+
+
+def _path(path: str) -> str:
+    return path if os.path.isabs(path) else os.path.join(ROOT, path)
+
+
+def split_name(space: str) -> str:
+    """'L|ab', 'Y|DbDr', 'R|GB': the 1- and 2-channel views of `space`."""
+    from ssl_jax.data import color
+
+    if space in VIEW_NAMES:
+        return VIEW_NAMES[space]
+    names = color.SPACES[space].channels
+    return f"{names[0]}|{''.join(names[1:])}"
+
+
+# --------------------------------------------------------------------------------------------------
+# One run: (g), pretraining, probe + kNN, held-out I_NCE
+
+
+def learn_g(study, sets, base: str, mode: str, seed: int, folder: str) -> str:
+    """g's `flow.npz` in `folder` (learned by `view_learning` unless already there)."""
+    from ssl_jax import view_learning
+
+    path = os.path.join(folder, "flow.npz")
+    if not os.path.isfile(path):
+        spec = f"{_path(study.view_config)}:mode={mode},base={base}"
+        config = compare_methods.load_config(spec, [*study.view_sets, *sets], seed)
+        print(f"== view learning {mode} from {base}, seed {seed}", flush=True)
+        view_learning.learn_views(config, folder)
+    return path
+
+
+def view_pairs(config, split: str, critic, seed: int):
+    """Endless `(v1, v2)` batches of `critic.batch` images of `split`, as `config` pretrains on
+    them: its recipes and model input; one view (CMC) is split 1 | 2 as its model splits it."""
+    import jax
+    import jax.numpy as jnp
+
+    from ssl_jax import train
+    from ssl_jax.data import pipeline
+
+    c = type(config)(config.to_dict())
+    c.data.train_split = split
+    c.data.train_subset = critic.train_subset if split == config.data.train_split else 0
+    c.data.shuffle_buffer = max(critic.batch, critic.train_subset or config.data.shuffle_buffer)
+    c.global_batch_size = critic.batch
+    c.seed = seed
+    rng = jax.random.PRNGKey(seed)
+    for i, batch in enumerate(pipeline.train_iterator(c)):
+        views = [
+            jnp.asarray(v, jnp.float32)
+            for v in train.prepare_views(c, batch["views"], jax.random.fold_in(rng, i))
+        ]
+        yield (views[0][..., :1], views[0][..., 1:]) if len(views) == 1 else (views[0], views[1])
+
+
+def i_nce(config, critic, seed: int, folder: str) -> dict:
+    """The held-out I_NCE of `config`'s views (`view_learning.estimate_i_nce`), cached in
+    `folder/i_nce.json`."""
+    from ssl_jax import view_learning
+
+    cached = os.path.join(folder, "i_nce.json")
+    if os.path.exists(cached):
+        with open(cached) as f:
+            return json.load(f)
+    result = view_learning.estimate_i_nce(
+        view_pairs(config, config.data.train_split, critic, seed),
+        view_pairs(config, config.data.eval_test_split, critic, seed + 1),
+        steps=critic.steps,
+        eval_batches=critic.eval_batches,
+        lr=critic.lr,
+        temperature=critic.temperature,
+        seed=seed,
+    )
+    os.makedirs(folder, exist_ok=True)
+    with open(cached, "w") as f:
+        json.dump(result, f)
+    return result
+
+
+def run_cell(config, study, seed: int, folder: str) -> dict:
+    """Pretrain (or resume), probe + kNN (`compare_methods.run_one`) and I_NCE of one config."""
+    result = compare_methods.run_one(config, os.path.join(folder, "pretrain"), False)
+    return {
+        "probe": result["pretrained"]["probe"],
+        "knn": result["pretrained"]["knn"],
+        "pretrain_s": result["pretrain_s"],
+        **i_nce(config, study.critic, seed, folder),
+    }
+
+
+def cmc_config(study, sets, seed: int, arg: str):
+    spec = f"{_path(study.cmc_config)}:{arg}"
+    return compare_methods.load_config(spec, [*study.pretrain_sets, *study.cmc_sets, *sets], seed)
+
+
+# --------------------------------------------------------------------------------------------------
+# Tables and plots
+
+
+def _mean_std(values, scale: float = 1.0) -> tuple[float, float]:
+    """Mean and sample std (0 for one value) of `scale · values`."""
+    v = scale * np.asarray(values, float)
+    return float(v.mean()), float(np.std(v, ddof=1)) if len(v) > 1 else 0.0
+
+
+def _nats(values) -> str:
+    return "{:.2f} ± {:.2f}".format(*_mean_std(values))
+
+
+def _cell(text: str) -> str:
+    """`text` in a Markdown table cell (its '|' escaped)."""
+    return text.replace("|", r"\|")
+
+
+def rows_table(rows: dict, extra_header: str = "", extra=None) -> list[str]:
+    """Markdown: one row per name, `rows[name]` = the seeds' results."""
+    head = "| views | linear probe top-1 (%) | kNN top-1 (%) | I_NCE held-out (nats) |"
+    lines = [head + (f" {extra_header} |" if extra else ""), "|---" * (4 + bool(extra)) + "|"]
+    for name, results in rows.items():
+        lines.append(
+            f"| {_cell(name)} | {compare_methods.summary([r['probe'] for r in results])} "
+            f"| {compare_methods.summary([r['knn'] for r in results])} "
+            f"| {_nats([r['i_nce'] for r in results])} |" + (f" {extra(name)} |" if extra else "")
+        )
+    return lines
+
+
+def _figure(panels: int):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, panels, figsize=(5.2 * panels, 4.0), squeeze=False)
+    return plt, fig, axes[0]
+
+
+def plot_table5(rows: dict, study, out: str) -> str:
+    """Bars: our probe accuracy (mean ± std over seeds) beside the paper's STL-10 number, per view
+    generator, one panel per base space."""
+    plt, fig, axes = _figure(len(study.table5.bases))
+    views = list(study.table5.views)
+    x = np.arange(len(views))
+    for ax, base in zip(axes, study.table5.bases):
+        ours = [_mean_std([r["probe"] for r in rows[(base, v)]], 100) for v in views]
+        paper = [study.paper_table5[base][v] for v in views]
+        ax.bar(x - 0.2, [m for m, _ in ours], 0.4, yerr=[s for _, s in ours], label="ours (probe)")
+        ax.bar(
+            x + 0.2, [m for m, _ in paper], 0.4, yerr=[s for _, s in paper], label="paper STL-10"
+        )
+        ax.set_xticks(x, views)
+        ax.set_ylabel("linear probe top-1 (%)")
+        ax.set_title(f"views learned from {base.upper()}")
+        lo = min(m - s for m, s in ours + [tuple(p) for p in paper])
+        ax.set_ylim(max(0.0, lo - 5), 100)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=90)
+    plt.close(fig)
+    return out
+
+
+def plot_i_nce(groups: dict, out: str, title: str) -> str:
+    """I_NCE (x) against probe accuracy (y), mean ± std over seeds; one panel per group
+    {panel title: {point label: results}}, points joined in their order."""
+    plt, fig, axes = _figure(len(groups))
+    for ax, (name, points) in zip(axes, groups.items()):
+        xs = [_mean_std([r["i_nce"] for r in res]) for res in points.values()]
+        ys = [_mean_std([r["probe"] for r in res], 100) for res in points.values()]
+        ax.errorbar(
+            [m for m, _ in xs], [m for m, _ in ys], xerr=[s for _, s in xs],
+            yerr=[s for _, s in ys], marker="o", capsize=3,
+        )  # fmt: skip
+        for label, (xm, _), (ym, _) in zip(points, xs, ys):
+            ax.annotate(str(label), (xm, ym), textcoords="offset points", xytext=(4, 4), fontsize=8)
+        ax.set_xlabel("I_NCE(v1; v2), held-out critic (nats)")
+        ax.set_ylabel("linear probe top-1 (%)")
+        ax.set_title(name)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=90)
+    plt.close(fig)
+    return out
+
+
+def _write(workdir: str, header: list[str], lines: list[str], results: dict) -> str:
+    table = "\n".join([*header, "", *lines]) + "\n"
+    print(table, flush=True)
+    with open(os.path.join(workdir, "table.md"), "w") as f:
+        f.write(table)
+    with open(os.path.join(workdir, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    return table
+
+
+def _header(study, seeds, text: str) -> list[str]:
+    return [
+        f"{text} color_fashion_mnist, size {study.size}, seeds {','.join(map(str, seeds))}: mean ± "
+        "sample std over the seeds (every seed in brackets); probe: logistic, on the frozen "
+        "encoders' features; I_NCE = log K − InfoNCE loss of a critic trained on training images and "
+        f"scored on test images (K = {study.critic.batch}: at most log K = "
+        f"{np.log(study.critic.batch):.2f} nats)."
+    ]
+
+
+# --------------------------------------------------------------------------------------------------
+# The studies
+
+
+def table5(study, seeds, sets, workdir: str) -> str:
+    rows = {}
+    for seed in seeds:
+        for base in study.table5.bases:
+            for view in study.table5.views:
+                folder = os.path.join(workdir, f"{base}_{view}_s{seed}")
+                flow = learn_g(study, sets, base, view, seed, os.path.join(folder, "g"))
+                config = cmc_config(study, sets, seed, f"flow={flow}")
+                print(f"== CMC on {view} views from {base}, seed {seed}", flush=True)
+                rows.setdefault((base, view), []).append(run_cell(config, study, seed, folder))
+    named = {}
+    for (base, view), results in rows.items():
+        label = f"raw ({split_name(base)})" if view == "raw" else f"g {view}"
+        named[f"{base.upper()}: {label}"] = results
+    paper = {
+        f"{base.upper()}: {f'raw ({split_name(base)})' if v == 'raw' else f'g {v}'}": (
+            study.paper_table5[base][v]
+        )
+        for base, v in rows
+    }
+    lines = rows_table(named, "paper STL-10 (%)", lambda n: "{:.1f} ± {:.1f}".format(*paper[n]))
+    plot_table5(rows, study, os.path.join(workdir, "table5.png"))
+    header = _header(study, seeds, "Table 5 (learned views → CMC → probe) on")
+    results = {f"{b}/{v}": r for (b, v), r in rows.items()}
+    return _write(workdir, header, lines, results)
+
+
+def splits(study, seeds, sets, workdir: str) -> str:
+    rows = {}
+    for seed in seeds:
+        for space in study.splits:
+            folder = os.path.join(workdir, f"{space}_s{seed}")
+            if space == "rgb":  # R | GB: the identity g from RGB
+                flow = learn_g(study, sets, "rgb", "raw", seed, os.path.join(folder, "g"))
+                config = cmc_config(study, sets, seed, f"flow={flow}")
+            else:
+                config = cmc_config(study, sets, seed, f"space={space}")
+            print(f"== CMC on {split_name(space)}, seed {seed}", flush=True)
+            rows.setdefault(split_name(space), []).append(run_cell(config, study, seed, folder))
+    plot_i_nce({"colour-space splits (CMC)": rows}, os.path.join(workdir, "splits.png"), "")
+    header = _header(study, seeds, "Colour-space splits (CMC, Fig. 4) on")
+    return _write(workdir, header, rows_table(rows), rows)
+
+
+def with_op(recipe, name: str, **changes) -> tuple:
+    """`recipe` (op dicts) with `changes` to its `name` op, which must be there."""
+    ops = [dict(op) for op in recipe]
+    hits = [op for op in ops if op["op"] == name]
+    if not hits:
+        raise ValueError(f"the recipe has no {name!r} op: {[op['op'] for op in ops]}")
+    for op in hits:
+        op.update(changes)
+    return tuple(ops)
+
+
+def sweep_config(study, sets, seed: int, knob: str, value: float):
+    """`reverse_u.config` with every view's RRC lower bound (`knob='crop_low'`) or colour-jitter
+    strength x (`'jitter'`: (0.8x, 0.8x, 0.8x, 0.2x)) set to `value`."""
+    ru = study.reverse_u
+    config = compare_methods.load_config(
+        _path(ru.config), [*study.pretrain_sets, *ru.sets, *sets], seed
+    )
+    for name in set(config.data.views):
+        recipe = config.data.recipes[name]
+        if knob == "crop_low":
+            recipe = with_op(recipe, "random_resized_crop", scale=(value, 1.0))
+        else:
+            strength = 0.8 * value
+            recipe = with_op(
+                recipe, "color_jitter", brightness=strength, contrast=strength,
+                saturation=strength, hue=0.2 * value,
+            )  # fmt: skip
+        config.data.recipes[name] = recipe
+    return config
+
+
+def reverse_u(study, seeds, sets, workdir: str) -> str:
+    groups = {"crop_low": {}, "jitter": {}}
+    for seed in seeds:
+        for knob in groups:
+            for value in study.reverse_u[knob]:
+                folder = os.path.join(workdir, f"{knob}{value}_s{seed}")
+                config = sweep_config(study, sets, seed, knob, value)
+                print(f"== MoCo v2, {knob} = {value}, seed {seed}", flush=True)
+                groups[knob].setdefault(value, []).append(run_cell(config, study, seed, folder))
+    titles = {"crop_low": "RRC lower bound c", "jitter": "colour-jitter strength x"}
+    plot_i_nce(
+        {titles[k]: v for k, v in groups.items()},
+        os.path.join(workdir, "reverse_u.png"),
+        "MoCo v2 on color_fashion_mnist",
+    )
+    rows = {f"{k} = {value}": res for k, g in groups.items() for value, res in g.items()}
+    header = _header(study, seeds, "Reverse U (MoCo v2, Fig. 13 / 14) on")
+    return _write(workdir, header, rows_table(rows), rows)
+
+
+def main(argv=None) -> str:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("study", choices=STUDIES)
+    parser.add_argument("--config", default="configs/views/studies.py")
+    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--seeds", default="")
+    parser.add_argument("--set", action="append", default=[], help="KEY=VALUE for every config")
+    args = parser.parse_args(argv)
+    study = configs.load(_path(args.config))
+    seeds = [int(s) for s in args.seeds.split(",") if s] or list(study.seeds)
+    os.makedirs(args.workdir, exist_ok=True)
+    run = {"table5": table5, "splits": splits, "reverse_u": reverse_u}[args.study]
+    return run(study, seeds, args.set, args.workdir)
+
+
+if __name__ == "__main__":
+    main()

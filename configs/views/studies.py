@@ -1,0 +1,122 @@
+"""InfoMin's view studies on color_fashion_mnist (`benchmarks/view_studies.py`): which configs,
+which values swept, which seeds, and the sizes. `:size=full` (default, for a GPU) runs every
+pretraining config as its file says; `:size=small` shrinks them to finish on 2 CPU cores (a 4,096-image
+train subset, 150 steps, narrower encoders; numbers ours, not measured to the minute); `:size=tiny`
+is the tests' (a few steps of 32 images).
+
+- `table5`: Table 5 (Sec. 4.2): g learned `unsupervised` / `supervised` / `semi` from each base
+  space (or `raw`: no g, the base space's own split) by `view_config`, then CMC (`cmc_config`) on
+  g's views, then the probe. The paper's STL-10 numbers are `paper_table5`.
+- `splits`: Fig. 4 / ex. 2: CMC on the 1 | 2 channel split of each colour space (`rgb` = R | GB,
+  through the identity g).
+- `reverse_u`: Fig. 13 / 14 (appendix C.2): MoCo v2 (`reverse_u.config`) with the RRC lower bound c
+  (`crop_low`) or the colour-jitter strength x (`jitter`: ColorJitter(0.8x, 0.8x, 0.8x, 0.2x), SimCLR's
+  strength s, whose 1.0 the paper finds the sweet spot; the config's own recipe is x = 0.5) swept.
+- `critic`: the held-out I_NCE estimate of every run's views (`view_learning.estimate_i_nce`): a
+  critic trained `steps` batches of `batch` training images, scored on `eval_batches` batches of
+  test images, Adam at the appendix's critic rate 6e-4, τ of `view_config` (0.1); I_NCE ≤ log batch.
+"""
+
+import os
+import sys
+
+import ml_collections
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+from configs import common  # noqa: E402
+
+SIZES = ("full", "small", "tiny")
+
+
+def get_config(arg=None):
+    a = common.parse_arg(arg, size="full")
+    if a.size not in SIZES:
+        raise ValueError(f"size={a.size!r}; allowed: {SIZES}")
+    c = ml_collections.ConfigDict()
+    c.size = a.size
+    c.seeds = (0, 1, 2)
+    c.view_config = "configs/views/color_fashion_mnist.py"
+    c.cmc_config = "configs/cmc_color_fashion_mnist.py"
+    # `key=value` overrides of every view-learning config / every pretraining config (CMC, MoCo v2)
+    c.view_sets = ()
+    c.pretrain_sets = ()
+    c.cmc_sets = ()  # CMC's own keys (its bank holds one row per training image)
+    c.critic = ml_collections.ConfigDict(
+        dict(steps=1000, eval_batches=20, batch=256, lr=6e-4, temperature=0.1, train_subset=0)
+    )
+    c.table5 = ml_collections.ConfigDict(
+        dict(bases=("rgb", "ydbdr"), views=("raw", "unsupervised", "supervised", "semi"))
+    )
+    # STL-10, mean ± std over runs (Table 5)
+    c.paper_table5 = ml_collections.ConfigDict(
+        dict(
+            rgb=dict(
+                unsupervised=(82.4, 3.2), supervised=(79.9, 1.5), semi=(86.0, 0.6), raw=(81.5, 0.2)
+            ),
+            ydbdr=dict(
+                unsupervised=(84.3, 0.5), supervised=(78.5, 2.3), semi=(87.0, 0.3), raw=(86.6, 0.2)
+            ),
+        )
+    )
+    c.splits = ("lab", "ycbcr", "ydbdr", "rgb")
+    c.reverse_u = ml_collections.ConfigDict(
+        dict(
+            config="configs/mocov2_color_fashion_mnist.py",
+            crop_low=(0.08, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0),
+            jitter=(0.125, 0.25, 0.5, 1.0, 1.5, 2.0, 2.5),
+            sets=(),  # MoCo v2's own keys
+        )
+    )
+    if a.size == "small":
+        subset = 4096
+        c.view_sets = (
+            f"data.train_subset={subset}",
+            f"data.shuffle_buffer={subset}",
+            "global_batch_size=128",
+            "num_labelled=512",
+            "steps=150",
+            "log_every=50",
+        )
+        c.pretrain_sets = (
+            f"data.train_subset={subset}",
+            f"data.shuffle_buffer={subset}",
+            "global_batch_size=128",
+            "total_steps=150",
+            "model.width=0.25",
+            f"evals.probe_table.num_train={subset}",
+        )
+        c.cmc_sets = (f"method_config.bank_size={subset}", "method_config.num_negatives=1024")
+        c.critic.update(steps=100, eval_batches=4, batch=128, train_subset=subset)
+        c.reverse_u.update(crop_low=(0.08, 0.2, 0.5, 1.0), jitter=(0.125, 0.5, 1.0, 2.5))
+    elif a.size == "tiny":
+        c.seeds = (0,)
+        c.view_sets = (
+            "data.train_subset=64",
+            "data.shuffle_buffer=64",
+            "global_batch_size=16",
+            "num_labelled=32",
+            "steps=2",
+            "log_every=1",
+        )
+        c.pretrain_sets = (
+            "data.train_subset=64",
+            "data.shuffle_buffer=64",
+            "global_batch_size=16",
+            "total_steps=2",
+            "model.width=0.125",
+            "model.projector.out_dim=16",
+            "evals.probe_table.num_train=64",
+            "evals.probe_table.batch_size=32",
+            "evals.probe_table.knn_k=5",
+        )
+        c.cmc_sets = ("method_config.bank_size=64", "method_config.num_negatives=16")
+        c.critic.update(steps=2, eval_batches=1, batch=16, train_subset=64)
+        c.reverse_u.update(
+            crop_low=(0.2, 1.0),
+            jitter=(0.5,),
+            sets=("method_config.queue_size=32", "method_config.key_bn_group_size=8"),
+        )
+    return c
