@@ -28,6 +28,15 @@ strength x, swept; I_NCE against probe accuracy:
     python benchmarks/view_studies.py reverse_u --config=configs/views/studies.py \\
         --workdir=runs/views/reverse_u
 
+Patch offsets (Sec. 3.3 ex. 1, Fig. 3): a critic trained on 32-px patch pairs at offset (d, d) from
+the photos that scikit-image ships (`color_fashion_mnist.PHOTOS`; two held out for I_NCE), its
+embeddings probed on color_fashion_mnist:
+
+    python benchmarks/view_studies.py patches --config=configs/views/studies.py:size=small \
+        --workdir=runs/views/patches_small
+    python benchmarks/view_studies.py patches --config=configs/views/studies.py \
+        --workdir=runs/views/patches
+
 Options: `--seeds=0,1,2` (default: the config's), `--set=KEY=VALUE` (repeatable) for every
 view-learning and pretraining config (e.g. `data.data_dir=...`). Every run is cached in its folder
 (g's `flow.npz`, the pretraining checkpoints and `compare.json` of `compare_methods.run_one`, the
@@ -40,6 +49,7 @@ import argparse
 import json
 import os
 import sys
+import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -52,7 +62,7 @@ import numpy as np  # noqa: E402
 
 from ssl_jax import configs  # noqa: E402
 
-STUDIES = ("table5", "splits", "reverse_u")
+STUDIES = ("table5", "splits", "reverse_u", "patches")
 VIEW_NAMES = {"rgb": "R|GB"}  # the identity g's split of RGB; colour spaces: color.SPACES
 
 
@@ -251,13 +261,13 @@ def _write(workdir: str, header: list[str], lines: list[str], results: dict) -> 
     return table
 
 
-def _header(study, seeds, text: str) -> list[str]:
+def _header(study, seeds, text: str, k: int = 0) -> list[str]:
+    k = k or study.critic.batch
     return [
         f"{text} color_fashion_mnist, size {study.size}, seeds {','.join(map(str, seeds))}: mean ± "
         "sample std over the seeds (every seed in brackets); probe: logistic, on the frozen "
         "encoders' features; I_NCE = log K − InfoNCE loss of a critic trained on training images and "
-        f"scored on test images (K = {study.critic.batch}: at most log K = "
-        f"{np.log(study.critic.batch):.2f} nats)."
+        f"scored on test images (K = {k}: at most log K = {np.log(k):.2f} nats)."
     ]
 
 
@@ -361,6 +371,116 @@ def reverse_u(study, seeds, sets, workdir: str) -> str:
     return _write(workdir, header, rows_table(rows), rows)
 
 
+def patch_pairs(photos: np.ndarray, patch: int, offset: int, batch: int, mean, std, seed: int):
+    """Endless `(v1, v2)` batches: `patch`-px squares of `photos` `[P, S, S, 3]` ([0, 1]) at (y, x)
+    and (y + offset, x + offset), photo and (y, x) uniform, standardised with `mean` / `std`."""
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(seed)
+    count, side = photos.shape[:2]
+    if patch + offset > side:
+        raise ValueError(f"patch {patch} + offset {offset} exceeds the photos' side {side}")
+    span = np.arange(patch)
+    mean, std = np.asarray(mean, np.float32), np.asarray(std, np.float32)
+    while True:
+        which = rng.integers(0, count, batch)[:, None, None]
+        y, x = (rng.integers(0, side - patch - offset + 1, (batch, 1)) for _ in range(2))
+        cut = [
+            photos[which, (y + d + span)[:, :, None], (x + d + span)[:, None, :]]
+            for d in (0, offset)
+        ]
+        yield tuple(jnp.asarray((c - mean) / std) for c in cut)
+
+
+def embed(critic, params, images: np.ndarray, batch: int = 512) -> np.ndarray:
+    """The critic as an encoder: f1(x) ⊕ f2(x) of standardised images `[N, H, W, 3]`."""
+    import jax
+
+    apply = jax.jit(lambda x: jax.numpy.concatenate(critic.apply(params, x, x), -1))
+    return np.concatenate(
+        [np.asarray(apply(images[i : i + batch])) for i in range(0, len(images), batch)]
+    )
+
+
+def patches(study, seeds, sets, workdir: str) -> str:
+    """Ex. 1: contrastive learning on patch pairs at offset d; I_NCE on the held-out photos' pairs,
+    probe + kNN of the critic's embeddings of color_fashion_mnist (the data, probe and sizes of
+    `cmc_config`)."""
+    from ssl_jax import view_learning
+    from ssl_jax.data import color_fashion_mnist
+    from ssl_jax.evaluate.evaluators import probe_and_knn, probe_args, raw_pixels
+
+    pc = study.patches
+    data = cmc_config(study, sets, 0, "")
+    pt = data.evals.probe_table
+    size, mean, std = data.data.image_size, data.data.mean, data.data.std
+    images = {}
+    for split, limit in (
+        (data.data.eval_train_split, pt.num_train),
+        (data.data.eval_test_split, -1),
+    ):
+        x, y = raw_pixels(data, split, limit, pt.batch_size)
+        x = (x.reshape(-1, size, size, 3) - np.asarray(mean)) / np.asarray(std)
+        images[split] = (x.astype(np.float32), y)
+    photos = {
+        part: color_fashion_mnist.photo_bank(tuple(pc[part]), pc.photo_side)
+        for part in ("train_photos", "held_out_photos")
+    }
+    rows = {}
+    for seed in seeds:
+        for d in pc.offsets:
+            folder = os.path.join(workdir, f"d{d}_s{seed}")
+            cached = os.path.join(folder, "cell.json")
+            if not os.path.exists(cached):
+                print(f"== patches at offset {d}, seed {seed}", flush=True)
+                start = time.time()
+                pairs = {
+                    part: patch_pairs(photos[part], pc.patch, d, pc.batch, mean, std, seed + i)
+                    for i, part in enumerate(photos)
+                }
+                result = view_learning.estimate_i_nce(
+                    pairs["train_photos"],
+                    pairs["held_out_photos"],
+                    steps=pc.steps,
+                    eval_batches=study.critic.eval_batches,
+                    lr=study.critic.lr,
+                    temperature=study.critic.temperature,
+                    seed=seed,
+                    return_params=True,
+                )
+                critic, params = result.pop("critic")
+                result["pretrain_s"] = time.time() - start
+                tr, te = (
+                    (embed(critic, params, x), y)
+                    for x, y in (
+                        images[data.data.eval_train_split],
+                        images[data.data.eval_test_split],
+                    )
+                )
+                scores = probe_and_knn(
+                    tr, te, **probe_args(pt), knn_k=pt.knn_k, knn_temperature=pt.knn_temperature
+                )
+                result.update(probe=scores["top1"], knn=scores.get("knn_top1"))
+                os.makedirs(folder, exist_ok=True)
+                with open(cached, "w") as f:
+                    json.dump(result, f)
+            with open(cached) as f:
+                rows.setdefault(f"d = {d}", []).append(json.load(f))
+    plot_i_nce(
+        {f"{pc.patch}-px patch pairs at offset (d, d)": rows},
+        os.path.join(workdir, "patches.png"),
+        "the critic as encoder, probed on color_fashion_mnist",
+    )
+    header = _header(study, seeds, "Patch offsets (ex. 1, Fig. 3), probed on", pc.batch)
+    header.append(
+        f"Photos (scikit-image's own, centre squares at {pc.photo_side} px): the critic (the "
+        f"encoder) trained {pc.steps} steps on pairs from {', '.join(pc.train_photos)}; its test "
+        f"pairs for I_NCE come from {', '.join(pc.held_out_photos)}; the probe reads its "
+        "embeddings f1(x) ⊕ f2(x)."
+    )
+    return _write(workdir, header, rows_table(rows), rows)
+
+
 def main(argv=None) -> str:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("study", choices=STUDIES)
@@ -372,7 +492,9 @@ def main(argv=None) -> str:
     study = configs.load(_path(args.config))
     seeds = [int(s) for s in args.seeds.split(",") if s] or list(study.seeds)
     os.makedirs(args.workdir, exist_ok=True)
-    run = {"table5": table5, "splits": splits, "reverse_u": reverse_u}[args.study]
+    run = {"table5": table5, "splits": splits, "reverse_u": reverse_u, "patches": patches}[
+        args.study
+    ]
     return run(study, seeds, args.set, args.workdir)
 
 

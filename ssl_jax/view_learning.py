@@ -208,13 +208,23 @@ class Critic(nn.Module):
 
 
 def estimate_i_nce(
-    train_pairs, test_pairs, *, steps: int, eval_batches: int, lr: float, temperature: float, seed=0
-) -> dict[str, float]:
+    train_pairs,
+    test_pairs,
+    *,
+    steps: int,
+    eval_batches: int,
+    lr: float,
+    temperature: float,
+    seed=0,
+    return_params: bool = False,
+) -> dict:
     """I_NCE(v1; v2) = log K − L with a held-out critic: a fresh `Critic` trained with Adam (`lr`)
     for `steps` batches of `train_pairs` to minimise the in-batch InfoNCE loss L (`nce_loss`), then
     L averaged over `eval_batches` batches of `test_pairs` (images it never saw); K = the batch size.
     The pairs are iterators of `(v1, v2)` arrays `[K, H, W, C1]`, `[K, H, W, C2]`. Returns
-    `{'i_nce': held-out, 'i_nce_train': the last training batch's, 'log_k': log K}`."""
+    `{'i_nce': held-out, 'i_nce_train': the last training batch's, 'log_k': log K}`, and with
+    `return_params` the trained critic as `'critic'`: `(Critic(), params)` (a representation, when
+    the study's encoder is the critic itself)."""
     v1, v2 = next(train_pairs)
     critic = Critic()
     params = critic.init(jax.random.PRNGKey(seed), v1, v2)
@@ -240,11 +250,12 @@ def estimate_i_nce(
         k = v1.shape[0]
         losses.append(float(held_out(params, v1, v2)))
     log_k = float(np.log(k if k is not None else v1.shape[0]))
-    return {
+    result = {
         "i_nce": log_k - float(np.mean(losses)),
         "i_nce_train": log_k - float(value),
         "log_k": log_k,
     }
+    return {**result, "critic": (critic, params)} if return_params else result
 
 
 def _side(name: str) -> str:

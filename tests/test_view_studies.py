@@ -105,3 +105,23 @@ def test_splits_and_reverse_u_write_tables_and_plots(tmp_path):
     assert os.path.isfile(str(tmp_path / "ru" / "reverse_u.png"))
     with pytest.raises(ValueError, match="no 'gaussian_blur' op"):
         view_studies.with_op(config.data.recipes.mocov2, "gaussian_blur", p=1.0)
+
+
+def test_patch_pairs_are_offset_by_d():
+    side, patch, d = 40, 8, 12
+    yy, xx = np.meshgrid(np.arange(side), np.arange(side), indexing="ij")
+    photo = np.stack([yy, xx, np.zeros_like(yy)], -1)[None].astype(np.float32) / side
+    v1, v2 = next(view_studies.patch_pairs(photo, patch, d, 5, (0.0,) * 3, (1.0,) * 3, 0))
+    assert v1.shape == v2.shape == (5, patch, patch, 3)
+    np.testing.assert_allclose(v2[..., :2] - v1[..., :2], d / side, atol=1e-6)
+    np.testing.assert_allclose(v1[:, 1:, :, 0] - v1[:, :-1, :, 0], 1 / side, atol=1e-6)
+    assert float(v2.max()) <= (side - 1) / side
+    with pytest.raises(ValueError, match="exceeds"):
+        next(view_studies.patch_pairs(photo, patch, side, 5, (0.0,) * 3, (1.0,) * 3, 0))
+
+
+def test_patches_study_writes_table_and_plot(tmp_path):
+    study, sets = _study(), _sets(tmp_path)
+    table = view_studies.patches(study, [0], sets, str(tmp_path / "p"))
+    assert "| d = 32 |" in table and "| d = 160 |" in table and "hubble_deep_field" in table
+    assert os.path.isfile(str(tmp_path / "p" / "patches.png"))

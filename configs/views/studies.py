@@ -70,6 +70,23 @@ def get_config(arg=None):
             sets=(),  # MoCo v2's own keys
         )
     )
+    # Sec. 3.3 ex. 1 / appendix B.1 at half the paper's scale: 32-px patch pairs at offset (d, d)
+    # from the photos inside scikit-image (centre squares resized to `photo_side`; the paper: 64 px,
+    # d 64..384, 2k-px DIV2K), two held out for I_NCE; the critic is the encoder (probe on its
+    # embeddings of color_fashion_mnist).
+    c.patches = ml_collections.ConfigDict(
+        dict(
+            photo_side=400,
+            patch=32,
+            offsets=(32, 64, 96, 128, 160, 192),
+            train_photos=(
+                "astronaut", "chelsea", "rocket", "motorcycle_left", "hubble_deep_field", "retina",
+            ),
+            held_out_photos=("coffee", "ihc"),
+            steps=3000,
+            batch=256,
+        )
+    )  # fmt: skip
     if a.size == "small":
         subset = 4096
         c.view_sets = (
@@ -91,6 +108,7 @@ def get_config(arg=None):
         c.cmc_sets = (f"method_config.bank_size={subset}", "method_config.num_negatives=1024")
         c.critic.update(steps=100, eval_batches=4, batch=128, train_subset=subset)
         c.reverse_u.update(crop_low=(0.08, 0.2, 0.5, 1.0), jitter=(0.125, 0.5, 1.0, 2.5))
+        c.patches.update(offsets=(32, 64, 128, 192), steps=300, batch=128)
     elif a.size == "tiny":
         c.seeds = (0,)
         c.view_sets = (
@@ -114,6 +132,7 @@ def get_config(arg=None):
         )
         c.cmc_sets = ("method_config.bank_size=64", "method_config.num_negatives=16")
         c.critic.update(steps=2, eval_batches=1, batch=16, train_subset=64)
+        c.patches.update(offsets=(32, 160), steps=2, batch=16)
         c.reverse_u.update(
             crop_low=(0.2, 1.0),
             jitter=(0.5,),
