@@ -37,6 +37,15 @@ embeddings probed on color_fashion_mnist:
     python benchmarks/view_studies.py patches --config=configs/views/studies.py \
         --workdir=runs/views/patches
 
+Task dependence (Sec. 4.1, Table 4) on a toy rebuilt from Fashion-MNIST items on scikit-image's
+photos: v1, v2 share the item, its position, the background or several; item, background and
+position read from f1's embeddings:
+
+    python benchmarks/view_studies.py task_dependence --config=configs/views/studies.py:size=small \
+        --workdir=runs/views/task_dependence_small
+    python benchmarks/view_studies.py task_dependence --config=configs/views/studies.py \
+        --workdir=runs/views/task_dependence
+
 Options: `--seeds=0,1,2` (default: the config's), `--set=KEY=VALUE` (repeatable) for every
 view-learning and pretraining config (e.g. `data.data_dir=...`). Every run is cached in its folder
 (g's `flow.npz`, the pretraining checkpoints and `compare.json` of `compare_methods.run_one`, the
@@ -62,7 +71,8 @@ import numpy as np  # noqa: E402
 
 from ssl_jax import configs  # noqa: E402
 
-STUDIES = ("table5", "splits", "reverse_u", "patches")
+STUDIES = ("table5", "splits", "reverse_u", "patches", "task_dependence")
+FACTORS = ("background", "item", "position")
 VIEW_NAMES = {"rgb": "R|GB"}  # the identity g's split of RGB; colour spaces: color.SPACES
 
 
@@ -261,10 +271,10 @@ def _write(workdir: str, header: list[str], lines: list[str], results: dict) -> 
     return table
 
 
-def _header(study, seeds, text: str, k: int = 0) -> list[str]:
+def _header(study, seeds, text: str, k: int = 0, data: str = "color_fashion_mnist") -> list[str]:
     k = k or study.critic.batch
     return [
-        f"{text} color_fashion_mnist, size {study.size}, seeds {','.join(map(str, seeds))}: mean ± "
+        f"{text} {data}, size {study.size}, seeds {','.join(map(str, seeds))}: mean ± "
         "sample std over the seeds (every seed in brackets); probe: logistic, on the frozen "
         "encoders' features; I_NCE = log K − InfoNCE loss of a critic trained on training images and "
         f"scored on test images (K = {k}: at most log K = {np.log(k):.2f} nats)."
@@ -392,21 +402,53 @@ def patch_pairs(photos: np.ndarray, patch: int, offset: int, batch: int, mean, s
         yield tuple(jnp.asarray((c - mean) / std) for c in cut)
 
 
-def embed(critic, params, images: np.ndarray, batch: int = 512) -> np.ndarray:
-    """The critic as an encoder: f1(x) ⊕ f2(x) of standardised images `[N, H, W, 3]`."""
+def embed(critic, params, images: np.ndarray, both: bool = True, batch: int = 512) -> np.ndarray:
+    """The critic as an encoder: f1(x) ⊕ f2(x) (`both`) or f1(x) of standardised images
+    `[N, H, W, 3]`."""
     import jax
 
-    apply = jax.jit(lambda x: jax.numpy.concatenate(critic.apply(params, x, x), -1))
+    def features(x):
+        z1, z2 = critic.apply(params, x, x)
+        return jax.numpy.concatenate([z1, z2], -1) if both else z1
+
+    apply = jax.jit(features)
     return np.concatenate(
         [np.asarray(apply(images[i : i + batch])) for i in range(0, len(images), batch)]
     )
+
+
+def critic_cell(folder: str, study, seed: int, steps: int, pairs, score) -> dict:
+    """One run of a study whose encoder is the critic itself, cached in `folder/cell.json`: the
+    held-out I_NCE of a critic trained `steps` batches (`pairs()` → the train and test pair
+    iterators), its training time and `score(critic, params)` (a dict: the probes)."""
+    from ssl_jax import view_learning
+
+    cached = os.path.join(folder, "cell.json")
+    if not os.path.exists(cached):
+        start = time.time()
+        result = view_learning.estimate_i_nce(
+            *pairs(),
+            steps=steps,
+            eval_batches=study.critic.eval_batches,
+            lr=study.critic.lr,
+            temperature=study.critic.temperature,
+            seed=seed,
+            return_params=True,
+        )
+        critic, params = result.pop("critic")
+        result["pretrain_s"] = time.time() - start
+        result.update(score(critic, params))
+        os.makedirs(folder, exist_ok=True)
+        with open(cached, "w") as f:
+            json.dump(result, f)
+    with open(cached) as f:
+        return json.load(f)
 
 
 def patches(study, seeds, sets, workdir: str) -> str:
     """Ex. 1: contrastive learning on patch pairs at offset d; I_NCE on the held-out photos' pairs,
     probe + kNN of the critic's embeddings of color_fashion_mnist (the data, probe and sizes of
     `cmc_config`)."""
-    from ssl_jax import view_learning
     from ssl_jax.data import color_fashion_mnist
     from ssl_jax.evaluate.evaluators import probe_and_knn, probe_args, raw_pixels
 
@@ -429,27 +471,9 @@ def patches(study, seeds, sets, workdir: str) -> str:
     rows = {}
     for seed in seeds:
         for d in pc.offsets:
-            folder = os.path.join(workdir, f"d{d}_s{seed}")
-            cached = os.path.join(folder, "cell.json")
-            if not os.path.exists(cached):
-                print(f"== patches at offset {d}, seed {seed}", flush=True)
-                start = time.time()
-                pairs = {
-                    part: patch_pairs(photos[part], pc.patch, d, pc.batch, mean, std, seed + i)
-                    for i, part in enumerate(photos)
-                }
-                result = view_learning.estimate_i_nce(
-                    pairs["train_photos"],
-                    pairs["held_out_photos"],
-                    steps=pc.steps,
-                    eval_batches=study.critic.eval_batches,
-                    lr=study.critic.lr,
-                    temperature=study.critic.temperature,
-                    seed=seed,
-                    return_params=True,
-                )
-                critic, params = result.pop("critic")
-                result["pretrain_s"] = time.time() - start
+            print(f"== patches at offset {d}, seed {seed}", flush=True)
+
+            def score(critic, params):
                 tr, te = (
                     (embed(critic, params, x), y)
                     for x, y in (
@@ -460,12 +484,15 @@ def patches(study, seeds, sets, workdir: str) -> str:
                 scores = probe_and_knn(
                     tr, te, **probe_args(pt), knn_k=pt.knn_k, knn_temperature=pt.knn_temperature
                 )
-                result.update(probe=scores["top1"], knn=scores.get("knn_top1"))
-                os.makedirs(folder, exist_ok=True)
-                with open(cached, "w") as f:
-                    json.dump(result, f)
-            with open(cached) as f:
-                rows.setdefault(f"d = {d}", []).append(json.load(f))
+                return {"probe": scores["top1"], "knn": scores.get("knn_top1")}
+
+            pairs = lambda d=d, seed=seed: tuple(  # noqa: E731
+                patch_pairs(photos[part], pc.patch, d, pc.batch, mean, std, seed + i)
+                for i, part in enumerate(photos)
+            )
+            folder = os.path.join(workdir, f"d{d}_s{seed}")
+            cell = critic_cell(folder, study, seed, pc.steps, pairs, score)
+            rows.setdefault(f"d = {d}", []).append(cell)
     plot_i_nce(
         {f"{pc.patch}-px patch pairs at offset (d, d)": rows},
         os.path.join(workdir, "patches.png"),
@@ -481,6 +508,157 @@ def patches(study, seeds, sets, workdir: str) -> str:
     return _write(workdir, header, rows_table(rows), rows)
 
 
+class Scenes:
+    """Table 4's toy rebuilt: a Fashion-MNIST item (`items` uint8 `[N, 28, 28, 1]`, `labels`)
+    pasted white by its alpha at (top, left) on a `canvas`-px crop of `photos` `[P, S, S, 3]`."""
+
+    def __init__(self, items, labels, photos, canvas: int, seed: int):
+        self.items, self.labels, self.photos, self.canvas = items, labels, photos, canvas
+        self.rng = np.random.default_rng(seed)
+
+    def factors(self, n: int) -> dict:
+        """`n` uniform draws: item index, photo (the background class) and its crop, position."""
+        side, c, item = self.photos.shape[1], self.canvas, self.items.shape[1]
+        draw = self.rng.integers
+        return dict(
+            item=draw(0, len(self.items), n),
+            background=np.stack([draw(0, len(self.photos), n), *draw(0, side - c + 1, (2, n))], 1),
+            position=draw(0, c - item + 1, (n, 2)),
+        )
+
+    def render(self, f: dict) -> np.ndarray:
+        """float32 `[n, canvas, canvas, 3]` in [0, 1]."""
+        c, span = self.canvas, np.arange(self.canvas)
+        (p, by, bx), (top, left) = f["background"].T, f["position"].T
+        image = self.photos[
+            p[:, None, None], (by[:, None] + span)[:, :, None], (bx[:, None] + span)[:, None, :]
+        ]
+        alpha = np.zeros((len(p), c, c, 1), np.float32)
+        inner = np.arange(self.items.shape[1])
+        alpha[
+            np.arange(len(p))[:, None, None],
+            (top[:, None] + inner)[:, :, None],
+            (left[:, None] + inner)[:, None, :],
+        ] = self.items[f["item"]].astype(np.float32) / 255.0
+        return alpha + (1 - alpha) * image
+
+    def pairs(self, shared, batch: int, mean, std):
+        """Endless `(v1, v2)`: v2 shares the `shared` factors with v1, the others drawn anew."""
+        import jax.numpy as jnp
+
+        mean, std = np.asarray(mean, np.float32), np.asarray(std, np.float32)
+        while True:
+            f1, fresh = self.factors(batch), self.factors(batch)
+            f2 = {k: f1[k] if k in shared else fresh[k] for k in FACTORS}
+            yield tuple(jnp.asarray((self.render(f) - mean) / std) for f in (f1, f2))
+
+    def tasks(self, n: int, mean, std):
+        """`n` scenes (standardised) and their targets: item class, background class, position."""
+        f = self.factors(n)
+        x = (self.render(f) - np.asarray(mean, np.float32)) / np.asarray(std, np.float32)
+        return x, self.labels[f["item"]], f["background"][:, 0], f["position"].astype(np.float32)
+
+
+def ridge_error(train_x, train_y, test_x, test_y, l2: float) -> float:
+    """Mean Euclidean error of a ridge regression (standardised features, bias) of `train_y`."""
+    mu, sd = train_x.mean(0), train_x.std(0) + 1e-6
+    a, b = ((x - mu) / sd for x in (train_x, test_x))
+    a, b = (np.concatenate([x, np.ones((len(x), 1), x.dtype)], 1) for x in (a, b))
+    w = np.linalg.solve(a.T @ a + l2 * np.eye(a.shape[1]), a.T @ (train_y - train_y.mean(0)))
+    pred = b @ w + train_y.mean(0)
+    return float(np.mean(np.linalg.norm(pred - test_y, axis=1)))
+
+
+def task_dependence(study, seeds, sets, workdir: str) -> str:
+    """Table 4: which factors v1 and v2 share decides what the encoder f1 (the critic's) keeps."""
+    from ssl_jax.data import color_fashion_mnist, datasets
+    from ssl_jax.evaluate.evaluators import probe_and_knn, probe_args
+
+    td = study.task_dependence
+    data = cmc_config(study, sets, 0, "")
+    pt = data.evals.probe_table
+    mean, std = data.data.mean, data.data.std
+    photos = color_fashion_mnist.photo_bank(tuple(color_fashion_mnist.PHOTOS), td.photo_side)
+    items = {  # the Fashion-MNIST IDX files of `data.data_dir` (color_fashion_mnist's items)
+        split: datasets._fashion_arrays(*datasets._fashion_paths(data.data, split))
+        for split in ("train", "test")
+    }
+    rows = {}
+    for seed in seeds:
+        for shared in td.shared:
+            key = ",".join(sorted(shared))
+            print(f"== v1, v2 share {key}, seed {seed}", flush=True)
+            scenes = {
+                split: Scenes(*items[split], photos, td.canvas, seed + i)
+                for i, split in enumerate(items)
+            }
+
+            def score(critic, params, scenes=scenes):
+                tr = scenes["train"].tasks(td.eval_train, mean, std)
+                te = scenes["test"].tasks(td.eval_test, mean, std)
+                ftr, fte = (embed(critic, params, x, both=False) for x in (tr[0], te[0]))
+                out = {"position_error": ridge_error(ftr, tr[3], fte, te[3], td.position_l2)}
+                for name, k in (("item", 1), ("background", 2)):
+                    scores = probe_and_knn(
+                        (ftr, tr[k]), (fte, te[k]), **probe_args(pt), knn_k=0, knn_temperature=0.1
+                    )
+                    out[f"{name}_error"] = 100 * (1 - scores["top1"])
+                return out
+
+            pairs = lambda scenes=scenes, shared=shared: tuple(  # noqa: E731
+                scenes[split].pairs(shared, td.batch, mean, std) for split in ("train", "test")
+            )
+            folder = os.path.join(workdir, f"{key.replace(',', '+')}_s{seed}")
+            rows.setdefault(key, []).append(
+                critic_cell(folder, study, seed, td.steps, pairs, score)
+            )
+    lines = [
+        "| v1, v2 share | item cls. error (%) | background cls. error (%) | item loc. error (px) "
+        "| I_NCE held-out (nats) | paper (digit err. %, bkgd err. %, loc. err. px) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for key, results in rows.items():
+        cells = [
+            _nats([r[f"{t}_error"] for r in results]) for t in ("item", "background", "position")
+        ]
+        paper = " / ".join(str(v) for v in study.paper_table4[key])
+        lines.append(
+            f"| {key} | {' | '.join(cells)} | {_nats([r['i_nce'] for r in results])} | {paper} |"
+        )
+    plot_task_dependence(rows, study, os.path.join(workdir, "task_dependence.png"))
+    header = _header(
+        study, seeds, "Task dependence (Table 4) on", td.batch, "Fashion-MNIST items on photos"
+    )
+    header.append(
+        f"Scenes: {td.canvas}-px crops of scikit-image's photos (8 background classes), a white "
+        f"Fashion-MNIST item at a uniform position; critic trained {td.steps} steps on train items, "
+        f"I_NCE on test items; f1's embeddings probed ({td.eval_train} train / {td.eval_test} test "
+        "scenes); the probe reads f1's embeddings, not the ResNet features. Errors: mean ± sample "
+        "std over the seeds (no per-seed values); chance: item 90 %, background 87.5 %."
+    )
+    return _write(workdir, header, lines, rows)
+
+
+def plot_task_dependence(rows: dict, study, out: str) -> str:
+    """Per task, ours (mean ± std) beside the paper's, for each shared-factor set."""
+    plt, fig, axes = _figure(3)
+    keys = list(rows)
+    x = np.arange(len(keys))
+    titles = ("item cls. error (%)", "background cls. error (%)", "item loc. error (px)")
+    for t, (ax, task) in enumerate(zip(axes, ("item", "background", "position"))):
+        ours = [_mean_std([r[f"{task}_error"] for r in rows[k]]) for k in keys]
+        ax.bar(x - 0.2, [m for m, _ in ours], 0.4, yerr=[s for _, s in ours], label="ours")
+        ax.bar(x + 0.2, [study.paper_table4[k][t] for k in keys], 0.4, label="paper")
+        ax.set_xticks(x, [k.replace(",", "\n") for k in keys], fontsize=7)
+        ax.set_title(titles[t])
+        ax.legend(fontsize=8)
+    fig.suptitle("v1, v2 share … (lower is better)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=90)
+    plt.close(fig)
+    return out
+
+
 def main(argv=None) -> str:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("study", choices=STUDIES)
@@ -492,9 +670,13 @@ def main(argv=None) -> str:
     study = configs.load(_path(args.config))
     seeds = [int(s) for s in args.seeds.split(",") if s] or list(study.seeds)
     os.makedirs(args.workdir, exist_ok=True)
-    run = {"table5": table5, "splits": splits, "reverse_u": reverse_u, "patches": patches}[
-        args.study
-    ]
+    run = dict(
+        table5=table5,
+        splits=splits,
+        reverse_u=reverse_u,
+        patches=patches,
+        task_dependence=task_dependence,
+    )[args.study]
     return run(study, seeds, args.set, args.workdir)
 
 

@@ -125,3 +125,38 @@ def test_patches_study_writes_table_and_plot(tmp_path):
     table = view_studies.patches(study, [0], sets, str(tmp_path / "p"))
     assert "| d = 32 |" in table and "| d = 160 |" in table and "hubble_deep_field" in table
     assert os.path.isfile(str(tmp_path / "p" / "patches.png"))
+
+
+def test_scenes_paste_the_item_and_pairs_share_exactly_the_chosen_factors():
+    items = np.zeros((3, 28, 28, 1), np.uint8)
+    items[:, 2:5, 3:9] = 255
+    photos = np.stack([np.full((40, 40, 3), v, np.float32) for v in (0.1, 0.2, 0.3, 0.4)])
+    scenes = view_studies.Scenes(items, np.arange(3), photos, canvas=36, seed=0)
+    f = scenes.factors(6)
+    image = scenes.render(f)
+    for n in range(6):
+        top, left = f["position"][n]
+        assert np.all(image[n, top + 2 : top + 5, left + 3 : left + 9] == 1.0)
+        assert np.isclose(
+            image[n].sum(), 3 * (18 + (36 * 36 - 18) * photos[f["background"][n, 0], 0, 0, 0])
+        )
+
+    seen = []
+    render = scenes.render
+    scenes.render = lambda f: seen.append(f) or render(f)
+    next(scenes.pairs(("item", "position"), 64, (0.0,) * 3, (1.0,) * 3))
+    a, b = seen
+    assert np.array_equal(a["item"], b["item"]) and np.array_equal(a["position"], b["position"])
+    assert not np.array_equal(a["background"], b["background"])
+
+
+def test_task_dependence_study_writes_table_and_plot_and_resumes(tmp_path, monkeypatch):
+    study, sets = _study(), _sets(tmp_path)
+    table = view_studies.task_dependence(study, [0], sets, str(tmp_path / "td"))
+    assert "| item | " in table and "| 16.8 / 88.6 / 13.6 |" in table
+    assert "| background,position | " in table and "| 88.8 / 53.8 / 15.9 |" in table
+    assert os.path.isfile(str(tmp_path / "td" / "task_dependence.png"))
+    (cell,) = json.load(open(str(tmp_path / "td" / "results.json")))["item"]
+    assert 0 <= cell["item_error"] <= 100 and cell["position_error"] > 0
+    monkeypatch.setattr(view_learning, "estimate_i_nce", None)  # a finished cell is not re-run
+    assert view_studies.task_dependence(study, [0], sets, str(tmp_path / "td")) == table
