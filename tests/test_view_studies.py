@@ -160,3 +160,24 @@ def test_task_dependence_study_writes_table_and_plot_and_resumes(tmp_path, monke
     assert 0 <= cell["item_error"] <= 100 and cell["position_error"] > 0
     monkeypatch.setattr(view_learning, "estimate_i_nce", None)  # a finished cell is not re-run
     assert view_studies.task_dependence(study, [0], sets, str(tmp_path / "td")) == table
+
+
+@pytest.mark.parametrize("size", ["small", "full"])
+def test_every_size_builds_its_configs(size):
+    """Every override of a size applies to the configs it is meant for (no training)."""
+    study = configs.load(os.path.join(ROOT, f"configs/views/studies.py:size={size}"))
+    assert len(study.seeds) >= 3
+    for base in study.table5.bases:
+        for mode in study.table5.views:
+            spec = f"{view_studies._path(study.view_config)}:mode={mode},base={base}"
+            view = view_studies.compare_methods.load_config(spec, study.view_sets, 0)
+            assert view.mode == mode and view.num_labelled <= (view.data.train_subset or 60_000)
+    for arg in ("flow=/no/flow.npz", *(f"space={s}" for s in study.splits if s != "rgb")):
+        cmc = view_studies.cmc_config(study, [], 0, arg)
+        assert cmc.method_config.bank_size == (cmc.data.train_subset or 60_000)
+    for knob in ("crop_low", "jitter"):
+        for value in study.reverse_u[knob]:
+            moco = view_studies.sweep_config(study, [], 0, knob, value)
+            assert moco.method_config.queue_size % moco.global_batch_size == 0
+    with pytest.raises(ValueError, match="size="):
+        configs.load(os.path.join(ROOT, "configs/views/studies.py:size=huge"))
