@@ -155,14 +155,16 @@ def i_nce(config, critic, seed: int, folder: str) -> dict:
     return result
 
 
-def run_cell(config, study, seed: int, folder: str) -> dict:
-    """Pretrain (or resume), probe + kNN (`compare_methods.run_one`) and I_NCE of one config."""
-    result = compare_methods.run_one(config, os.path.join(folder, "pretrain"), False)
+def run_cell(config, study, seed: int, folder: str, with_random: bool = False) -> dict:
+    """Pretrain (or resume), probe + kNN (`compare_methods.run_one`) and I_NCE of one config;
+    `with_random`: also its encoders at random init (`'random'`: probe, kNN)."""
+    result = compare_methods.run_one(config, os.path.join(folder, "pretrain"), with_random)
     return {
         "probe": result["pretrained"]["probe"],
         "knn": result["pretrained"]["knn"],
         "pretrain_s": result["pretrain_s"],
         **i_nce(config, study.critic, seed, folder),
+        **({"random": result["random"]} if with_random else {}),
     }
 
 
@@ -294,18 +296,23 @@ def table5(study, seeds, sets, workdir: str) -> str:
                 flow = learn_g(study, sets, base, view, seed, os.path.join(folder, "g"))
                 config = cmc_config(study, sets, seed, f"flow={flow}")
                 print(f"== CMC on {view} views from {base}, seed {seed}", flush=True)
-                rows.setdefault((base, view), []).append(run_cell(config, study, seed, folder))
-    named = {}
-    for (base, view), results in rows.items():
-        label = f"raw ({split_name(base)})" if view == "raw" else f"g {view}"
-        named[f"{base.upper()}: {label}"] = results
-    paper = {
-        f"{base.upper()}: {f'raw ({split_name(base)})' if v == 'raw' else f'g {v}'}": (
-            study.paper_table5[base][v]
-        )
-        for base, v in rows
-    }
+                first = not rows or (base, view) == next(iter(rows))
+                cell = run_cell(config, study, seed, folder, with_random=first)
+                rows.setdefault((base, view), []).append(cell)
+
+    def label(base, view):
+        return f"{base.upper()}: {f'raw ({split_name(base)})' if view == 'raw' else f'g {view}'}"
+
+    named = {label(*key): results for key, results in rows.items()}
+    paper = {label(*key): study.paper_table5[key[0]][key[1]] for key in rows}
     lines = rows_table(named, "paper STL-10 (%)", lambda n: "{:.1f} ± {:.1f}".format(*paper[n]))
+    base, view = next(iter(rows))
+    randoms = [r["random"] for r in rows[(base, view)]]
+    lines.append(
+        f"| random init (CMC's encoders on {_cell(label(base, view))}) "
+        f"| {compare_methods.summary([r['probe'] for r in randoms])} "
+        f"| {compare_methods.summary([r['knn'] for r in randoms])} | – | – |"
+    )
     plot_table5(rows, study, os.path.join(workdir, "table5.png"))
     header = _header(study, seeds, "Table 5 (learned views → CMC → probe) on")
     results = {f"{b}/{v}": r for (b, v), r in rows.items()}

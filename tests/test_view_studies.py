@@ -60,6 +60,7 @@ def test_table5_learns_g_runs_cmc_writes_table_and_plot_and_resumes(tmp_path, mo
     table = view_studies.table5(study, [0], sets, workdir)
     assert "| RGB: raw (R\\|GB) |" in table and "| 81.5 ± 0.2 |" in table
     assert "| RGB: g semi |" in table and "| 86.0 ± 0.6 |" in table
+    assert "| random init (CMC's encoders on RGB: raw (R\\|GB)) |" in table
     assert os.path.getsize(os.path.join(workdir, "table5.png")) > 1000
     results = json.load(open(os.path.join(workdir, "results.json")))
     assert set(results) == {"rgb/raw", "rgb/semi"}
