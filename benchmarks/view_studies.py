@@ -7,7 +7,7 @@ Table 5 (Sec. 4.2): for base ∈ {RGB, YDbDr} × views ∈ {raw, unsupervised, s
 learn g (`ssl_jax.view_learning`; `raw`: no learning, g = the identity, so CMC runs on the base
 space's own 1 | 2 split, R | GB or Y | DbDr, the paper's "contrastive learning over the original
 color space"), CMC on g's views (`configs/cmc_color_fashion_mnist.py:flow=...`), probe + kNN, the
-held-out I_NCE of g's views; the paper's STL-10 numbers beside, a bar plot:
+held-out I_NCE of g's views; the paper's STL-10 numbers beside, a random-init row, a bar plot:
 
     python benchmarks/view_studies.py table5 --config=configs/views/studies.py:size=small \\
         --workdir=runs/views/table5_small
@@ -32,18 +32,18 @@ Patch offsets (Sec. 3.3 ex. 1, Fig. 3): a critic trained on 32-px patch pairs at
 the photos that scikit-image ships (`color_fashion_mnist.PHOTOS`; two held out for I_NCE), its
 embeddings probed on color_fashion_mnist:
 
-    python benchmarks/view_studies.py patches --config=configs/views/studies.py:size=small \
+    python benchmarks/view_studies.py patches --config=configs/views/studies.py:size=small \\
         --workdir=runs/views/patches_small
-    python benchmarks/view_studies.py patches --config=configs/views/studies.py \
+    python benchmarks/view_studies.py patches --config=configs/views/studies.py \\
         --workdir=runs/views/patches
 
 Task dependence (Sec. 4.1, Table 4) on a toy rebuilt from Fashion-MNIST items on scikit-image's
 photos: v1, v2 share the item, its position, the background or several; item, background and
 position read from f1's embeddings:
 
-    python benchmarks/view_studies.py task_dependence --config=configs/views/studies.py:size=small \
+    python benchmarks/view_studies.py task_dependence --config=configs/views/studies.py:size=small \\
         --workdir=runs/views/task_dependence_small
-    python benchmarks/view_studies.py task_dependence --config=configs/views/studies.py \
+    python benchmarks/view_studies.py task_dependence --config=configs/views/studies.py \\
         --workdir=runs/views/task_dependence
 
 Options: `--seeds=0,1,2` (default: the config's), `--set=KEY=VALUE` (repeatable) for every
