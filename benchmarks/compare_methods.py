@@ -140,6 +140,19 @@ def parse_entry(entry: str) -> tuple[str, str, list[str]]:
     return name, path, overrides
 
 
+def load_config(path: str, assignments, seed: int):
+    """`configs.load(path)` with the `key=value` `assignments` and `seed`, its in-training probe
+    and kNN off (`run_one` fits them itself) when it has them."""
+    config = configs.load(path)
+    for assignment in assignments:
+        configs.apply_override(config, assignment)
+    config.seed = seed
+    if "evals" in config:
+        config.evals.probe_table.every_steps = -1
+        config.evals.knn.every_steps = -1
+    return config
+
+
 def compare(entries, seeds, sets, workdir: str, pretrain_only=False) -> tuple[dict, object]:
     """Pretrains and evaluates every (entry, seed) in `workdir` (cached): rows {name: [result]} and
     the first config (its random init and raw pixels are the baselines). `pretrain_only`: train
@@ -148,12 +161,7 @@ def compare(entries, seeds, sets, workdir: str, pretrain_only=False) -> tuple[di
     rows, first_config = {}, None
     for index, (name, path, overrides) in enumerate(entries):
         for seed in seeds:
-            config = configs.load(path)
-            for assignment in [*sets, *overrides]:
-                configs.apply_override(config, assignment)
-            config.seed = seed
-            config.evals.probe_table.every_steps = -1  # this script fits the probe itself
-            config.evals.knn.every_steps = -1
+            config = load_config(path, [*sets, *overrides], seed)
             first_config = first_config or config
             print(f"== {name} seed {seed}", flush=True)
             run_dir = os.path.join(workdir, f"{name.replace(' ', '_')}_s{seed}")

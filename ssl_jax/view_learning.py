@@ -22,11 +22,16 @@ mean/std of g(X) on training images; the device op `{'op': 'learned_flow', 'path
 (`device_augment.learned_flow`) reads it, so a CMC config whose recipe ends with it trains on g's
 views (`configs/cmc_color_fashion_mnist.py:flow=PATH`). Run:
 
-    python -m ssl_jax.view_learning --config=configs/learned_views_color_fashion_mnist.py \
-        --workdir=runs/views/semi [--config.mode=unsupervised|supervised|semi]
+    python -m ssl_jax.view_learning --config=configs/views/color_fashion_mnist.py \
+        --workdir=runs/views/semi [--config.mode=unsupervised|supervised|semi|raw]
 
 which writes `flow.npz`, `metrics.jsonl` (I_NCE, losses, classifier accuracies) and `views.png`
-(what g does to images: the input, g's three channels and its two views).
+(what g does to images: the input, g's three channels and its two views). `mode='raw'` learns
+nothing: g stays a fresh flow, the identity, so its views are the base space's own split (R | GB
+from RGB, Y | DbDr from YDbDr): Table 5's "raw views", run through the same op as the learned ones.
+
+`estimate_i_nce` measures I_NCE(v1; v2) of any views with a held-out critic (the view studies of
+`benchmarks/view_studies.py`).
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ from ssl_jax.data import color
 from ssl_jax.models.flow import PixelFlow
 
 MODES = ("unsupervised", "supervised", "semi")
+RAW = "raw"  # no view learning: g stays the identity (a fresh flow)
 BASES = ("rgb", *color.SPACES)
 
 
@@ -189,6 +195,69 @@ def nce_loss(z1: jnp.ndarray, z2: jnp.ndarray, temperature: float) -> jnp.ndarra
     return 0.5 * (jnp.mean(ce(logits, labels)) + jnp.mean(ce(logits.T, labels)))
 
 
+class Critic(nn.Module):
+    """The I_NCE approximator alone: f1 on view 1, f2 on view 2 (`SmallConvNet`s, any channels)."""
+
+    embed_dim: int = 64
+
+    @nn.compact
+    def __call__(self, v1, v2):
+        return SmallConvNet(self.embed_dim, name="f1")(v1), SmallConvNet(self.embed_dim, name="f2")(
+            v2
+        )
+
+
+def estimate_i_nce(
+    train_pairs,
+    test_pairs,
+    *,
+    steps: int,
+    eval_batches: int,
+    lr: float,
+    temperature: float,
+    seed=0,
+    return_params: bool = False,
+) -> dict:
+    """I_NCE(v1; v2) = log K − L with a held-out critic: a fresh `Critic` trained with Adam (`lr`)
+    for `steps` batches of `train_pairs` to minimise the in-batch InfoNCE loss L (`nce_loss`), then
+    L averaged over `eval_batches` batches of `test_pairs` (images it never saw); K = the batch size.
+    The pairs are iterators of `(v1, v2)` arrays `[K, H, W, C1]`, `[K, H, W, C2]`. Returns
+    `{'i_nce': held-out, 'i_nce_train': the last training batch's, 'log_k': log K}`, and with
+    `return_params` the trained critic as `'critic'`: `(Critic(), params)` (a representation, when
+    the study's encoder is the critic itself)."""
+    v1, v2 = next(train_pairs)
+    critic = Critic()
+    params = critic.init(jax.random.PRNGKey(seed), v1, v2)
+    tx = optax.adam(lr)
+    opt = tx.init(params)
+
+    def loss(params, v1, v2):
+        return nce_loss(*critic.apply(params, v1, v2), temperature)
+
+    @jax.jit
+    def step(params, opt, v1, v2):
+        value, grads = jax.value_and_grad(loss)(params, v1, v2)
+        updates, opt = tx.update(grads, opt, params)
+        return optax.apply_updates(params, updates), opt, value
+
+    value = loss(params, v1, v2)
+    for _ in range(steps):
+        params, opt, value = step(params, opt, *next(train_pairs))
+    held_out = jax.jit(loss)
+    losses, k = [], None
+    for _ in range(eval_batches):
+        v1, v2 = next(test_pairs)
+        k = v1.shape[0]
+        losses.append(float(held_out(params, v1, v2)))
+    log_k = float(np.log(k if k is not None else v1.shape[0]))
+    result = {
+        "i_nce": log_k - float(np.mean(losses)),
+        "i_nce_train": log_k - float(value),
+        "log_k": log_k,
+    }
+    return {**result, "critic": (critic, params)} if return_params else result
+
+
 def _side(name: str) -> str:
     """'gen' for g and the classifiers (Eq. 3's min side), 'critic' for f1, f2 (the max side)."""
     return "gen" if name in ("flow", "c1", "c2") else "critic"
@@ -304,8 +373,8 @@ def _batches(config, subset: int, seed_offset: int):
 def learn_views(config: ml_collections.ConfigDict, workdir: str) -> str:
     """Train g as `config.mode` says, write `workdir/flow.npz` (+ metrics.jsonl, views.png);
     returns the flow's path."""
-    if config.mode not in MODES:
-        raise ValueError(f"config.mode={config.mode!r}; allowed: {MODES}")
+    if config.mode not in (*MODES, RAW):
+        raise ValueError(f"config.mode={config.mode!r}; allowed: {(*MODES, RAW)}")
     if config.base not in BASES:
         raise ValueError(f"config.base={config.base!r}; allowed: {BASES}")
     if config.data.channels != 3:
@@ -319,24 +388,27 @@ def learn_views(config: ml_collections.ConfigDict, workdir: str) -> str:
     nets = Nets(flow, num_classes=config.num_classes)
     subset = config.num_labelled if config.mode == "supervised" else config.data.train_subset
     unlabelled = _batches(config, subset, 0)
-    labelled = _batches(config, config.num_labelled, 1) if config.mode != "unsupervised" else None
+    with_labels = config.mode in ("supervised", "semi")
+    labelled = _batches(config, config.num_labelled, 1) if with_labels else None
     x0, y0 = next(unlabelled)
     params = nets.init(jax.random.PRNGKey(config.seed), x0)
-    steps = make_step(nets, config.mode, config.temperature, config.lr_g, config.lr_critic)
-    opt = steps.init(params)
+    num_steps = 0 if config.mode == RAW else config.steps
+    if num_steps:
+        steps = make_step(nets, config.mode, config.temperature, config.lr_g, config.lr_critic)
+        opt = steps.init(params)
     log = open(os.path.join(workdir, "metrics.jsonl"), "w")
     start = time.time()
-    for i in range(config.steps):
+    for i in range(num_steps):
         x_u, _ = next(unlabelled)
         x_l, y_l = next(labelled) if labelled is not None else (x0, y0)  # unused
         params, opt, metrics = steps.step(params, opt, x_u, x_l, y_l)
-        if (i + 1) % config.log_every == 0 or i + 1 == config.steps:
+        if (i + 1) % config.log_every == 0 or i + 1 == num_steps:
             row = {"step": i + 1, **{k: float(v) for k, v in metrics.items()}}
             log.write(json.dumps(row) + "\n")
             log.flush()
             shown = " | ".join(f"{k} {v:.4f}" for k, v in row.items() if k != "step")
             print(
-                f"views step {i + 1}/{config.steps} | {shown} | {time.time() - start:.0f}s",
+                f"views step {i + 1}/{num_steps} | {shown} | {time.time() - start:.0f}s",
                 flush=True,
             )
     log.close()
