@@ -3,8 +3,9 @@
 Not from a paper: everything as `scce_fashion_mnist.py` (its numbers are repeated here: weak view
 → target, `fashion_mnist_default` jitter view → online, full-width ResNet-18 with the ImageNet stem
 on 28-px grayscale, projector 512 → 256 (BN, ReLU) → 128, queue 4096, momentum 0.99, shuffle-BN in
-8 key BN groups, batch 64, 1800 steps (~1.9 epochs), SGD lr 0.24 × 64/256 = 0.06, wd 5e-4, no
-warm-up, final linear-probe table, no kNN monitor); only the loss and τ_m change.
+8 key BN groups, batch 64, 2400 steps (~2.6 epochs), SGD lr 0.24 × 64/256 = 0.06, wd 5e-4, no
+warm-up, final linear-probe table on every stage's pooled output, no kNN monitor); only the loss and
+τ_m change.
 The ReSSL loss (`methods/ressl.py`, `losses.ressl`: cross-entropy between the target's and the
 online network's relations to the queue, no positive) takes τ 0.1 and τ_m 0.04 (the ReSSL paper's
 values, solo-learn's defaults; the SCE paper uses "the best temperatures reported" by ReSSL).
@@ -62,8 +63,8 @@ def get_config(arg=None):
     c.model.predictor.enabled = False
 
     c.global_batch_size = 64  # more updates per image seen: the budget is CPU time, not epochs
-    c.num_epochs = 2.0
-    c.total_steps = 1800  # ~1.9 epochs at batch 64: the default job's budget on 2 CPU cores
+    c.num_epochs = 3.0
+    c.total_steps = 2400  # ~2.6 epochs at batch 64: the default job's budget on 2 CPU cores
     c.optim.name = "sgd"
     c.optim.base_lr = 0.24  # × 64/256 (linear scaling) = 0.06, SCE's CIFAR lr
     c.optim.lr_scaling = "linear"
@@ -77,7 +78,7 @@ def get_config(arg=None):
     # the final probe table replaces the kNN monitor on the default job
     c.evals.knn.update(every_steps=-1, num_train=10_000, batch_size=512)
     # eval batches of 512 (the figures in the README were measured with 500): a multiple of 8 devices
-    c.evals.probe_table.update(every_steps=0, num_train=-1, batch_size=512)
+    c.evals.probe_table.update(every_steps=0, num_train=-1, batch_size=512, features="stages")
     if a.runlocal:
         c.method_config.queue_size = 256  # divides the 32 keys of a runlocal step
         common.runlocal(c)
