@@ -25,7 +25,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from ssl_jax import train  # noqa: E402
-from ssl_jax.evaluate.encoder import load_encoder, split_features, uint8_feature_fn  # noqa: E402
+from ssl_jax.evaluate.encoder import load_encoder, split_features  # noqa: E402
 from ssl_jax.evaluate.linear_probe import fit_linear_probe  # noqa: E402
 from ssl_jax.models import resnet  # noqa: E402
 
@@ -61,15 +61,11 @@ def main() -> None:
     p.add_argument("--l2-grid", default="1e-4,1e-3,1e-2")
     args = p.parse_args()
     encoder = load_encoder(args.workdir)
-    config, model = encoder.config, encoder.model
+    config = encoder.config
     exp = train.build_experiment(config)
     state = train.init_or_restore(exp, None)
     random_init = {"params": state.params, "batch_stats": state.batch_stats}
-    fn = uint8_feature_fn(
-        lambda v, x, train: model.apply(v, x, train=train, stages=True, method="features"),
-        config.data,
-        config,
-    )
+    fn = train.features_fn(exp, stages=True)  # what the probe table's 'stages' rows use
     dims, grid = stage_dims(config), [float(v) for v in args.l2_grid.split(",")]
     sets = feature_sets()
     results = {}
