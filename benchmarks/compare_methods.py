@@ -116,15 +116,20 @@ def raw_pixels(config) -> float:
     return fit_linear_probe(*tr, *te, **probe_args(pt))["top1"]
 
 
+def mean_std(values, scale: float = 1.0) -> tuple[float, float]:
+    """Mean and sample std (n − 1; 0 for one value) of `scale · values`."""
+    v = scale * np.asarray(values, float)
+    return float(v.mean()), float(np.std(v, ddof=1)) if len(v) > 1 else 0.0
+
+
 def summary(values: list[float], spread: str = "std") -> str:
     """'mean ± spread (seed values)' in %; spread: sample std (n − 1) or half the range."""
     v = 100 * np.asarray(values)
     per_seed = " / ".join(f"{x:.2f}" for x in v)
-    if spread == "std":
-        width = float(np.std(v, ddof=1)) if len(v) > 1 else 0.0
-    else:
+    mean, width = mean_std(v)
+    if spread != "std":
         width = (v.max() - v.min()) / 2
-    return f"{v.mean():.2f} ± {width:.2f} ({per_seed})"
+    return f"{mean:.2f} ± {width:.2f} ({per_seed})"
 
 
 def parse_entry(entry: str) -> tuple[str, str, list[str]]:

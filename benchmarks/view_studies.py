@@ -177,14 +177,8 @@ def cmc_config(study, sets, seed: int, arg: str):
 # Tables and plots
 
 
-def _mean_std(values, scale: float = 1.0) -> tuple[float, float]:
-    """Mean and sample std (0 for one value) of `scale · values`."""
-    v = scale * np.asarray(values, float)
-    return float(v.mean()), float(np.std(v, ddof=1)) if len(v) > 1 else 0.0
-
-
 def _nats(values) -> str:
-    return "{:.2f} ± {:.2f}".format(*_mean_std(values))
+    return "{:.2f} ± {:.2f}".format(*compare_methods.mean_std(values))
 
 
 def _cell(text: str) -> str:
@@ -222,7 +216,7 @@ def plot_table5(rows: dict, study, out: str) -> str:
     views = list(study.table5.views)
     x = np.arange(len(views))
     for ax, base in zip(axes, study.table5.bases):
-        ours = [_mean_std([r["probe"] for r in rows[(base, v)]], 100) for v in views]
+        ours = [compare_methods.mean_std([r["probe"] for r in rows[(base, v)]], 100) for v in views]
         paper = [study.paper_table5[base][v] for v in views]
         ax.bar(x - 0.2, [m for m, _ in ours], 0.4, yerr=[s for _, s in ours], label="ours (probe)")
         ax.bar(
@@ -245,8 +239,8 @@ def plot_i_nce(groups: dict, out: str, title: str) -> str:
     {panel title: {point label: results}}, points joined in their order."""
     plt, fig, axes = _figure(len(groups))
     for ax, (name, points) in zip(axes, groups.items()):
-        xs = [_mean_std([r["i_nce"] for r in res]) for res in points.values()]
-        ys = [_mean_std([r["probe"] for r in res], 100) for res in points.values()]
+        xs = [compare_methods.mean_std([r["i_nce"] for r in res]) for res in points.values()]
+        ys = [compare_methods.mean_std([r["probe"] for r in res], 100) for res in points.values()]
         ax.errorbar(
             [m for m, _ in xs], [m for m, _ in ys], xerr=[s for _, s in xs],
             yerr=[s for _, s in ys], marker="o", capsize=3,
@@ -567,12 +561,13 @@ class Scenes:
 
 
 def ridge_error(train_x, train_y, test_x, test_y, l2: float) -> float:
-    """Mean Euclidean error of a ridge regression (standardised features, bias) of `train_y`."""
+    """Mean Euclidean error of a ridge regression (`linear_probe.ridge_fitter`, l2 per row) of
+    `train_y` on features standardised with the training statistics."""
+    from ssl_jax.evaluate.linear_probe import ridge_fitter
+
     mu, sd = train_x.mean(0), train_x.std(0) + 1e-6
-    a, b = ((x - mu) / sd for x in (train_x, test_x))
-    a, b = (np.concatenate([x, np.ones((len(x), 1), x.dtype)], 1) for x in (a, b))
-    w = np.linalg.solve(a.T @ a + l2 * np.eye(a.shape[1]), a.T @ (train_y - train_y.mean(0)))
-    pred = b @ w + train_y.mean(0)
+    head = ridge_fitter((train_x - mu) / sd, train_y)(np.arange(len(train_x)), l2)
+    pred = ((test_x - mu) / sd) @ head["w"] + head["b"]
     return float(np.mean(np.linalg.norm(pred - test_y, axis=1)))
 
 
@@ -653,7 +648,7 @@ def plot_task_dependence(rows: dict, study, out: str) -> str:
     x = np.arange(len(keys))
     titles = ("item cls. error (%)", "background cls. error (%)", "item loc. error (px)")
     for t, (ax, task) in enumerate(zip(axes, ("item", "background", "position"))):
-        ours = [_mean_std([r[f"{task}_error"] for r in rows[k]]) for k in keys]
+        ours = [compare_methods.mean_std([r[f"{task}_error"] for r in rows[k]]) for k in keys]
         ax.bar(x - 0.2, [m for m, _ in ours], 0.4, yerr=[s for _, s in ours], label="ours")
         ax.bar(x + 0.2, [study.paper_table4[k][t] for k in keys], 0.4, label="paper")
         ax.set_xticks(x, [k.replace(",", "\n") for k in keys], fontsize=7)

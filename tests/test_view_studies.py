@@ -128,6 +128,25 @@ def test_patches_study_writes_table_and_plot(tmp_path):
     assert os.path.isfile(str(tmp_path / "p" / "patches.png"))
 
 
+def test_ridge_error_matches_a_direct_solve():
+    """The position read-out: standardised features, l2 per row on the weights only, bias free;
+    against the normal equations of the augmented design written out here."""
+    rng = np.random.default_rng(0)
+    x, x_test = rng.normal(2.0, 3.0, (40, 5)), rng.normal(2.0, 3.0, (10, 5))
+    y, y_test = rng.normal(size=(40, 2)), rng.normal(size=(10, 2))
+    l2 = 0.3
+    mu, sd = x.mean(0), x.std(0) + 1e-6
+    a = np.concatenate([(x - mu) / sd, np.ones((40, 1))], 1)
+    reg = l2 * 40 * np.diag([1.0] * 5 + [0.0])
+    w = np.linalg.solve(a.T @ a + reg, a.T @ y)
+    b = np.concatenate([(x_test - mu) / sd, np.ones((10, 1))], 1)
+    expected = np.mean(np.linalg.norm(b @ w - y_test, axis=1))
+    got = view_studies.ridge_error(x, y, x_test, y_test, l2)
+    assert got == pytest.approx(expected, rel=1e-5)
+    exact = x @ rng.normal(size=(5, 2)) + 1.5  # a linear target is recovered as l2 → 0
+    assert view_studies.ridge_error(x, exact, x, exact, 1e-12) < 1e-4
+
+
 def test_scenes_paste_the_item_and_pairs_share_exactly_the_chosen_factors():
     items = np.zeros((3, 28, 28, 1), np.uint8)
     items[:, 2:5, 3:9] = 255

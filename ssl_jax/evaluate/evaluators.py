@@ -297,6 +297,8 @@ class ProbeTableEvaluator(_Schedule):
         self.iterations = int(iterations)
         self.knn_k, self.knn_temperature = int(knn_k), float(knn_temperature)
         self.features = features
+        if features == "stages" and ctx.stage_feature_fn is None:  # before any training
+            raise ValueError(f"evals.{name}.features='stages': this run has no stage features")
         self._random: dict | None = None
 
     @classmethod
@@ -314,8 +316,6 @@ class ProbeTableEvaluator(_Schedule):
 
     def _features(self, variables, split: str, limit: int = -1):
         stages = self.features == "stages"
-        if stages and self.ctx.stage_feature_fn is None:
-            raise ValueError(f"evals.{self.name}.features='stages': this run has no stage features")
         return split_features(
             self.ctx.stage_feature_fn if stages else self.ctx.feature_fn,
             variables,

@@ -131,18 +131,21 @@ def _accuracy(params, x, y) -> tuple[float, float]:
     return float((ranked[:, 0] == y).mean()), float((ranked[:, :5] == y[:, None]).any(1).mean())
 
 
-def _ridge_fitter(x: np.ndarray, y: np.ndarray, num_classes: int):
-    """Closed-form ridge regression onto one-hot targets (Gram matrix once per row subset, float64):
-    `fit(rows, l2) -> {'w', 'b'}` with W = (XᵀX + l2·n·I)⁻¹ XᵀY. Seconds even for 784-d pixels."""
+def ridge_fitter(x: np.ndarray, targets: np.ndarray):
+    """Closed-form ridge regression of `targets` `[n, k]` on zero-mean features `x` `[n, D]` (Gram
+    matrix once per row subset, float64): `fit(rows, l2) -> {'w' [D, k], 'b' [k]}` minimising
+    ‖x w + b − targets‖² / n + l2 ‖w‖², i.e. W = (XᵀX + l2·n·I)⁻¹ Xᵀ(Y − Ȳ), b = Ȳ. Seconds even
+    for 784-d pixels. The probe's 'ridge' solver (one-hot targets) and the view studies' position
+    read-out."""
     x64 = x.astype(np.float64)
-    onehot = np.eye(num_classes)[y]
+    targets = np.asarray(targets, np.float64)
     cache = {}
 
     def fit(rows, l2):
         key = (len(rows), int(rows[0]), int(rows[-1]))
         if key not in cache:
             xr = x64[rows]
-            yr = onehot[rows]
+            yr = targets[rows]
             cache[key] = (xr.T @ xr, xr.T @ (yr - yr.mean(0)), yr.mean(0), len(rows))
         gram, xty, ymean, n = cache[key]
         w = np.linalg.solve(gram + l2 * n * np.eye(len(gram)), xty)
@@ -201,7 +204,7 @@ def fit_linear_probe(
     held_x, held_y = tr[jnp.asarray(held)], train_y[held]
     scores, extra = {}, {}
     if solver == "ridge":
-        fit_fn = _ridge_fitter(np.asarray(tr), train_y, num_classes)
+        fit_fn = ridge_fitter(np.asarray(tr), np.eye(num_classes)[train_y])
         for l2 in grid:
             scores[l2] = _accuracy(fit_fn(fit, l2), held_x, held_y)[0]
         best = max(grid, key=scores.get)  # ties: the largest l2

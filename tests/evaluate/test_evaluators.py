@@ -1,6 +1,7 @@
 """In-training evaluators from `config.evals`: schedules, the sharded kNN, the probe table."""
 
 import contextlib
+import dataclasses
 
 import jax
 import ml_collections
@@ -138,6 +139,9 @@ def test_probe_table_on_stage_features(run):
     default = dict(type="probe_table", every_steps=0, knn_k=0, batch_size=16)
     (ev,) = evaluators.build_evaluators(_with_evals(config, probe_table=default), ctx)
     assert ev.features == "pooled" and "(the pooled backbone output)" in ev.title(96, 48)
+    no_stages = dataclasses.replace(ctx, stage_feature_fn=None)  # refused when built, not at use
+    with pytest.raises(ValueError, match="features='stages': this run has no stage features"):
+        evaluators.build_evaluators(_with_evals(config, probe_table=table), no_stages)
 
 
 @pytest.mark.parametrize(
