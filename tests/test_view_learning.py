@@ -140,6 +140,10 @@ def test_learn_freeze_cmc_probe_end_to_end(tmp_path):
     assert os.path.isfile(path) and os.path.isfile(str(tmp_path / "views" / "views.png"))
     rows = open(str(tmp_path / "views" / "metrics.jsonl")).read().splitlines()
     assert len(rows) == 2 and all(k in rows[-1] for k in ("i_nce", "ce", "acc"))
+    learned = view_learning.load_flow(path)  # trained: no longer the fresh flow (the identity)
+    rgb = jax.random.uniform(jax.random.PRNGKey(0), (4, 3, 3, 3))
+    moved = learned.flow.apply(learned.params, rgb) - rgb
+    assert float(jnp.max(jnp.abs(moved))) > 1e-6
 
     c = configs.load(os.path.join(ROOT, f"configs/cmc_color_fashion_mnist.py:runlocal,flow={path}"))
     assert c.data.recipes.cmc[-1]["op"] == "learned_flow"
