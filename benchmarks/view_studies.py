@@ -188,13 +188,18 @@ def _cell(text: str) -> str:
 
 def rows_table(rows: dict, extra_header: str = "", extra=None) -> list[str]:
     """Markdown: one row per name, `rows[name]` = the seeds' results."""
-    head = "| views | linear probe top-1 (%) | kNN top-1 (%) | I_NCE held-out (nats) |"
-    lines = [head + (f" {extra_header} |" if extra else ""), "|---" * (4 + bool(extra)) + "|"]
+    head = (
+        "| views | linear probe top-1 (%) | kNN top-1 (%) | I_NCE held-out (nats) "
+        "| I_NCE train (nats) |"
+    )
+    lines = [head + (f" {extra_header} |" if extra else ""), "|---" * (5 + bool(extra)) + "|"]
     for name, results in rows.items():
         lines.append(
             f"| {_cell(name)} | {compare_methods.summary([r['probe'] for r in results])} "
             f"| {compare_methods.summary([r['knn'] for r in results])} "
-            f"| {_nats([r['i_nce'] for r in results])} |" + (f" {extra(name)} |" if extra else "")
+            f"| {_nats([r['i_nce'] for r in results])} "
+            f"| {_nats([r['i_nce_train'] for r in results])} |"
+            + (f" {extra(name)} |" if extra else "")
         )
     return lines
 
@@ -241,12 +246,14 @@ def plot_table5(rows: dict, study, out: str, random: float | None = None) -> str
     return out
 
 
-def plot_i_nce(groups: dict, out: str, title: str) -> str:
+def plot_i_nce(groups: dict, out: str, title: str, keys=None) -> str:
     """I_NCE (x) against probe accuracy (y), mean ± std over seeds; one panel per group
-    {panel title: {point label: results}}, points joined in their order."""
+    {panel title: {point label: results}}, points joined in their order; `keys`: per panel,
+    'i_nce' (held-out, the default) or 'i_nce_train'."""
     plt, fig, axes = _figure(len(groups))
-    for ax, (name, points) in zip(axes, groups.items()):
-        xs = [compare_methods.mean_std([r["i_nce"] for r in res]) for res in points.values()]
+    keys = keys or ["i_nce"] * len(groups)
+    for ax, (name, points), key in zip(axes, groups.items(), keys):
+        xs = [compare_methods.mean_std([r[key] for r in res]) for res in points.values()]
         ys = [compare_methods.mean_std([r["probe"] for r in res], 100) for res in points.values()]
         ax.errorbar(
             [m for m, _ in xs], [m for m, _ in ys], xerr=[s for _, s in xs],
@@ -254,7 +261,8 @@ def plot_i_nce(groups: dict, out: str, title: str) -> str:
         )  # fmt: skip
         for label, (xm, _), (ym, _) in zip(points, xs, ys):
             ax.annotate(str(label), (xm, ym), textcoords="offset points", xytext=(4, 4), fontsize=8)
-        ax.set_xlabel("I_NCE(v1; v2), held-out critic (nats)")
+        scored = "held-out critic" if key == "i_nce" else "critic's last training batch"
+        ax.set_xlabel(f"I_NCE(v1; v2), {scored} (nats)")
         ax.set_ylabel("linear probe top-1 (%)")
         ax.set_title(name)
     fig.suptitle(title, fontsize=10)
@@ -280,7 +288,8 @@ def _header(study, seeds, text: str, k: int = 0, data: str = "color_fashion_mnis
         f"{text} {data}, size {study.size}, seeds {','.join(map(str, seeds))}: mean ± "
         "sample std over the seeds (every seed in brackets); probe: logistic, on the frozen "
         "encoders' features; I_NCE = log K − InfoNCE loss of a critic trained on training images and "
-        f"scored on test images (K = {k}: at most log K = {np.log(k):.2f} nats)."
+        f"scored on test images (K = {k}: at most log K = {np.log(k):.2f} nats); I_NCE train: the "
+        "same on the critic's last training batch."
     ]
 
 
@@ -312,7 +321,7 @@ def table5(study, seeds, sets, workdir: str) -> str:
     lines.append(
         f"| random init (CMC's encoders on {_cell(label(base, view))}) "
         f"| {compare_methods.summary([r['probe'] for r in randoms])} "
-        f"| {compare_methods.summary([r['knn'] for r in randoms])} | – | – |"
+        f"| {compare_methods.summary([r['knn'] for r in randoms])} | – | – | – |"
     )
     random = compare_methods.mean_std([r["probe"] for r in randoms], 100)[0]
     plot_table5(rows, study, os.path.join(workdir, "table5.png"), random)
@@ -502,10 +511,14 @@ def patches(study, seeds, sets, workdir: str) -> str:
             folder = os.path.join(workdir, f"d{d}_s{seed}")
             cell = critic_cell(folder, study, seed, pc.steps, pairs, score)
             rows.setdefault(f"d = {d}", []).append(cell)
-    plot_i_nce(
-        {f"{pc.patch}-px patch pairs at offset (d, d)": rows},
+    plot_i_nce(  # held out on other photos, and on the training photos' own pairs
+        {
+            f"{pc.patch}-px pairs at offset (d, d), held-out photos": rows,
+            f"{pc.patch}-px pairs at offset (d, d), training photos": rows,
+        },
         os.path.join(workdir, "patches.png"),
         "the critic as encoder, probed on color_fashion_mnist",
+        keys=["i_nce", "i_nce_train"],
     )
     header = _header(study, seeds, "Patch offsets (ex. 1, Fig. 3), probed on", pc.batch)
     header.append(
