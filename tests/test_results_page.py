@@ -68,3 +68,13 @@ def test_page_is_written_from_the_runs(tmp_path, monkeypatch):
     assert "| iring_fashion_mnist train_subset=10000 bank_size=10000 | 51.00 ± 1.00 " in text
     assert "CIFAR-10 linear 83.9 (Ring Table 1(a) CIFAR-10) |" in text
     assert text.count("| raw pixels | 25.00 |") == len(results_spec.GROUPS)
+
+
+def test_mean_std_and_summary():
+    """The tables' cells: sample std (n − 1), 0 for one seed; 'range' is half the range."""
+    values = [0.80, 0.83, 0.89]
+    mean, std = compare_methods.mean_std(values, 100)
+    assert mean == pytest.approx(84.0) and std == pytest.approx(((16 + 1 + 25) / 2) ** 0.5)
+    assert compare_methods.mean_std([0.5]) == (0.5, 0.0)
+    assert compare_methods.summary(values) == f"84.00 ± {std:.2f} (80.00 / 83.00 / 89.00)"
+    assert compare_methods.summary(values, "range") == "84.00 ± 4.50 (80.00 / 83.00 / 89.00)"
