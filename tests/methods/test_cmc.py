@@ -105,13 +105,21 @@ def runs(source, tmp_path_factory):
     workdir = str(tmp_path_factory.mktemp("cmc_run") / "run")
     final = jax.device_get(train.train_and_evaluate(config, workdir))
     logged = [r for r in read_metrics(workdir) if "train/loss" in r]
+    # each 1-device state through ONE 8-device step: the per-step comparison, free of the
+    # trajectory's ReLU kinks (see test_one_vs_eight_devices)
+    exp8 = train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()))
+    step8 = train.jit_train_step(exp8, place_state(init, exp8))
+    one_step = [
+        jax.device_get(step8(place_state(s, exp8), sharding.host_to_global(b, exp8.mesh)))
+        for s, b in zip(states, batches)
+    ]
     return {
         "config": config,
         "init": init,
         "exp": exp1,
         "batches": batches,
         1: {"states": states, "metrics": metrics, "step": step},
-        8: {"final": final, "metrics": logged, "workdir": workdir},
+        8: {"final": final, "metrics": logged, "workdir": workdir, "one_step": one_step},
     }
 
 
@@ -269,11 +277,19 @@ def test_bank_update_and_z_kept(runs, reference):
 
 def test_one_vs_eight_devices(runs):
     """The 8-device run (`train_and_evaluate`) logged the 1-device steps' losses and Z and ends
-    with the same banks and Z."""
+    with the same Z and, for rows written at step 1, the same banks; from the same state, one
+    8-device step gives the 1-device step's losses, banks and Z.
+
+    Why the trajectory is compared loosely: at init, one pre-activation of the ab encoder's
+    layer4_0 (the last ReLU of the block) is -4.1e-8 on 1 device and +1.9e-6 on 8 on session 12's
+    AVX-512 CPU: the ReLU's mask flips, the step-1 gradient of everything below it moves by ~3 %,
+    and the rows written at steps 2-3 by up to 8e-2 (0.4 % of the losses' digits: 2.2e-4). The
+    gradient is discontinuous there, so no summation order is "right"; the per-step check is the
+    exact one."""
     m1, m8 = runs[1]["metrics"], runs[8]["metrics"]
     assert [r["step"] for r in m8] == [1, 2, 3]
     for key in ("train/loss", "train/loss1", "train/loss2", "train/z1", "train/z2"):
-        np.testing.assert_allclose(  # 2.2e-4 at step 3 on an AVX-512 CPU (session 11)
+        np.testing.assert_allclose(
             [m[key] for m in m1], [m[key] for m in m8], rtol=5e-4, atol=1e-5, err_msg=key
         )
     s1, s8 = runs[1]["states"][-1], runs[8]["final"]
@@ -282,11 +298,14 @@ def test_one_vs_eight_devices(runs):
     for name in ("bank1", "bank2"):
         b1, b8 = np.asarray(s1.buffers[name]), np.asarray(s8.buffers[name])
         np.testing.assert_allclose(np.delete(b1, later, 0), np.delete(b8, later, 0), atol=2e-5)
-        # rows written after an SGD step: bank1 to 4e-6 everywhere seen; bank2 (the ab encoder,
-        # 4 channels wide at runlocal) to 2e-5 on earlier sessions' machines, but 4e-3 after one step and
-        # 8e-2 after two on session 11's AVX-512 CPU (losses there: 2.2e-4): an open question
-        tol = 2e-5 if name == "bank1" else 0.1
-        np.testing.assert_allclose(b1[later], b8[later], atol=tol)
+    for t, (s8, m8) in enumerate(runs[8]["one_step"]):
+        s1, m1 = runs[1]["states"][t + 1], runs[1]["metrics"][t]
+        for key in ("train/loss", "train/loss1", "train/loss2", "train/z1", "train/z2"):
+            np.testing.assert_allclose(m1[key], m8[key], rtol=2e-6, err_msg=f"step {t + 1} {key}")
+        for name in ("bank1", "bank2", "z"):
+            np.testing.assert_allclose(
+                s1.buffers[name], s8.buffers[name], atol=2e-5, err_msg=f"step {t + 1} {name}"
+            )
 
 
 def test_save_restore_next_step_is_identical(runs, tmp_path):
