@@ -135,6 +135,21 @@ def place_state(host_state, exp):
     )
 
 
+def one_step_on_all_devices(config, states, batches) -> list:
+    """Each host state `states[t]` through ONE train step on all devices with `batches[t]`: the
+    `(state, metrics)` pairs, on the host. The 1-vs-8-device check per step, which a trajectory
+    cannot give exactly: a pre-activation within rounding of 0 flips a ReLU's mask between
+    summation orders, and the gradient is discontinuous there (tests/methods/test_cmc.py)."""
+    from ssl_jax import sharding, train
+
+    exp = train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()))
+    step = train.jit_train_step(exp, place_state(states[0], exp))
+    return [
+        jax.device_get(step(place_state(s, exp), sharding.host_to_global(b, exp.mesh)))
+        for s, b in zip(states, batches)
+    ]
+
+
 def fashion_source(root) -> tuple[str, str]:
     """(a 256 + 64 image Fashion-MNIST folder under `root`, a cache folder there): the source of
     the color_fashion_mnist `:runlocal` runs (generated in a second)."""

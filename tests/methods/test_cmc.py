@@ -30,6 +30,7 @@ from tests.helpers import (
     fashion_source,
     np_ce0,
     np_normalize,
+    one_step_on_all_devices,
     place_state,
     tiny_config,
 )
@@ -105,14 +106,7 @@ def runs(source, tmp_path_factory):
     workdir = str(tmp_path_factory.mktemp("cmc_run") / "run")
     final = jax.device_get(train.train_and_evaluate(config, workdir))
     logged = [r for r in read_metrics(workdir) if "train/loss" in r]
-    # each 1-device state through ONE 8-device step: the per-step comparison, free of the
-    # trajectory's ReLU kinks (see test_one_vs_eight_devices)
-    exp8 = train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()))
-    step8 = train.jit_train_step(exp8, place_state(init, exp8))
-    one_step = [
-        jax.device_get(step8(place_state(s, exp8), sharding.host_to_global(b, exp8.mesh)))
-        for s, b in zip(states, batches)
-    ]
+    one_step = one_step_on_all_devices(config, states, batches)  # free of the trajectory's kinks
     return {
         "config": config,
         "init": init,

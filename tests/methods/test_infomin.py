@@ -25,7 +25,13 @@ from ssl_jax import checkpoint, configs, sharding, train
 from ssl_jax.configs import ConfigError
 from ssl_jax.data import augment
 from ssl_jax.methods import METHODS, common, infomin
-from tests.helpers import fashion_source, np_ce0, np_normalize, place_state
+from tests.helpers import (
+    fashion_source,
+    np_ce0,
+    np_normalize,
+    one_step_on_all_devices,
+    place_state,
+)
 
 B, Q, TAU, BETA, STEPS = 32, 256, 0.15, 0.5, 3
 GROUPS = 4  # query BN groups of 8 images
@@ -70,12 +76,13 @@ def runs(source, tmp_path_factory):
     workdir = str(tmp_path_factory.mktemp("infomin_run") / "run")
     final = jax.device_get(train.train_and_evaluate(config, workdir))
     logged = [r for r in read_metrics(workdir) if "train/loss" in r]
+    one_step = one_step_on_all_devices(config, states, batches)
     return {
         "config": config,
         "exp": exp1,
         "batches": batches,
         1: {"states": states, "metrics": metrics, "step": step},
-        8: {"final": final, "metrics": logged},
+        8: {"final": final, "metrics": logged, "one_step": one_step},
     }
 
 
@@ -198,6 +205,14 @@ def test_one_vs_eight_devices(runs):
     queue8 = np.asarray(runs[8]["final"].buffers["queue"])
     np.testing.assert_allclose(queue1[: 2 * B], queue8[: 2 * B], atol=2e-5)
     np.testing.assert_allclose(queue1[2 * B : 3 * B], queue8[2 * B : 3 * B], atol=2e-3)
+    # per step from the same state (tests/helpers.one_step_on_all_devices): exact
+    for t, (s8, m8) in enumerate(runs[8]["one_step"]):
+        s1, m1 = runs[1]["states"][t + 1], runs[1]["metrics"][t]
+        for key in ("train/loss", "train/loss_instance", "train/loss_jigsaw"):
+            np.testing.assert_allclose(m1[key], m8[key], rtol=2e-6, err_msg=f"step {t + 1} {key}")
+        np.testing.assert_allclose(
+            s1.buffers["queue"], s8.buffers["queue"], atol=2e-5, err_msg=f"step {t + 1}"
+        )
 
 
 def test_save_restore_next_step_is_identical(runs, tmp_path):
