@@ -131,15 +131,31 @@ def view_pairs(config, split: str, critic, seed: int):
         yield (views[0][..., :1], views[0][..., 1:]) if len(views) == 1 else (views[0], views[1])
 
 
+CACHED_KEYS = ("i_nce", "i_nce_train")  # what every cell's cache holds today
+
+
+def load_cache(path: str) -> dict | None:
+    """A cell's cached JSON, or None when absent or written by an older version without all of
+    `CACHED_KEYS` (then the cell is recomputed, and says so)."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        result = json.load(f)
+    missing = [k for k in CACHED_KEYS if k not in result]
+    if missing:
+        print(f"{path}: an older cache without {missing}: recomputing", flush=True)
+        return None
+    return result
+
+
 def i_nce(config, critic, seed: int, folder: str) -> dict:
     """The held-out I_NCE of `config`'s views (`view_learning.estimate_i_nce`), cached in
     `folder/i_nce.json`."""
     from ssl_jax import view_learning
 
     cached = os.path.join(folder, "i_nce.json")
-    if os.path.exists(cached):
-        with open(cached) as f:
-            return json.load(f)
+    if (result := load_cache(cached)) is not None:
+        return result
     result = view_learning.estimate_i_nce(
         view_pairs(config, config.data.train_split, critic, seed),
         view_pairs(config, config.data.eval_test_split, critic, seed + 1),
@@ -442,7 +458,7 @@ def critic_cell(folder: str, study, seed: int, steps: int, pairs, score) -> dict
     from ssl_jax import view_learning
 
     cached = os.path.join(folder, "cell.json")
-    if not os.path.exists(cached):
+    if load_cache(cached) is None:
         start = time.time()
         result = view_learning.estimate_i_nce(
             *pairs(),
@@ -584,9 +600,9 @@ class Scenes:
 def ridge_error(train_x, train_y, test_x, test_y, l2: float) -> float:
     """Mean Euclidean error of a ridge regression (`linear_probe.ridge_fitter`, l2 per row) of
     `train_y` on features standardised with the training statistics."""
-    from ssl_jax.evaluate.linear_probe import ridge_fitter
+    from ssl_jax.evaluate.linear_probe import ridge_fitter, standardisation
 
-    mu, sd = train_x.mean(0), train_x.std(0) + 1e-6
+    mu, sd = standardisation(train_x)
     head = ridge_fitter((train_x - mu) / sd, train_y)(np.arange(len(train_x)), l2)
     pred = ((test_x - mu) / sd) @ head["w"] + head["b"]
     return float(np.mean(np.linalg.norm(pred - test_y, axis=1)))

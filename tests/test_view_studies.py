@@ -199,3 +199,18 @@ def test_every_size_builds_its_configs(size):
             assert moco.method_config.queue_size % moco.global_batch_size == 0
     with pytest.raises(ValueError, match="size="):
         configs.load(os.path.join(ROOT, "configs/views/studies.py:size=huge"))
+
+
+def test_a_cache_from_an_older_version_is_recomputed(tmp_path, capsys):
+    """A cell cache without every key the tables read (an older version's: no 'i_nce_train') is
+    treated as absent, so the table never hits a KeyError; a current one is returned as is."""
+    path = str(tmp_path / "cell.json")
+    assert view_studies.load_cache(path) is None
+    with open(path, "w") as f:
+        json.dump({"i_nce": 0.3, "probe": 50.0}, f)
+    assert view_studies.load_cache(path) is None
+    assert "i_nce_train" in capsys.readouterr().out
+    current = {"i_nce": 0.3, "i_nce_train": 0.4, "probe": 50.0}
+    with open(path, "w") as f:
+        json.dump(current, f)
+    assert view_studies.load_cache(path) == current

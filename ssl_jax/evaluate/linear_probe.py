@@ -131,6 +131,12 @@ def _accuracy(params, x, y) -> tuple[float, float]:
     return float((ranked[:, 0] == y).mean()), float((ranked[:, :5] == y[:, None]).any(1).mean())
 
 
+def standardisation(train_x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`(mean, std + 1e-6)` `[1, D]` of the training features: every linear read-out (the probe,
+    the view studies' regressions) fits on `(x - mean) / std` with the training statistics."""
+    return train_x.mean(0, keepdims=True), train_x.std(0, keepdims=True) + 1e-6
+
+
 def ridge_fitter(x: np.ndarray, targets: np.ndarray):
     """Closed-form ridge regression of `targets` `[n, k]` on zero-mean features `x` `[n, D]` (Gram
     matrix once per row subset, float64): `fit(rows, l2) -> {'w' [D, k], 'b' [k]}` minimising
@@ -194,8 +200,7 @@ def fit_linear_probe(
         raise ValueError(f"solver={solver!r}; allowed: {list(SOLVERS)}")
     grid = sorted((float(v) for v in (l2_grid or L2_GRIDS[solver])), reverse=True)
     num_classes = int(max(train_y.max(), test_y.max())) + 1
-    mean = train_x.mean(0, keepdims=True)
-    std = train_x.std(0, keepdims=True) + 1e-6
+    mean, std = standardisation(train_x)
     tr = jnp.asarray((train_x - mean) / std, jnp.float32)
     te = jnp.asarray((test_x - mean) / std, jnp.float32)
     order = np.random.default_rng(seed).permutation(len(tr))
