@@ -345,6 +345,40 @@ def _quantile_ranks(num_rows: int, qs: Sequence[float]) -> jnp.ndarray:
     return jnp.asarray([_inverted_cdf_rank(num_rows, q) for q in qs], jnp.int32)
 
 
+def _lane_width(rows: int) -> int:
+    """`_counter`'s lane count: a divisor of `rows` in [64, 256] (no padded copy of the keys: a
+    `[256, 60000]` pad costs as much as 5 counting passes), the most SIMD-friendly (the largest power
+    of two dividing it, up to 32), then the nearest 128; else 128 with padding."""
+    divisors = [w for w in range(64, 257) if rows % w == 0]
+    if not divisors:
+        return 128
+    return min(divisors, key=lambda w: (-math.gcd(w, 32), abs(w - 128), w))
+
+
+def _counter(keys: jnp.ndarray):
+    """This device's ordered keys `[B, M]` → `count(mid)`: `[B, Q]` int32 #{m: keys[b, m] ≤ mid[b, q]}
+    for uint32 `mid` `[B, Q]`, the bisections' counting pass.
+
+    The keys are laid out once as `[B, M/W, W]` (W = `_lane_width(M)`; padded with the largest key,
+    its matches subtracted, if M has no divisor near 128) and each pass sums over the middle axis
+    into int16 lanes (int32 past 32,767 rows per lane): 4-5× faster on XLA:CPU than a row sum in int32 (4.2 vs
+    19.5 ms for `[256, 60000]`, session 12), which vectorises badly."""
+    batch, rows = keys.shape
+    width = _lane_width(rows)
+    pad = -rows % width
+    top = jnp.uint32(0xFFFFFFFF)
+    lanes = jnp.pad(keys, ((0, 0), (0, pad)), constant_values=top) if pad else keys
+    lanes = lanes.reshape(batch, -1, width)
+    acc = jnp.int16 if lanes.shape[1] <= jnp.iinfo(jnp.int16).max else jnp.int32
+
+    def count(mid: jnp.ndarray) -> jnp.ndarray:
+        per_lane = jnp.sum(lanes[:, None] <= mid[:, :, None, None], axis=2, dtype=acc)
+        total = jnp.sum(per_lane.astype(jnp.int32), axis=-1)  # [B, Q]
+        return total - pad * (mid == top).astype(jnp.int32)
+
+    return count
+
+
 def _local_quantile_keys(keys: jnp.ndarray, target: jnp.ndarray, iters: int) -> jnp.ndarray:
     """Inside `shard_map`: this device's ordered keys `[B, N/n]` → the `[B, len(target)]` keys of
     the global ranks `target` (bisection on psum'd counts; see `bank_quantiles`)."""
@@ -352,11 +386,12 @@ def _local_quantile_keys(keys: jnp.ndarray, target: jnp.ndarray, iters: int) -> 
     hi = lax.pmax(jnp.max(keys, axis=1), DATA_AXIS)
     lo = jnp.broadcast_to(lo[:, None], (keys.shape[0], target.shape[0]))
     hi = jnp.broadcast_to(hi[:, None], lo.shape)
+    counter = _counter(keys)
 
     def step(_, bracket):  # invariant: the answer's key lies in [lo, hi]
         lo, hi = bracket
         mid = lo + (hi - lo) // jnp.uint32(2)
-        count = jnp.sum(keys[:, None, :] <= mid[:, :, None], axis=-1, dtype=jnp.int32)
+        count = counter(mid)
         enough = lax.psum(count, DATA_AXIS) >= target
         return jnp.where(enough, lo, mid + jnp.uint32(1)), jnp.where(enough, mid, hi)
 
@@ -391,6 +426,7 @@ def _local_select(sims: jnp.ndarray, target: jnp.ndarray, cap: int = SELECT_CAP)
     below = jnp.zeros(lo.shape, jnp.int32)  # #{key < lo}
     upto = jnp.full(lo.shape, num_rows, jnp.int32)  # #{key ≤ hi}
     value_steps = 24
+    counter = _counter(keys)
 
     def wide(lo, hi, below, upto):
         return (upto - below > cap) & (hi > lo)
@@ -406,8 +442,7 @@ def _local_select(sims: jnp.ndarray, target: jnp.ndarray, cap: int = SELECT_CAP)
         by_key = lo + (hi - lo) // jnp.uint32(2)
         mid = jnp.where(step < value_steps, by_value, by_key)
         mid = jnp.clip(mid, lo, jnp.maximum(hi, jnp.uint32(1)) - jnp.uint32(1))  # lo ≤ mid < hi
-        count = jnp.sum(keys[:, None, :] <= mid[:, :, None], axis=-1, dtype=jnp.int32)
-        count = lax.psum(count, DATA_AXIS)
+        count = lax.psum(counter(mid), DATA_AXIS)
         enough = count >= target
         active = wide(lo, hi, below, upto)
         lo = jnp.where(active & ~enough, mid + jnp.uint32(1), lo)

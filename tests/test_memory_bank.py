@@ -97,6 +97,21 @@ def test_exact_quantiles_select_equals_the_full_bisection():
         np.testing.assert_array_equal(out[1, "select"], out[8, "select"])
 
 
+@pytest.mark.parametrize("rows", [1009, 600, 60000])  # prime (padded to 128 lanes), 120, 96 lanes
+def test_counter_counts_keys_at_or_below_each_midpoint(rows):
+    """`memory._counter` (the bisections' counting pass in int16 lanes) = numpy's count, with the
+    largest key (the padding's) among the keys and as a midpoint."""
+    rng = np.random.default_rng(rows)
+    keys = rng.integers(0, 2**32, size=(3, rows), dtype=np.uint32)
+    keys[0, :5] = 0xFFFFFFFF
+    mid = np.stack([keys[:, 7], keys[:, 11], np.full(3, 0xFFFFFFFF, np.uint32)], axis=1)
+    mid[1, 0] = 0
+    got = np.asarray(jax.jit(lambda k, m: memory._counter(k)(m))(keys, mid))
+    expected = (keys[:, None, :] <= mid[:, :, None]).sum(-1)
+    np.testing.assert_array_equal(got, expected)
+    assert memory._lane_width(rows) == {1009: 128, 600: 120, 60000: 96}[rows]
+
+
 def _band(sims_row, start, size):
     """lo/hi strictly between sorted neighbours: exactly `size` rows from sorted position `start`."""
     s = np.concatenate([[-2.0], np.sort(sims_row), [2.0]])
