@@ -4,8 +4,30 @@
 `import ssl_jax` stays light (no JAX / TensorFlow import).
 """
 
+import os
+
 __version__ = "0.1.0"
 __all__ = ["load_encoder"]
+
+# XLA:CPU flags set on import, before any backend starts (XLA reads XLA_FLAGS then); a flag of
+# the same name already in XLA_FLAGS wins. YNNPACK's convolution fusions are 2-3x slower than
+# XLA:CPU's own convolutions on ResNet layers at 8-32 px, while its element-wise and reduction
+# fusions (BN) are the fast ones, so only the convolution type is dropped. Session 12, the 2-core
+# dev machine: a 3x3 64-channel 32-px conv's forward + both gradients 157 -> 46 ms; the MoCo v2
+# R18 step 28.0 -> 45.5 img/s at 32 px (CIFAR stem), 446 -> 482 img/s at 28 px
+# (`benchmarks/train_step.py --torch`, README "Measured figures"). CPU-only: GPU/TPU ignore it.
+XLA_FLAG_DEFAULTS = ("--xla_cpu_experimental_ynn_fusion_type=-individual_convolution",)
+
+
+def _set_xla_flag_defaults() -> None:
+    flags = os.environ.get("XLA_FLAGS", "")
+    for flag in XLA_FLAG_DEFAULTS:
+        if flag.split("=")[0] not in flags:
+            flags = f"{flags} {flag}".strip()
+    os.environ["XLA_FLAGS"] = flags
+
+
+_set_xla_flag_defaults()
 
 
 def __getattr__(name: str):

@@ -8,6 +8,8 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import jax  # noqa: E402
 
+import ssl_jax  # noqa: E402, F401  (its XLA_FLAGS defaults, before any backend starts)
+
 jax.config.update("jax_threefry_partitionable", True)
 # Many tests compile the same tiny train step (resume runs it three times): share compilations.
 jax.config.update(
