@@ -15,7 +15,8 @@ __all__ = ["load_encoder"]
 # fusions (BN) are the fast ones, so only the convolution type is dropped. Session 12, the 2-core
 # dev machine: a 3x3 64-channel 32-px conv's forward + both gradients 157 -> 46 ms; the MoCo v2
 # R18 step 28.0 -> 45.5 img/s at 32 px (CIFAR stem), 446 -> 482 img/s at 28 px
-# (`benchmarks/train_step.py --torch`, README "Measured figures"). CPU-only: GPU/TPU ignore it.
+# (`benchmarks/train_step.py --torch`; README, "Against a peer library on the same CPU"). CPU-only:
+# GPU and TPU backends ignore it.
 XLA_FLAG_DEFAULTS = ("--xla_cpu_experimental_ynn_fusion_type=-individual_convolution",)
 
 
