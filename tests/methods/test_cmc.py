@@ -296,10 +296,11 @@ def test_one_vs_eight_devices(runs):
         s1, m1 = runs[1]["states"][t + 1], runs[1]["metrics"][t]
         for key in ("train/loss", "train/loss1", "train/loss2", "train/z1", "train/z2"):
             np.testing.assert_allclose(m1[key], m8[key], rtol=2e-6, err_msg=f"step {t + 1} {key}")
-        for name in ("bank1", "bank2", "z"):
+        for name in ("bank1", "bank2"):
             np.testing.assert_allclose(
                 s1.buffers[name], s8.buffers[name], atol=2e-5, err_msg=f"step {t + 1} {name}"
             )
+        np.testing.assert_allclose(s1.buffers["z"], s8.buffers["z"], rtol=1e-5)  # Z ~ 5e3
 
 
 def test_save_restore_next_step_is_identical(runs, tmp_path):
