@@ -8,9 +8,10 @@ import os
 def simulate_devices(count: int) -> None:
     """Ask XLA:CPU for `count` host devices (`--xla_force_host_platform_device_count`). Call it
     before jax is imported; a count already in XLA_FLAGS is kept."""
-    flags = os.environ.get("XLA_FLAGS", "")
-    if count > 1 and "xla_force_host_platform_device_count" not in flags:
-        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={count}".strip()
+    from ssl_jax import add_xla_flag
+
+    if count > 1:
+        add_xla_flag(f"--xla_force_host_platform_device_count={count}")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 

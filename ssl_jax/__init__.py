@@ -20,15 +20,16 @@ __all__ = ["load_encoder"]
 XLA_FLAG_DEFAULTS = ("--xla_cpu_experimental_ynn_fusion_type=-individual_convolution",)
 
 
-def _set_xla_flag_defaults() -> None:
+def add_xla_flag(flag: str) -> None:
+    """Append `--name=value` to XLA_FLAGS unless a flag of that name is already there (the user's
+    value wins). Only takes effect before the first backend starts."""
     flags = os.environ.get("XLA_FLAGS", "")
-    for flag in XLA_FLAG_DEFAULTS:
-        if flag.split("=")[0] not in flags:
-            flags = f"{flags} {flag}".strip()
-    os.environ["XLA_FLAGS"] = flags
+    if flag.split("=")[0] not in flags:
+        os.environ["XLA_FLAGS"] = f"{flags} {flag}".strip()
 
 
-_set_xla_flag_defaults()
+for _flag in XLA_FLAG_DEFAULTS:
+    add_xla_flag(_flag)
 
 
 def __getattr__(name: str):

@@ -150,6 +150,24 @@ def one_step_on_all_devices(config, states, batches) -> list:
     ]
 
 
+def assert_steps_match(one_step, states, metrics, metric_keys, buffer_tolerances) -> None:
+    """`one_step_on_all_devices`' results against the 1-device run (`states[t + 1]`, `metrics[t]`):
+    each metric to 2e-6 relative, each buffer `name` within `buffer_tolerances[name]` (kwargs of
+    `assert_allclose`)."""
+    for t, (state8, metrics8) in enumerate(one_step):
+        for key in metric_keys:
+            np.testing.assert_allclose(
+                metrics[t][key], metrics8[key], rtol=2e-6, err_msg=f"step {t + 1} {key}"
+            )
+        for name, tol in buffer_tolerances.items():
+            np.testing.assert_allclose(
+                states[t + 1].buffers[name],
+                state8.buffers[name],
+                err_msg=f"step {t + 1} {name}",
+                **tol,
+            )
+
+
 def fashion_source(root) -> tuple[str, str]:
     """(a 256 + 64 image Fashion-MNIST folder under `root`, a cache folder there): the source of
     the color_fashion_mnist `:runlocal` runs (generated in a second)."""

@@ -26,6 +26,7 @@ from ssl_jax.configs import ConfigError
 from ssl_jax.data import augment
 from ssl_jax.methods import METHODS, common, infomin
 from tests.helpers import (
+    assert_steps_match,
     fashion_source,
     np_ce0,
     np_normalize,
@@ -206,13 +207,13 @@ def test_one_vs_eight_devices(runs):
     np.testing.assert_allclose(queue1[: 2 * B], queue8[: 2 * B], atol=2e-5)
     np.testing.assert_allclose(queue1[2 * B : 3 * B], queue8[2 * B : 3 * B], atol=2e-3)
     # per step from the same state (tests/helpers.one_step_on_all_devices): exact
-    for t, (s8, m8) in enumerate(runs[8]["one_step"]):
-        s1, m1 = runs[1]["states"][t + 1], runs[1]["metrics"][t]
-        for key in ("train/loss", "train/loss_instance", "train/loss_jigsaw"):
-            np.testing.assert_allclose(m1[key], m8[key], rtol=2e-6, err_msg=f"step {t + 1} {key}")
-        np.testing.assert_allclose(
-            s1.buffers["queue"], s8.buffers["queue"], atol=2e-5, err_msg=f"step {t + 1}"
-        )
+    assert_steps_match(
+        runs[8]["one_step"],
+        runs[1]["states"],
+        runs[1]["metrics"],
+        ("train/loss", "train/loss_instance", "train/loss_jigsaw"),
+        {"queue": dict(atol=2e-5)},
+    )
 
 
 def test_save_restore_next_step_is_identical(runs, tmp_path):
