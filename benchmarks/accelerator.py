@@ -28,7 +28,9 @@ step alone (synthetic uint8 batches, `benchmarks/train_step.py`'s `compiled_step
 loop (the config's tf.data pipeline, `sharding.prefetch_to_device` as `train.py`, the step), and the
 fraction of the loop's time the host waits for the next batch. The loop needs the config's data
 (`--override data.manual_dir=/data/imagenet` for tfds ImageNet, or `data.name=image_folder
-data.data_dir=...`).
+data.data_dir=...`); without ImageNet, `--photos=N` writes N JPEG photos of ImageNet's typical size
+(`input_demand.write_photos`: ~500 × 375, quality 90) to a temporary `image_folder` and feeds the loop
+from it, so decoding and augmentation cost what they cost on ImageNet.
 """
 
 from __future__ import annotations
@@ -185,9 +187,9 @@ def profile_top_ops(step, state, batch, directory: str, steps: int = 5, top: int
     return [(n, d / 1e3 / steps, d / whole) for n, d in ranked], state
 
 
-def timed_loop(step, state, batches, steps: int) -> dict:
-    """Run `steps` steps fed by `batches` (global arrays, already prefetched): img/s and the fraction
-    of the time the host waited for the next batch."""
+def timed_loop(step, state, batches, steps: int) -> tuple[dict, object]:
+    """Run `steps` steps fed by `batches` (global arrays, already prefetched): (img/s and the fraction
+    of the time the host waited for the next batch, the advanced state: the step donates it)."""
     import jax
 
     for _ in range(2):  # warm the feeder
@@ -201,7 +203,7 @@ def timed_loop(step, state, batches, steps: int) -> dict:
         state, metrics = step(state, batch)
     jax.block_until_ready((state, metrics))
     total = time.perf_counter() - t0
-    return {"rate": steps * len(batch["index"]) / total, "wait": wait / total}
+    return {"rate": steps * len(batch["index"]) / total, "wait": wait / total}, state
 
 
 def host_batches(batch, copies: int = 4):
@@ -236,7 +238,7 @@ def loop_rates(config, steps: int, *, step_only: bool, profile_dir: str = "") ->
             print(f"    {ms:8.2f} ms/step {100 * share:5.1f} %  {name[:110]}", flush=True)
     mesh = sharding.make_mesh()
     feed = sharding.prefetch_to_device(host_batches(batch), train.PREFETCH_BATCHES, mesh)
-    copies = timed_loop(step, state, feed, steps)
+    copies, state = timed_loop(step, state, feed, steps)
     figures.update(copies=copies["rate"], copies_wait=copies["wait"])
     if not step_only:
         from ssl_jax.data import pipeline
@@ -245,7 +247,7 @@ def loop_rates(config, steps: int, *, step_only: bool, profile_dir: str = "") ->
             config, process_index=jax.process_index(), process_count=jax.process_count()
         )
         feed = sharding.prefetch_to_device(data, train.PREFETCH_BATCHES, mesh)
-        loop = timed_loop(step, state, feed, steps)
+        loop, state = timed_loop(step, state, feed, steps)
         figures.update(loop=loop["rate"], wait=loop["wait"])
     return figures
 
@@ -271,7 +273,28 @@ def main() -> None:
         "--profile", default="", help="trace 5 steps per config under this folder; print top ops"
     )
     parser.add_argument("--json", default="", help="append one JSON line per config here")
+    parser.add_argument(
+        "--photos",
+        type=int,
+        default=0,
+        help="feed the loop from an image_folder of this many ImageNet-sized JPEG photos "
+        "(a host without ImageNet)",
+    )
     args = parser.parse_args()
+    if args.photos:
+        import tempfile
+
+        from input_demand import write_photos
+
+        folder = tempfile.mkdtemp(prefix="accelerator_photos_")
+        t = time.perf_counter()
+        write_photos(folder, args.photos)
+        print(
+            f"{args.photos} JPEG photos (~500 × 375) written to {folder} in "
+            f"{time.perf_counter() - t:.0f} s",
+            flush=True,
+        )
+        args.override = [*args.override, "data.name=image_folder", f"data.data_dir={folder}"]
     if args.step_only and stub_tensorflow_if_missing():
         print(
             "TensorFlow is not installed here: an inert stand-in is imported instead (--step-only)"

@@ -1,11 +1,14 @@
 """`benchmarks/accelerator.py --step-only` on a host without TensorFlow (the GPU image it ran on has
 JAX and PyTorch only): `_common.stub_tensorflow_if_missing` lets the library import and a step be
-built; and `input_demand.device_rates` reads the figures the accelerator run wrote."""
+built; `input_demand.device_rates` reads the figures the accelerator run wrote; and the loops
+(`timed_loop`, `--photos`) run end to end."""
 
 import json
 import os
 import subprocess
 import sys
+
+import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -141,3 +144,48 @@ def test_step_rates_times_through_time_steps(monkeypatch):
     assert calls == [{}, {"sync_each_step": False}]
     assert len(waits) == 6 + 1 and float(state[0]) == 12.0
     assert figures["synced"] > 0 and figures["pipelined"] > 0 and "peak_bytes" in figures
+
+
+def test_timed_loop_hands_back_the_donated_state():
+    """The step donates its state: a second loop (the tf.data one after the host copies) must run on
+    the state the first returned, not on the donated original (session 13's first GPU call)."""
+    import itertools
+
+    import jax
+    import jax.numpy as jnp
+
+    accelerator = _accelerator()
+    step = jax.jit(lambda s, b: (s + b["index"].sum(), {"loss": s}), donate_argnums=0)
+    batches = itertools.repeat({"index": np.ones(4, np.int32)})
+    first, state = accelerator.timed_loop(step, jnp.zeros(()), batches, 3)
+    second, state = accelerator.timed_loop(step, state, batches, 3)
+    assert float(state) == 4 * (2 + 3) * 2
+    assert first["rate"] > 0 and 0 <= second["wait"] <= 1
+
+
+def test_whole_loop_on_written_photos(tmp_path):
+    """`--photos`: the loop is fed from an image_folder of written JPEGs through the config's
+    tf.data pipeline, end to end (a :runlocal config on CPU)."""
+    out = tmp_path / "rows.jsonl"
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    args = [
+        "--configs=mocov2_imagenet:runlocal",
+        "--photos=24",
+        "--batch=8",
+        "--steps=2",
+        "--dtype=float32",
+        f"--json={out}",
+    ]
+    run = subprocess.run(
+        [sys.executable, "benchmarks/accelerator.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert "data.name=image_folder" in row["overrides"]
+    assert row["loop"] > 0 and 0 <= row["wait"] <= 1
+    assert "24 JPEG photos" in run.stdout and "whole loop" in run.stdout
