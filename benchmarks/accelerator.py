@@ -83,10 +83,11 @@ def readiness(config) -> dict:
     t = time.perf_counter()
     compiled = train.jit_train_step(exp, state).lower(state, batch).compile()
     report = hlo.step_report(compiled, state, batch)
-    pixels = sum(v.shape[1] * v.shape[2] / 224**2 for v in batch["views"])  # 224-px images
+    sizes = [train._view_size(config, i) for i in range(len(config.data.views))]
+    pixels = sum(s * s / 224**2 for s in sizes)  # in 224-px images
     report.update(
         compile_s=time.perf_counter() - t,
-        views=len(batch["views"]),
+        views=len(sizes),
         dtype=str(np.dtype(exp.sample_input.dtype)),
         analytic_flops_per_image=2 * 3 * RESNET50_GMAC * 1e9 * pixels,
     )
@@ -206,16 +207,13 @@ def timed_loop(step, state, batches, steps: int) -> tuple[dict, object]:
     return {"rate": steps * len(batch["index"]) / total, "wait": wait / total}, state
 
 
-def host_batches(batch, copies: int = 4):
-    """Endless host (numpy) batches shaped like `batch`: `copies` distinct random ones, cycled, so the
-    loop pays each batch's host→device copy but no augmentation."""
-    import jax
+def host_batches(config, copies: int = 4):
+    """Endless host (numpy) batches shaped as the pipeline's (`train_step.synthetic_batch`): `copies`
+    distinct random ones, cycled, so the loop pays each batch's host→device copy but no
+    augmentation."""
+    from train_step import synthetic_batch
 
-    rng = np.random.default_rng(1)
-    host = [
-        jax.tree.map(lambda x: rng.integers(0, 256, x.shape).astype(x.dtype), batch)
-        for _ in range(copies)
-    ]
+    host = [synthetic_batch(config, seed=1 + k) for k in range(copies)]
     while True:
         yield from host
 
@@ -237,7 +235,7 @@ def loop_rates(config, steps: int, *, step_only: bool, profile_dir: str = "") ->
         for name, ms, share in top:
             print(f"    {ms:8.2f} ms/step {100 * share:5.1f} %  {name[:110]}", flush=True)
     mesh = sharding.make_mesh()
-    feed = sharding.prefetch_to_device(host_batches(batch), train.PREFETCH_BATCHES, mesh)
+    feed = sharding.prefetch_to_device(host_batches(config), train.PREFETCH_BATCHES, mesh)
     copies, state = timed_loop(step, state, feed, steps)
     figures.update(copies=copies["rate"], copies_wait=copies["wait"])
     if not step_only:

@@ -25,6 +25,10 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _common import simulate_devices  # noqa: E402
+
 IMAGENET_TRAIN = 1_281_167
 
 
@@ -60,8 +64,7 @@ def timed_s(f, *args, repeats: int) -> tuple[float, float, object]:
 
 def main() -> None:
     args = parse_args()
-    if args.devices > 1:
-        os.environ.setdefault("XLA_FLAGS", f"--xla_force_host_platform_device_count={args.devices}")
+    simulate_devices(args.devices)  # also when XLA_FLAGS already holds other flags
     import jax
     import jax.numpy as jnp
     from jax.sharding import NamedSharding

@@ -7,13 +7,14 @@ For each config family at its real image size, `pipeline.train_iterator` (the tf
 trainer runs: decode once per image, every view's recipe, batching) reads an `image_folder` of JPEG
 photos of ImageNet's typical size (about 500 × 375, encoded at quality 90: scikit-image's sample
 photos, cropped at random offsets and sizes, so decoding is timed as on ImageNet), with
-`data.device_ops` off (the whole recipe on the host) and on (crops and flips on the host, the colour
-ops in the jitted step). It prints views per CPU-second of the process (all threads: views/s per
+each placement of `MODES`: `host` (the whole recipe on the host), `device` (`data.device_ops`: crops
+and flips on the host, the colour ops in the jitted step) and `crops` (also `data.device_crops=512`:
+the host decodes and sends each image once, the step cuts the views). It prints views per CPU-second of the process (all threads: views/s per
 fully used core, the figure that does not depend on what else runs on a shared machine), what
 `--host-cores` such cores supply, the views/s the step demands at the img/s measured on an
-accelerator (`--rates`: the JSON lines `benchmarks/accelerator.py --json` wrote; the device_ops row
-uses the step measured with the colour ops on the device where there is one, else the plain step,
-which then overstates the demand), and whether the host keeps up.
+accelerator (`--rates`: the JSON lines `benchmarks/accelerator.py --json` wrote; each placement uses
+the step measured with it where there is one, else the host placement's step, which then
+overstates the demand), and whether the host keeps up.
 """
 
 from __future__ import annotations
@@ -75,23 +76,48 @@ def host_rate(config, batches: int) -> dict:
     views = 0
     for _ in range(batches):
         batch = next(it)
-        views += sum(len(v) for v in batch["views"])
+        views += len(batch["index"]) * len(config.data.views)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     return {"views_per_s": views / wall, "views_per_cpu_s": views / cpu}
 
 
+# Where a view's ops run: (name, the overrides that select it).
+MODES = (
+    ("host", ("data.device_ops=False", "data.device_crops=0")),
+    ("device", ("data.device_ops=True", "data.device_crops=0")),
+    ("crops", ("data.device_ops=True", "data.device_crops=512")),
+)
+_NEUTRAL = ("data.name=", "data.data_dir=")  # the loop's photo folder: the step is the same
+
+
+def placement(overrides) -> str:
+    """The `MODES` name of an `accelerator.py --json` row's overrides (a row names the placement it
+    ran with; one that names none ran the whole recipe on the host), or '' for other overrides."""
+    options = {}
+    for item in overrides:
+        if item.startswith(_NEUTRAL):
+            continue
+        key, _, value = item.partition("=")
+        if key not in ("data.device_ops", "data.device_crops"):
+            return ""
+        options[key] = value
+    if options.get("data.device_crops", "0") != "0":
+        return "crops"
+    return "device" if options.get("data.device_ops") == "True" else "host"
+
+
 def device_rates(path: str) -> dict:
-    """{(config, device_ops): step img/s} from `accelerator.py --json` lines (bf16, no other override;
-    the largest batch measured at 256 or below)."""
+    """{(config, placement): step img/s} from `accelerator.py --json` lines (bf16, no override but
+    the placement and the photo folder; the largest batch measured at 256 or below)."""
     rates: dict = {}
     if not os.path.exists(path):
         return rates
     for line in open(path):
         r = json.loads(line)
-        others = [o for o in r.get("overrides", []) if o != "data.device_ops=True"]
-        if r["dtype"] != "bfloat16" or others or r["batch"] > 256:
+        mode = placement(r.get("overrides", []))
+        if r["dtype"] != "bfloat16" or not mode or r["batch"] > 256:
             continue
-        key = (r["config"], "data.device_ops=True" in r.get("overrides", []))
+        key = (r["config"], mode)
         rates[key] = max(rates.get(key, 0.0), r["pipelined"])
     return rates
 
@@ -118,10 +144,10 @@ def main() -> None:
         f"= views/CPU-s × {args.host_cores} host cores; demand = step img/s ({args.rates}) × views",
         flush=True,
     )
-    header = "| config | views | device_ops | views/s (wall) | views/CPU-s | supply (16 cores) | demand | keeps up |"
+    header = "| config | views | placement | views/s (wall) | views/CPU-s | supply (16 cores) | demand | keeps up |"
     rows = [header, "|---|---|---|---|---|---|---|---|"]
     for name in args.configs.split(","):
-        for device_ops in (False, True):
+        for mode, placed in MODES:
             config = load_config(
                 name,
                 batch=args.batch,
@@ -130,18 +156,18 @@ def main() -> None:
                     "data.name=image_folder",
                     f"data.data_dir={folder}",
                     "data.train_subset=0",
-                    f"data.device_ops={device_ops}",
+                    *placed,
                 ),
             )
             views = len(config.data.views)
             try:
                 r = host_rate(config, args.batches)
             except ValueError as e:  # a recipe op with no device version
-                rows.append(f"| {name} | {views} | {device_ops} | – | – | – | – | n/a: {e} |")
+                rows.append(f"| {name} | {views} | {mode} | – | – | – | – | n/a: {e} |")
                 print(rows[-1], flush=True)
                 continue
             supply = r["views_per_cpu_s"] * args.host_cores
-            step = rates.get((name, device_ops)) or rates.get((name, False))
+            step = rates.get((name, mode)) or rates.get((name, "host"))
             demand = step * views if step else None
             verdict = (
                 "no device figure"
@@ -153,7 +179,7 @@ def main() -> None:
                 )
             )
             rows.append(
-                f"| {name} | {views} | {device_ops} | {r['views_per_s']:,.0f} | "
+                f"| {name} | {views} | {mode} | {r['views_per_s']:,.0f} | "
                 f"{r['views_per_cpu_s']:,.0f} | {supply:,.0f} | "
                 f"{'–' if demand is None else f'{demand:,.0f}'} | {verdict} |"
             )

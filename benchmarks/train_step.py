@@ -42,6 +42,31 @@ def view_size(config) -> int:
     return _view_size(config, 0)
 
 
+def synthetic_batch(config, seed: int = 0) -> dict:
+    """A random host batch shaped as the pipeline's: uint8 views at the recipe's size, or with
+    `data.device_crops` the canvases with crop boxes inside a 375 × 500 (ImageNet-typical) image."""
+    from ssl_jax import configs
+
+    size, b = view_size(config), config.global_batch_size
+    rng = np.random.default_rng(seed)
+    rows = {"index": np.arange(b, dtype=np.int32), "label": np.zeros(b, np.int32)}
+    side, views = configs.device_crop_side(config.data), len(config.data.views)
+    channels = config.data.channels
+    if not side:
+        shape = (b, size, size, channels)
+        return {"views": tuple(rng.integers(0, 256, shape, np.uint8) for _ in range(views)), **rows}
+    height, width = min(side, 375), min(side, 500)
+    h = rng.integers(height // 2, height + 1, (b, views))
+    w = rng.integers(width // 2, width + 1, (b, views))
+    top, left = rng.integers(0, height - h + 1), rng.integers(0, width - w + 1)
+    return {
+        "canvas": rng.integers(0, 256, (b, side, side, channels), np.uint8),
+        "boxes": np.stack([top, left, h, w], axis=-1).astype(np.int32),
+        "flips": rng.random((b, views)) < 0.5,
+        **rows,
+    }
+
+
 def compiled_step(config):
     """(step function, state, global batch) of a config on synthetic uint8 views, compiled and warm."""
     import jax
@@ -51,17 +76,7 @@ def compiled_step(config):
     exp = train.build_experiment(config)
     state = train.init_or_restore(exp, None)
     step = train.jit_train_step(exp, state)
-    size, b = view_size(config), config.global_batch_size
-    rng = np.random.default_rng(0)
-    batch = {
-        "views": tuple(
-            rng.integers(0, 256, (b, size, size, config.data.channels), dtype=np.uint8)
-            for _ in config.data.views
-        ),
-        "index": np.arange(b, dtype=np.int32),
-        "label": np.zeros(b, np.int32),
-    }
-    batch = sharding.host_to_global(batch, exp.mesh)
+    batch = sharding.host_to_global(synthetic_batch(config), exp.mesh)
     state, metrics = step(state, batch)  # compile
     state, metrics = step(state, batch)
     jax.block_until_ready(metrics)

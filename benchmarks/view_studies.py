@@ -114,7 +114,7 @@ def view_pairs(config, split: str, critic, seed: int):
     import jax.numpy as jnp
 
     from ssl_jax import train
-    from ssl_jax.data import pipeline
+    from ssl_jax.data import device_augment, pipeline
 
     c = type(config)(config.to_dict())
     c.data.train_split = split
@@ -126,7 +126,9 @@ def view_pairs(config, split: str, critic, seed: int):
     for i, batch in enumerate(pipeline.train_iterator(c)):
         views = [
             jnp.asarray(v, jnp.float32)
-            for v in train.prepare_views(c, batch["views"], jax.random.fold_in(rng, i))
+            for v in train.prepare_views(
+                c, device_augment.batch_views(c.data, batch), jax.random.fold_in(rng, i)
+            )
         ]
         yield (views[0][..., :1], views[0][..., 1:]) if len(views) == 1 else (views[0], views[1])
 

@@ -76,6 +76,9 @@ def base_config() -> ml_collections.ConfigDict:
     c.data.recipes = ml_collections.ConfigDict()
     # True: colour/blur/solarize of each recipe run inside the jitted step
     c.data.device_ops = False
+    # >0 (with device_ops): the host only decodes; each image goes to the device once, on a
+    # device_crops × device_crops canvas, and the step cuts every view's crop, resize and flip
+    c.data.device_crops = 0
     c.data.shuffle_buffer = 50_000
     c.data.cache = False
     # The generator of name='color_fashion_mnist' (data/color_fashion_mnist.py; ignored otherwise):
@@ -451,7 +454,41 @@ def validate(config: ml_collections.ConfigDict, *, num_devices: int) -> None:
             raise ConfigError(
                 f"config.data.views names recipe {view!r}; allowed: {sorted(data.recipes)}"
             )
+    check_device_crops(data)
     validate_evals(config, num_devices=num_devices)
+
+
+# Geometry `device_augment.cut_views` does not run (it runs a leading random_resized_crop, flips).
+_OTHER_GEOMETRY = ("resize", "center_crop", "jigsaw", "rand_augment")
+
+
+def device_crop_side(data: ml_collections.ConfigDict) -> int:
+    """The canvas side the pipeline uses: `data.device_crops` where `data.device_ops` is on (a
+    derived config that turns the device ops off, e.g. the linear probe's, gets host crops), else 0."""
+    return int(data.get("device_crops", 0) or 0) if data.get("device_ops", False) else 0
+
+
+def check_device_crops(data: ml_collections.ConfigDict) -> None:
+    """`data.device_crops` (canvas side, 0 = off) needs `data.device_ops` and recipes whose geometry
+    is a leading `random_resized_crop` and flips (the ops `device_augment.cut_views` runs)."""
+    canvas = data.get("device_crops", 0)
+    check_range("data.device_crops", canvas, low=0, integer=True)
+    if not canvas:
+        return
+    if not data.device_ops:
+        raise ConfigError(
+            f"config.data.device_crops={canvas} needs config.data.device_ops=True (the views are "
+            "cut on the device, so their colour ops run there too)"
+        )
+    for view in data.views:
+        ops = [op["op"] for op in data.recipes[view]]
+        other = [o for o in ops if o in _OTHER_GEOMETRY]
+        if not ops or ops[0] != "random_resized_crop" or other or ops.count(ops[0]) > 1:
+            raise ConfigError(
+                f"config.data.device_crops={canvas}: recipe {view!r} ({ops}) must start with its "
+                f"only random_resized_crop and have no {'/'.join(_OTHER_GEOMETRY)}; set "
+                "config.data.device_crops=0 for it"
+            )
 
 
 def validate_eval_job(config: ml_collections.ConfigDict, *, num_devices: int) -> None:

@@ -91,9 +91,9 @@ def step_report(compiled: Any, state: Any, batch: Any) -> dict:
     the arrays or sharded `ShapeDtypeStruct`s it was lowered with."""
     cost = compiled.cost_analysis()
     cost = cost[0] if isinstance(cost, list | tuple) else cost
-    views = batch["views"]
-    n = len(views[0].sharding.device_set)
-    per_device = views[0].shape[0] / n
+    rows = batch["index"]  # one per image, whatever carries the pixels (views or canvases)
+    n = len(rows.sharding.device_set)
+    per_device = rows.shape[0] / n
     memory = compiled.memory_analysis()
     text = compiled.as_text()
     moved = collectives(text)

@@ -152,7 +152,9 @@ def step_input(exp: Experiment, state: TrainState, batch) -> StepInput:
     return StepInput(
         step=state.step,
         rng=loss_rng,
-        views=tuple(prepare_views(exp.config, batch["views"], view_rng)),
+        views=tuple(
+            prepare_views(exp.config, device_augment.batch_views(exp.config.data, batch), view_rng)
+        ),
         batch=batch,
         buffers=state.buffers,
         target=target,
@@ -232,7 +234,8 @@ def abstract_state(exp: Experiment) -> TrainState:
 
 def abstract_batch(exp: Experiment) -> dict:
     """The global batch the pipeline feeds the step (`pipeline.train_iterator` after
-    `sharding.host_to_global`) as sharded `jax.ShapeDtypeStruct`s: uint8 views at each recipe's size."""
+    `sharding.host_to_global`) as sharded `jax.ShapeDtypeStruct`s: uint8 views at each recipe's size
+    (`data.device_crops`: the canvases, crop boxes and flips instead)."""
     config, b = exp.config, exp.config.global_batch_size
     spec = sharding.batch_sharding(exp.mesh)
     views = tuple(
@@ -244,6 +247,17 @@ def abstract_batch(exp: Experiment) -> dict:
         for i in range(len(config.data.views))
     )
     rows = jax.ShapeDtypeStruct((b,), jnp.int32, sharding=spec)
+    side, num_views = configs.device_crop_side(config.data), len(config.data.views)
+    if side:
+        return {
+            "canvas": jax.ShapeDtypeStruct(
+                (b, side, side, config.data.channels), jnp.uint8, sharding=spec
+            ),
+            "boxes": jax.ShapeDtypeStruct((b, num_views, 4), jnp.int32, sharding=spec),
+            "flips": jax.ShapeDtypeStruct((b, num_views), jnp.bool_, sharding=spec),
+            "index": rows,
+            "label": rows,
+        }
     return {"views": views, "index": rows, "label": rows}
 
 

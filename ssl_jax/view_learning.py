@@ -366,7 +366,8 @@ def _batches(config, subset: int, seed_offset: int):
     )
     c.seed = config.seed + seed_offset
     for batch in pipeline.train_iterator(c):
-        rgb = device_augment.normalize(batch["views"][0], (0.0,) * 3, (1.0,) * 3)
+        view = device_augment.batch_views(c.data, batch)[0]
+        rgb = device_augment.normalize(view, (0.0,) * 3, (1.0,) * 3)
         yield to_base(rgb, config.base, config.data.mean, config.data.std), batch["label"]
 
 

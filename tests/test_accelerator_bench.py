@@ -64,10 +64,28 @@ def test_device_rates_picks_plain_bf16_rows(tmp_path):
             "overrides": ["data.device_ops=True"],
             "pipelined": 8.0,
         },
+        {
+            "config": "m",
+            "batch": 256,
+            "dtype": "bfloat16",
+            "overrides": ["data.device_crops=512", "data.name=image_folder", "data.data_dir=/p"],
+            "pipelined": 7.0,
+        },
+        {
+            "config": "m",
+            "batch": 256,
+            "dtype": "bfloat16",
+            "overrides": ["data.device_ops=True", "data.device_crops=0", "data.name=image_folder"],
+            "pipelined": 9.0,
+        },
     ]
     path = tmp_path / "rates.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert device_rates(str(path)) == {("m", False): 12.0, ("m", True): 8.0}
+    assert device_rates(str(path)) == {
+        ("m", "host"): 12.0,
+        ("m", "device"): 9.0,
+        ("m", "crops"): 7.0,
+    }
     assert device_rates(str(tmp_path / "missing.jsonl")) == {}
 
 
@@ -165,16 +183,20 @@ def test_timed_loop_hands_back_the_donated_state():
 
 def test_whole_loop_on_written_photos(tmp_path):
     """`--photos`: the loop is fed from an image_folder of written JPEGs through the config's
-    tf.data pipeline, end to end (a :runlocal config on CPU)."""
+    tf.data pipeline, end to end (a :runlocal config on CPU), here with the views cut on the device
+    (`data.device_crops`): the synthetic batches of the step alone have the canvas layout too."""
     out = tmp_path / "rows.jsonl"
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     args = [
-        "--configs=mocov2_imagenet:runlocal",
+        "--configs=mocov2_fashion_mnist:runlocal",
         "--photos=24",
         "--batch=8",
         "--steps=2",
         "--dtype=float32",
         f"--json={out}",
+        "--override",
+        "data.device_ops=True",
+        "data.device_crops=128",  # the photos (~500 × 375) shrunk onto the canvas
     ]
     run = subprocess.run(
         [sys.executable, "benchmarks/accelerator.py", *args],
@@ -186,6 +208,8 @@ def test_whole_loop_on_written_photos(tmp_path):
     )
     assert run.returncode == 0, run.stderr[-3000:]
     (row,) = [json.loads(line) for line in out.read_text().splitlines()]
-    assert "data.name=image_folder" in row["overrides"]
+    assert (
+        "data.name=image_folder" in row["overrides"] and "data.device_crops=128" in row["overrides"]
+    )
     assert row["loop"] > 0 and 0 <= row["wait"] <= 1
     assert "24 JPEG photos" in run.stdout and "whole loop" in run.stdout

@@ -79,3 +79,23 @@ def test_step_report(compiled):
     assert r["donated"] and r["alias_bytes"] == r["state_bytes"]
     assert r["collective_bytes"] == collective_bytes(exe.as_text()) > r["param_bytes"] / 2
     assert r["flops_per_image"] > 0 and r["peak_bytes"] > 0
+
+
+@pytest.mark.slow
+def test_device_crops_step_keeps_canvases_on_their_devices():
+    """With `data.device_crops` the batch is canvases + crop boxes (`train.abstract_batch`): the
+    8-device step cuts each device's views locally; no collective carries a canvas (an axis of the
+    canvas side), and `step_report` reads the batch size from its rows."""
+    side = 40  # a size no parameter or activation of the tiny model has
+    config = tiny_config("mocov2", queue_size=ROWS)
+    config.data.device_ops = True
+    config.data.device_crops = side
+    exp = train.build_experiment(config)
+    state, batch = train.abstract_state(exp), train.abstract_batch(exp)
+    assert set(batch) == {"canvas", "boxes", "flips", "index", "label"}
+    assert batch["canvas"].shape == (config.global_batch_size, side, side, 1)
+    exe = train.jit_train_step(exp, state).lower(state, batch).compile()
+    moved = collectives(exe.as_text())
+    assert moved and all(side not in shape for _, _, shape in moved), moved
+    r = step_report(exe, state, batch)
+    assert r["per_device_batch"] == config.global_batch_size / 8 and r["donated"]

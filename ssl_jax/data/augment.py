@@ -295,6 +295,45 @@ def _random_resized_crop(
     return _resize_one(crop, (out_h, out_w), antialias)[None]
 
 
+def fit_canvas(image: tf.Tensor, side: int) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """`data.device_crops`: uint8 `[H, W, C]` → (`[side, side, C]` with the image at the top left
+    and zeros elsewhere, its height, its width). An image larger than the canvas is first shrunk
+    (antialiased bilinear, aspect kept) to fit, and its crops are cut from that copy: the one place
+    where this path differs from the host's."""
+    shape = tf.shape(image)
+    scale = tf.minimum(1.0, side / tf.cast(tf.maximum(shape[0], shape[1]), tf.float32))
+    hw = tf.minimum(side, tf.cast(tf.round(tf.cast(shape[:2], tf.float32) * scale), tf.int32))
+    image = tf.cond(
+        scale < 1.0, lambda: to_uint8(_resize_one(image, (hw[0], hw[1]), True)), lambda: image
+    )
+    height, width = tf.shape(image)[0], tf.shape(image)[1]
+    return tf.image.pad_to_bounding_box(image, 0, 0, side, side), height, width
+
+
+def crop_and_flip(
+    recipe: Sequence[Mapping[str, Any]], u: tf.Tensor, height: Any, width: Any
+) -> tuple[tf.Tensor, tf.Tensor]:
+    """`data.device_crops`: the geometry of one view of a `height × width` image, drawn from its
+    uniforms `u [num_draws(recipe)]` exactly as the host ops draw it: `(box, flip)` = int32
+    `[top, left, h, w]` of the leading `random_resized_crop`, and whether its flips mirror it."""
+    rrc = recipe[0]
+    params = _params(rrc)
+    k = op_draws(rrc)
+    box = rrc_params(
+        u[None, :k],
+        height,
+        width,
+        params.get("scale", (0.08, 1.0)),
+        params.get("ratio", (0.75, 4 / 3)),
+    )
+    flip, offset = tf.constant(False), k
+    for op in recipe[1:]:
+        if op["op"] == "horizontal_flip":
+            flip = tf.math.logical_xor(flip, u[offset] < op["p"])
+        offset += op_draws(op)
+    return tf.stack([v[0] for v in box]), flip
+
+
 def _check_single(images: tf.Tensor, what: str) -> None:
     if images.shape[0] != 1:
         raise ValueError(f"{what} runs one image at a time, got a batch of shape {images.shape}.")

@@ -403,6 +403,70 @@ def to_model_input(
     return normalize(images, mean, std, dtype)
 
 
+def resample_matrix(
+    start: jnp.ndarray, length: jnp.ndarray, in_size: int, out_size: int, antialias: bool
+) -> jnp.ndarray:
+    """`[N, out_size, in_size]` weights resizing pixels `[start, start + length)` to `out_size`: the
+    host's `augment.resample_matrix` (triangle kernel at half-pixel centres, widened by the
+    downscaling factor when `antialias`, restricted to the crop, normalised)."""
+    start = start.astype(jnp.float32)[:, None, None]
+    length = length.astype(jnp.float32)[:, None, None]
+    step = length / out_size
+    support = jnp.maximum(step, 1.0) if antialias else jnp.ones_like(step)
+    centre = start + (jnp.arange(out_size, dtype=jnp.float32)[None, :, None] + 0.5) * step
+    pixel = jnp.arange(in_size, dtype=jnp.float32)[None, None, :]
+    weight = jnp.maximum(0.0, 1.0 - jnp.abs(pixel + 0.5 - centre) / support)
+    weight = weight * ((pixel >= start) & (pixel < start + length))
+    return weight / jnp.sum(weight, axis=-1, keepdims=True)
+
+
+def cut_views(
+    canvas: jnp.ndarray,
+    boxes: jnp.ndarray,
+    flips: jnp.ndarray,
+    recipes: Sequence[Sequence[Mapping[str, Any]]],
+) -> tuple[jnp.ndarray, ...]:
+    """`data.device_crops`: every view's `random_resized_crop` and flips, cut on the device from the
+    images the host decoded once (`augment.fit_canvas`, `augment.crop_and_flip`).
+
+    Args:
+      canvas: uint8 `[N, S, S, C]`, each image at the top left of its canvas.
+      boxes: int32 `[N, V, 4]`, each view's crop `(top, left, height, width)` in canvas pixels.
+      flips: bool `[N, V]`, whether each view is mirrored.
+      recipes: each view's recipe; its leading `random_resized_crop` gives the size and antialias.
+
+    Returns:
+      V uint8 views `[N, h_v, w_v, C]`: the host's views (`augment.apply_recipe` of the geometric
+      ops) up to the rounding of the separable resize (a grey level at most).
+    """
+    x = canvas.astype(jnp.float32)
+    side_h, side_w = canvas.shape[1:3]
+    hi = jax.lax.Precision.HIGHEST  # f32 products: TF32 / bf16 passes would move grey levels
+    out = []
+    for v, recipe in enumerate(recipes):
+        rrc = recipe[0]
+        size = rrc["size"]
+        out_h, out_w = (size, size) if isinstance(size, int) else tuple(size)
+        antialias = bool(rrc.get("antialias", True))
+        top, left, height, width = (boxes[:, v, k] for k in range(4))
+        wy = resample_matrix(top, height, side_h, out_h, antialias)
+        wx = resample_matrix(left, width, side_w, out_w, antialias)
+        y = jnp.einsum("nsh,nhwc->nswc", wy, x, precision=hi)
+        y = jnp.einsum("ntw,nswc->nstc", wx, y, precision=hi)
+        y = jnp.round(jnp.clip(y, 0.0, 255.0)).astype(jnp.uint8)
+        out.append(jnp.where(flips[:, v, None, None, None], y[:, :, ::-1], y))
+    return tuple(out)
+
+
+def batch_views(data_config, batch: Mapping[str, Any]) -> tuple[jnp.ndarray, ...]:
+    """The uint8 views of a pipeline batch: the host's, or (`data.device_crops`) cut here from its
+    canvases with each view's recipe."""
+    if "views" in batch:
+        return tuple(batch["views"])
+    recipes = tuple(tuple(dict(op) for op in data_config.recipes[v]) for v in data_config.views)
+    return cut_views(batch["canvas"], batch["boxes"], batch["flips"], recipes)
+
+
 def eval_ops(data_config) -> tuple[dict, ...]:
     """The part of the training recipes that evaluation applies too: the trailing normalising op
     (`color_space`) of the first view's recipe, else nothing (`data.mean` / `data.std`). A model

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from ssl_jax import configs
 from ssl_jax.data import augment, datasets
 
 _SHUFFLE_TAG = 0
@@ -115,6 +116,8 @@ def _recipes(config: Any) -> list[tuple[str, Sequence[Any]]]:
     data = config.data
     channels = int(data.channels)
     device_ops = bool(data.get("device_ops", False))
+    if configs.device_crop_side(data):
+        configs.check_device_crops(data)  # the views are cut on the device: rrc-led recipes only
     out = []
     for name in data.views:
         if name not in data.recipes:
@@ -191,11 +194,29 @@ def train_iterator(
 
     splits: dict[int, int] = {}
 
+    canvas = configs.device_crop_side(data)
+
     @_plain
     def views(epoch, ex):
-        """Per example: decode, one uniform draw per view, the per-image prefix of each recipe."""
+        """Per example: decode, one uniform draw per view, the per-image prefix of each recipe (with
+        `data.device_crops`: the image on its canvas and each view's crop box and flip instead)."""
         image = adapt_channels(src.decode(ex["image"]), channels)
         example_seed = _fold(augment_seed, epoch, ex["index"])
+        if canvas:
+            image, height, width = augment.fit_canvas(image, canvas)
+            boxes, flips = [], []
+            for v, (_, recipe) in enumerate(recipes):
+                u = augment.draw(recipe, _fold(example_seed, v))
+                box, flip = augment.crop_and_flip(recipe, u, height, width)
+                boxes.append(box)
+                flips.append(flip)
+            return {
+                "canvas": image,
+                "boxes": tf.stack(boxes),
+                "flips": tf.stack(flips),
+                "index": ex["index"],
+                "label": ex["label"],
+            }
         xs, us = [], []
         for v, (_, recipe) in enumerate(recipes):
             u = augment.draw(recipe, _fold(example_seed, v))
@@ -207,6 +228,8 @@ def train_iterator(
     @_plain
     def finish(batch):
         """Per batch: the rest of each recipe, vectorised over the batch, then uint8."""
+        if canvas:  # the step cuts the views (device_augment.cut_views)
+            return batch
         out = tuple(
             augment.apply_ops_uint8(x, recipe, u, splits[v])
             for v, ((_, recipe), x, u) in enumerate(zip(recipes, batch["views"], batch["u"]))
@@ -248,7 +271,7 @@ def train_iterator(
         ds = tf.data.Dataset.range(first_epoch, _INT64_MAX).flat_map(epoch_stream)
         ds = ds.map(views, num_parallel_calls=parallel, deterministic=True)
 
-    for (name, _), spec in zip(recipes, ds.element_spec["views"]):
+    for (name, _), spec in zip(recipes, () if canvas else ds.element_spec["views"]):
         if not spec.shape.is_fully_defined():
             raise ValueError(
                 f"recipe {name!r} gives views of varying size {spec.shape} on "

@@ -325,6 +325,7 @@ def _probe_data_config(config, probe) -> ml_collections.ConfigDict:
     pc.data.views = ("probe",)
     pc.data.recipes = ml_collections.ConfigDict({"probe": tuple(recipe)})
     pc.data.device_ops = False
+    pc.data.device_crops = 0
     pc.global_batch_size = int(probe.batch_size)
     return pc
 

@@ -152,8 +152,8 @@ def augmentation_views(
     for d in range(draws):  # one epoch per draw: every view re-drawn
         batch = next(data)
         order = np.argsort(batch["index"])
-        for v, view in enumerate(batch["views"]):
-            view = view[order]
+        for v, view in enumerate(device_augment.batch_views(pc.data, batch)):
+            view = np.asarray(view)[order]
             recipe = tuple(dict(op) for op in pc.data.recipes[names[v]])
             if pc.data.device_ops:
                 rgb_ops = tuple(

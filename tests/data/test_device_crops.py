@@ -1,0 +1,112 @@
+"""`data.device_crops`: the host decodes once and sends each image on a canvas with every view's
+crop box and flip; `device_augment.cut_views` cuts the views in the step. Checked against the host
+pipeline's own views (TF's per-image crop and antialiased resize) for the same seed."""
+
+import itertools
+
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import pytest
+import tensorflow as tf
+from PIL import Image
+
+from ssl_jax import configs
+from ssl_jax.data import augment, device_augment, pipeline, recipes
+from tests.data.data_helpers import make_config
+
+# sizes (w, h): crops of these are downscaled, upscaled (17 × 17, 20 × 30) or both, one per axis
+SIZES = [(20, 30), (64, 48), (17, 17), (200, 180), (40, 40), (33, 90)]
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    path = tmp_path_factory.mktemp("photos")
+    rng = np.random.default_rng(0)
+    for k, (w, h) in enumerate(SIZES):
+        image = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+        Image.fromarray(image).save(path / f"{k}.png")
+    return str(path)
+
+
+def _config(folder, canvas):
+    c = make_config(
+        folder,
+        global_batch_size=2,
+        name="image_folder",
+        views=("weak", "weak"),
+        recipes={"weak": recipes.weak(16)},
+    )
+    c.data.device_ops = True
+    c.data.device_crops = canvas
+    return c
+
+
+def test_views_cut_on_the_device_are_the_host_views(folder):
+    config = _config(folder, 0)
+    host = list(itertools.islice(pipeline.train_iterator(config), 6))
+    cut = list(itertools.islice(pipeline.train_iterator(_config(folder, 256)), 6))
+    equal = total = 0
+    for h, c in zip(host, cut):
+        np.testing.assert_array_equal(h["index"], c["index"])
+        assert c["canvas"].shape == (2, 256, 256, 3) and c["boxes"].shape == (2, 2, 4)
+        views = device_augment.batch_views(config.data, {k: jnp.asarray(v) for k, v in c.items()})
+        for host_view, device_view in zip(h["views"], views):
+            diff = np.abs(np.asarray(device_view, np.int32) - host_view.astype(np.int32))
+            assert diff.max() <= 1  # the separable resize's rounding, a grey level at most
+            equal += int((diff == 0).sum())
+            total += diff.size
+    assert equal / total > 0.9
+    flips = np.concatenate([c["flips"] for c in cut]).ravel()
+    assert flips.any() and not flips.all()
+
+
+def test_device_crop_batches_resume_exactly(folder):
+    config = _config(folder, 256)
+    whole = list(itertools.islice(pipeline.train_iterator(config), 4))
+    resumed = list(itertools.islice(pipeline.train_iterator(config, start_step=2), 2))
+    for a, b in zip(whole[2:], resumed):
+        for key in ("canvas", "boxes", "flips", "index"):
+            np.testing.assert_array_equal(a[key], b[key])
+
+
+def test_fit_canvas_pads_small_images_and_shrinks_large_ones():
+    rng = np.random.default_rng(1)
+    small = rng.integers(0, 256, (30, 20, 3), dtype=np.uint8)
+    canvas, height, width = augment.fit_canvas(tf.constant(small), 64)
+    assert (int(height), int(width)) == (30, 20)
+    np.testing.assert_array_equal(canvas.numpy()[:30, :20], small)
+    assert not canvas.numpy()[30:].any() and not canvas.numpy()[:, 20:].any()
+
+    large = np.tile(np.linspace(0, 255, 300, dtype=np.float32)[None, :, None], (200, 1, 3))
+    canvas, height, width = augment.fit_canvas(tf.constant(large.astype(np.uint8)), 64)
+    assert (int(height), int(width)) == (43, 64)  # aspect kept: 200 × 300 → 42.7 × 64
+    row = canvas.numpy()[20, :64, 0].astype(float)
+    assert np.all(np.diff(row) >= 0) and abs(row.mean() - 127.5) < 3  # the same ramp, shrunk
+    assert not canvas.numpy()[43:].any()
+
+
+def _data(**kw):
+    data = ml_collections.ConfigDict(
+        {
+            "device_ops": True,
+            "device_crops": 64,
+            "views": ("a",),
+            "recipes": {"a": tuple(recipes.weak(16))},
+        }
+    )
+    data.update(kw)
+    return data
+
+
+def test_config_errors_name_the_problem():
+    configs.check_device_crops(_data())
+    with pytest.raises(configs.ConfigError, match="needs config.data.device_ops=True"):
+        configs.check_device_crops(_data(device_ops=False))
+    with pytest.raises(configs.ConfigError, match="data.device_crops"):
+        configs.check_device_crops(_data(device_crops=-1))
+    centre = ({"op": "center_crop", "size": 16},)
+    with pytest.raises(configs.ConfigError, match="must start with its only random_resized_crop"):
+        configs.check_device_crops(_data(recipes={"a": tuple(recipes.weak(16)) + centre}))
+    assert configs.device_crop_side(_data(device_ops=False)) == 0
+    assert configs.device_crop_side(_data()) == 64
