@@ -141,8 +141,9 @@ def colour_ops_on_device(c: ml_collections.ConfigDict) -> None:
     504 with colour ops on the device, against 7,400 views/s for MoCo v2's 3,700 img/s on one H100);
     on a CPU host the two placements cost the same (same cores). Call after setting the recipes.
 
-    On ImageNet-sized photos also `data.device_crops=IMAGENET_CANVAS`: the host only decodes, and the step cuts
-    each view's crop, resize and flip from the image sent once on a 512-px canvas. Measured on one
+    On ImageNet-sized photos also `data.device_crops=IMAGENET_CANVAS`: the host only decodes, and
+    the step cuts each view's crop, resize and flip from the image sent once on a 512-px canvas
+    (`device_augment.cut_views`, within a grey level of the host's views). Measured on one
     H100 with 16 host cores (session 13), MoCo v2's whole loop went from 2,016 img/s (input-bound,
     host crops) to 2,981 (step-bound); images over 512 px on a side are shrunk to fit before they
     are cropped (`augment.fit_canvas`), the one difference from host crops; `device_crops=0` gives
