@@ -50,6 +50,9 @@ from _common import simulate_devices, stub_tensorflow_if_missing  # noqa: E402
 CONFIGS = ("mocov2_imagenet", "scce_imagenet", "jcl_imagenet", "interclr_imagenet")
 RESNET50_GMAC = 4.1  # multiply-adds of one 224-px ResNet-50 forward (torchvision's "4.1 GFLOPs")
 MiB = 2**20
+# Timed runs: a config's pod-sized batch (SCE's 4,096) on a few devices only measures memory pressure
+# (session 13's first GPU call spent its 10 minutes there); `--batch` overrides.
+MAX_PER_DEVICE_BATCH = 512
 
 
 def load_config(name: str, *, batch: int, dtype: str, overrides=()):
@@ -256,7 +259,13 @@ def main() -> None:
     )
     parser.add_argument("--readiness", action="store_true", help="compile only (CPU is fine)")
     parser.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated names/paths")
-    parser.add_argument("--batch", type=int, default=0, help="global batch (0: the config's)")
+    parser.add_argument(
+        "--batch",
+        type=int,
+        default=0,
+        help="global batch (0: the config's; timed runs cap it at "
+        f"{MAX_PER_DEVICE_BATCH} per device)",
+    )
     parser.add_argument("--devices", type=int, default=8, help="simulated CPU devices (readiness)")
     parser.add_argument("--dtype", default="bfloat16", help="model.dtype: bfloat16 | float32")
     parser.add_argument("--steps", type=int, default=50, help="timed steps (default mode)")
@@ -312,6 +321,14 @@ def main() -> None:
         print("  (no GPU/TPU: these are CPU figures; --readiness is the CPU mode)", flush=True)
     for name in args.configs.split(","):
         config = load_config(name, batch=args.batch, dtype=args.dtype, overrides=args.override)
+        cap = MAX_PER_DEVICE_BATCH * jax.device_count()
+        if not args.readiness and not args.batch and config.global_batch_size > cap:
+            print(
+                f"{name}: its batch of {config.global_batch_size} is meant for a pod; timed at "
+                f"{cap} ({MAX_PER_DEVICE_BATCH} per device; --batch to choose)",
+                flush=True,
+            )
+            config = load_config(name, batch=cap, dtype=args.dtype, overrides=args.override)
         label = f"{name} (batch {config.global_batch_size})"
         if args.readiness:
             print_readiness(label, readiness(config))

@@ -213,3 +213,28 @@ def test_whole_loop_on_written_photos(tmp_path):
     )
     assert row["loop"] > 0 and 0 <= row["wait"] <= 1
     assert "24 JPEG photos" in run.stdout and "whole loop" in run.stdout
+
+
+def test_timed_runs_cap_a_pod_sized_batch(tmp_path, monkeypatch, capsys):
+    """A config's pod batch is timed at `MAX_PER_DEVICE_BATCH` per device unless `--batch` says
+    otherwise (the timing itself is stubbed)."""
+    import types
+
+    import jax
+
+    accelerator = _accelerator()
+
+    def load_config(name, *, batch, dtype, overrides=()):
+        model = types.SimpleNamespace(dtype=dtype)
+        return types.SimpleNamespace(global_batch_size=batch or 10**6, model=model)
+
+    figures = dict(synced=1.0, pipelined=2.0, copies=3.0, copies_wait=0.5, peak_bytes=0)
+    monkeypatch.setattr(accelerator, "load_config", load_config)
+    monkeypatch.setattr(accelerator, "loop_rates", lambda *a, **k: dict(figures))
+    cap = accelerator.MAX_PER_DEVICE_BATCH * jax.device_count()
+    for flags, batch in (([], cap), (["--batch=64"], 64)):
+        out = tmp_path / f"rows{batch}.jsonl"
+        monkeypatch.setattr(sys, "argv", ["accelerator.py", "--configs=a", f"--json={out}", *flags])
+        accelerator.main()
+        assert json.loads(out.read_text())["batch"] == batch
+        assert ("meant for a pod" in capsys.readouterr().out) == (not flags)
