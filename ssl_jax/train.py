@@ -238,27 +238,22 @@ def abstract_batch(exp: Experiment) -> dict:
     (`data.device_crops`: the canvases, crop boxes and flips instead)."""
     config, b = exp.config, exp.config.global_batch_size
     spec = sharding.batch_sharding(exp.mesh)
-    views = tuple(
-        jax.ShapeDtypeStruct(
-            (b, _view_size(config, i), _view_size(config, i), config.data.channels),
-            jnp.uint8,
-            sharding=spec,
-        )
-        for i in range(len(config.data.views))
-    )
-    rows = jax.ShapeDtypeStruct((b,), jnp.int32, sharding=spec)
-    side, num_views = configs.device_crop_side(config.data), len(config.data.views)
+    channels, num_views = config.data.channels, len(config.data.views)
+
+    def rows(dtype, *shape):
+        return jax.ShapeDtypeStruct((b, *shape), dtype, sharding=spec)
+
+    side = configs.device_crop_side(config.data)
     if side:
-        return {
-            "canvas": jax.ShapeDtypeStruct(
-                (b, side, side, config.data.channels), jnp.uint8, sharding=spec
-            ),
-            "boxes": jax.ShapeDtypeStruct((b, num_views, 4), jnp.int32, sharding=spec),
-            "flips": jax.ShapeDtypeStruct((b, num_views), jnp.bool_, sharding=spec),
-            "index": rows,
-            "label": rows,
+        pixels = {
+            "canvas": rows(jnp.uint8, side, side, channels),
+            "boxes": rows(jnp.int32, num_views, 4),
+            "flips": rows(jnp.bool_, num_views),
         }
-    return {"views": views, "index": rows, "label": rows}
+    else:
+        sizes = [_view_size(config, i) for i in range(num_views)]
+        pixels = {"views": tuple(rows(jnp.uint8, s, s, channels) for s in sizes)}
+    return {**pixels, "index": rows(jnp.int32), "label": rows(jnp.int32)}
 
 
 def init_or_restore(exp: Experiment, ckpt: checkpoint.Checkpointer | None) -> TrainState:

@@ -33,17 +33,22 @@ print('built', exp.ctx.num_train_examples, config.global_batch_size)
 """
 
 
-def test_step_only_imports_without_tensorflow():
-    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    out = subprocess.run(
-        [sys.executable, "-c", HIDE_TF_AND_BUILD],
+def _python(*args: str) -> subprocess.CompletedProcess:
+    """`python *args` from the repository root on CPU; asserts it exits 0 (its stderr's tail if not)."""
+    run = subprocess.run(
+        [sys.executable, *args],
         cwd=ROOT,
-        env=env,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
     )
-    assert out.returncode == 0, out.stderr[-3000:]
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run
+
+
+def test_step_only_imports_without_tensorflow():
+    out = _python("-c", HIDE_TF_AND_BUILD)
     assert "built" in out.stdout and " 16" in out.stdout
 
 
@@ -186,7 +191,6 @@ def test_whole_loop_on_written_photos(tmp_path):
     tf.data pipeline, end to end (a :runlocal config on CPU), here with the views cut on the device
     (`data.device_crops`): the synthetic batches of the step alone have the canvas layout too."""
     out = tmp_path / "rows.jsonl"
-    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     args = [
         "--configs=mocov2_fashion_mnist:runlocal",
         "--photos=24",
@@ -198,15 +202,7 @@ def test_whole_loop_on_written_photos(tmp_path):
         "data.device_ops=True",
         "data.device_crops=128",  # the photos (~500 × 375) shrunk onto the canvas
     ]
-    run = subprocess.run(
-        [sys.executable, "benchmarks/accelerator.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
+    run = _python("benchmarks/accelerator.py", *args)
     (row,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert (
         "data.name=image_folder" in row["overrides"] and "data.device_crops=128" in row["overrides"]

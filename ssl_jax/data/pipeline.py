@@ -228,8 +228,6 @@ def train_iterator(
     @_plain
     def finish(batch):
         """Per batch: the rest of each recipe, vectorised over the batch, then uint8."""
-        if canvas:  # the step cuts the views (device_augment.cut_views)
-            return batch
         out = tuple(
             augment.apply_ops_uint8(x, recipe, u, splits[v])
             for v, ((_, recipe), x, u) in enumerate(zip(recipes, batch["views"], batch["u"]))
@@ -279,7 +277,9 @@ def train_iterator(
                 "center_crop or a resize to an (h, w) pair."
             )
     ds = ds.batch(b, drop_remainder=True)
-    ds = ds.map(finish, num_parallel_calls=parallel, deterministic=True).prefetch(tf.data.AUTOTUNE)
+    if not canvas:  # with canvases the step cuts the views (device_augment.cut_views)
+        ds = ds.map(finish, num_parallel_calls=parallel, deterministic=True)
+    ds = ds.prefetch(tf.data.AUTOTUNE)
     return _to_numpy(ds.with_options(_pipeline_options()))
 
 
