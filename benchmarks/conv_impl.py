@@ -1,12 +1,13 @@
 """Time one conv layer, and a whole ResNet train step, with each `model.conv_impl` (models/conv.py).
 
-    python benchmarks/conv_impl.py [--batch=64] [--layers] [--resnets]
+    python benchmarks/conv_impl.py [--batch=64] [--layers] [--resnets] [--pool]
 
 `--layers`: a 3×3 stride-1 conv at batch B over a grid of feature-map sizes × channels, forward
-and forward+backward (gradients of input and kernel) in ms, 'xla' against 'matmul', and the ratio.
+and forward+backward (gradients of input and kernel) in ms, 'xla', 'matmul' and 'dense'.
 `--resnets`: forward+backward img/s of ResNet-18 backbones (28 px ImageNet stem, 32 px CIFAR stem)
-with 'xla', 'matmul' and 'auto'. These are the figures behind `CPU_MATMUL_MAX_OUTPUT`: re-run
-them on a new machine before changing it. (Both with neither flag.)
+with 'xla', 'matmul' and 'auto'. These are the figures behind `CPU_MATMUL_MAX_OUTPUT` and
+`CPU_DENSE_MAX_INPUT`: re-run them on a new machine before changing them. `--pool`: the ImageNet
+stem's max-pool, `nn.max_pool` against `pool.slice_max_pool` (what `max_pool` uses on CPU).
 """
 
 from __future__ import annotations
@@ -36,25 +37,49 @@ def best_ms(fn, *args, repeats: int = 3, number: int = 10) -> float:
 
 
 def layer_figures(batch: int) -> None:
-    from ssl_jax.models.conv import Conv2d
+    from ssl_jax.models.conv import CPU_DENSE_MAX_INPUT, Conv2d
 
-    print(f"3×3 conv, stride 1, batch {batch}: ms forward / forward+backward")
-    print(f"{'size':>5} {'chans':>5} | {'xla':>15} | {'matmul':>15} | fwd+bwd xla/matmul")
+    print(f"3×3 conv, stride 1, batch {batch}: ms forward / forward+backward ('dense' on maps of")
+    print(f"at most {CPU_DENSE_MAX_INPUT} px, where its matrix is small)")
+    impls = ("xla", "matmul", "dense")
+    print(f"{'size':>5} {'chans':>5} | " + " | ".join(f"{i:>15}" for i in impls))
     rng = np.random.default_rng(0)
     grid = [(14, 32), (7, 32), (7, 64), (4, 64), (4, 128), (2, 128), (2, 256), (1, 256), (1, 512)]
     for size, chans in grid:
         x = jnp.asarray(rng.normal(size=(batch, size, size, chans)), jnp.float32)
-        row = {}
-        for impl in ("xla", "matmul"):
+        cells = []
+        for impl in impls:
+            if impl == "dense" and size * size > CPU_DENSE_MAX_INPUT:
+                cells.append(f"{'–':>15}")
+                continue
             conv = Conv2d(chans, (3, 3), padding=((1, 1), (1, 1)), impl=impl)
             params = conv.init(jax.random.key(0), x[:1])
             fwd = jax.jit(conv.apply)
             grad = jax.jit(jax.grad(lambda p, x, c=conv: jnp.sum(c.apply(p, x) ** 2), (0, 1)))
-            row[impl] = (best_ms(fwd, params, x), best_ms(grad, params, x))
-        (xf, xb), (mf, mb) = row["xla"], row["matmul"]
-        print(
-            f"{size:>5} {chans:>5} | {xf:6.2f} / {xb:6.2f} | {mf:6.2f} / {mb:6.2f} | {xb / mb:5.2f}"
-        )
+            cells.append(f"{best_ms(fwd, params, x):6.2f} / {best_ms(grad, params, x):6.2f}")
+        print(f"{size:>5} {chans:>5} | " + " | ".join(cells))
+
+
+def pool_figures() -> None:
+    """The ImageNet stem's max-pool (3/2, pad 1): `nn.max_pool` against `pool.slice_max_pool`."""
+    import flax.linen as nn
+
+    from ssl_jax.models.pool import slice_max_pool
+
+    print("stem max-pool 3/2 pad 1: ms forward / forward+backward")
+    rng = np.random.default_rng(0)
+    args = ((3, 3), (2, 2), ((1, 1), (1, 1)))
+    pools = {
+        "nn.max_pool": lambda x: nn.max_pool(x, args[0], strides=args[1], padding=args[2]),
+        "slice_max_pool": lambda x: slice_max_pool(x, *args),
+    }
+    for shape in [(64, 14, 14, 64), (8, 112, 112, 64)]:
+        x = jnp.asarray(rng.normal(size=shape), jnp.float32)
+        cells = []
+        for name, pool in pools.items():
+            grad = jax.jit(jax.grad(lambda x, pool=pool: jnp.sum(pool(x) ** 2)))
+            cells.append(f"{name} {best_ms(jax.jit(pool), x):6.2f} / {best_ms(grad, x):6.2f}")
+        print(f"{str(shape):>18} | " + " | ".join(cells))
 
 
 def resnet_figures(batch: int) -> None:
@@ -90,13 +115,16 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--layers", action="store_true")
     parser.add_argument("--resnets", action="store_true")
+    parser.add_argument("--pool", action="store_true")
     args = parser.parse_args()
-    both = not (args.layers or args.resnets)
+    both = not (args.layers or args.resnets or args.pool)
     print(f"devices: {len(jax.devices())} × {jax.default_backend()}")
     if args.layers or both:
         layer_figures(args.batch)
     if args.resnets or both:
         resnet_figures(args.batch)
+    if args.pool or both:
+        pool_figures()
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ dtype               'float32' | 'bfloat16' | 'auto'      (compute dtype; default
                     'bfloat16' when jax.default_backend() is a GPU or TPU, else 'float32',
                     resolved when the model is built: `resolve_dtype`)
 zero_init_residual  bool                                 (default False, as torchvision)
-conv_impl           'auto' | 'xla' | 'matmul'            (default 'auto'; see models/conv.py)
+conv_impl           'auto' | 'xla' | 'matmul' | 'dense'  (default 'auto'; see models/conv.py)
 stem_width          int >= 0: stem conv channels         (default 0 = round(64 * width); CMC: 64)
 projector           head config (below), required
 predictor           None / absent = no predictor; a head config = a predictor unless its

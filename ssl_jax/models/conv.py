@@ -6,25 +6,34 @@ so checkpoints and the PyTorch export do not depend on the implementation. Imple
 - 'matmul': im2col by `kh·kw` strided slices of the padded input, concatenated on channels, then
   one `[N·oh·ow, kh·kw·C_in] @ [kh·kw·C_in, C_out]` matmul. Its gradient is two matmuls plus
   slice adjoints (pads), all of which XLA:CPU runs at matmul speed;
-- 'auto' (default): 'matmul' on the CPU backend when the output is at most
-  `CPU_MATMUL_MAX_OUTPUT` pixels on a side, else 'xla'.
+- 'dense': one `[N, h·w·C_in] @ [h·w·C_in, oh·ow·C_out]` matmul with the kernel's dense (Toeplitz)
+  matrix (`dense_matrix`): h·w / (kh·kw) of im2col's FLOPs, so fewer on maps smaller than the
+  kernel (a 3×3 conv on a 1-px map is a `[N, C] @ [C, F]` product with the centre tap);
+- 'auto' (default): on the CPU backend 'dense' when the input has at most `CPU_DENSE_MAX_INPUT`
+  pixels (and no more than the kernel has taps), else 'matmul' when the output is at most
+  `CPU_MATMUL_MAX_OUTPUT` pixels on a side, else 'xla'; 'xla' on other backends.
 
 Why: XLA:CPU's convolution is pathologically slow on tiny feature maps. Measured on the 2-core dev
 machine (`benchmarks/conv_impl.py --layers`), one 3×3 conv at batch 64, forward / forward+backward
 (ms): 2×2×128 channels 9.4 / 19.1 with 'xla' against 1.1 / 2.3 with 'matmul'; 1×1×256: 2.9 / 8.2
 against 0.8 / 2.3; at 4×4 and above neither wins consistently (within ~2× either way, noisy). A
 ResNet-18 on 28-px inputs (ImageNet stem: stages at 7, 4, 2, 1 px) trains 2–3× faster with 'auto'
-(`benchmarks/conv_impl.py --resnets`).
+(`benchmarks/conv_impl.py --resnets`). 'dense' (session 14): forward+backward at batch 64 of
+layer3's 2-px 3×3 conv (256 channels) 2.9 ms against 4.1 with 'matmul', layer4's 1-px one (512)
+1.1 against 4.0; the whole MoCo v2 step at 28 px 479 → 577 img/s (`CPU_DENSE_MAX_INPUT` 1 → 4).
 """
 
+from functools import partial
 from typing import Any
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-CONV_IMPLS = ("auto", "xla", "matmul")
+CONV_IMPLS = ("auto", "xla", "matmul", "dense")
 CPU_MATMUL_MAX_OUTPUT = 2  # output side (px) up to which 'auto' uses 'matmul' on CPU
+CPU_DENSE_MAX_INPUT = 4  # input pixels (h·w) up to which 'auto' uses 'dense' on CPU
 
 
 def output_size(size: int, kernel: int, stride: int, pad: tuple[int, int]) -> int:
@@ -49,14 +58,97 @@ def matmul_conv(x: jnp.ndarray, kernel: jnp.ndarray, strides, padding) -> jnp.nd
     return jnp.dot(patches, kernel.reshape(kh * kw * cin, cout))
 
 
-def use_matmul(impl: str, out_h: int, out_w: int) -> bool:
-    """Whether `impl` means the matmul path for an output of `out_h × out_w` on this backend."""
+def tap_layout(
+    in_hw: tuple[int, int], kernel_hw: tuple[int, int], strides, padding
+) -> tuple[tuple[int, ...], ...]:
+    """For each input pixel p (row-major) and output pixel q: the kernel tap `ky·kw + kx` that
+    joins them, or -1 where none does (the tap would read padding)."""
+    (h, w), (kh, kw), (sh, sw) = in_hw, kernel_hw, strides
+    oh, ow = output_size(h, kh, sh, padding[0]), output_size(w, kw, sw, padding[1])
+    layout = np.full((h * w, oh * ow), -1)
+    for oy, ox, ky, kx in np.ndindex(oh, ow, kh, kw):
+        iy, ix = oy * sh + ky - padding[0][0], ox * sw + kx - padding[1][0]
+        if 0 <= iy < h and 0 <= ix < w:
+            layout[iy * w + ix, oy * ow + ox] = ky * kw + kx
+    return tuple(map(tuple, layout.tolist()))
+
+
+def dense_matrix(kernel: jnp.ndarray, layout: tuple[tuple[int, ...], ...]) -> jnp.ndarray:
+    """Taps `[kh·kw, C, F]` → the dense (Toeplitz) `[P·C, Q·F]`: block (p, q) is the kernel's tap
+    `layout[p][q]`, or zeros. One concatenation of the taps."""
+    zero = jnp.zeros(kernel.shape[1:], kernel.dtype)
+    rows = [jnp.concatenate([kernel[t] if t >= 0 else zero for t in row], axis=1) for row in layout]
+    return jnp.concatenate(rows, axis=0)
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(2,))
+def _dense_product(x: jnp.ndarray, kernel: jnp.ndarray, layout) -> jnp.ndarray:
+    """`x` `[N, P, C]` → `[N, Q·F]` = `x.reshape(N, P·C) @ dense_matrix(kernel, layout)`."""
+    return _dense_product_fwd(x, kernel, layout)[0]
+
+
+def _dense_product_fwd(x, kernel, layout):
+    dense = dense_matrix(kernel, layout)
+    return jnp.dot(x.reshape(x.shape[0], -1), dense), (x, kernel, dense)
+
+
+def _dense_product_bwd(layout, residuals, g):
+    """The input gradient through the dense matrix; each tap's kernel gradient as one product
+    over the batch and the (p, q) pairs it joins, `[x_p1; x_p2; …]ᵀ @ [g_q1; g_q2; …]`: the
+    batch contraction (a sharded axis) ends in the kernel's shape, so across devices the
+    all-reduce moves the kernel's gradient, not the dense matrix's."""
+    x, kernel, dense = residuals
+    n, npix, cin = x.shape
+    cout = dense.shape[1] // len(layout[0])
+    dx = jnp.dot(g, dense.T).reshape(x.shape)
+    g = g.reshape(n, len(layout[0]), cout)
+    pairs = {}
+    for p, row in enumerate(layout):
+        for q, t in enumerate(row):
+            if t >= 0:
+                pairs.setdefault(t, []).append((p, q))
+    dk = [jnp.zeros_like(kernel[0])] * kernel.shape[0]
+    for t, joined in pairs.items():
+        xs = jnp.concatenate([x[:, p] for p, _ in joined], axis=0)
+        gs = jnp.concatenate([g[:, q] for _, q in joined], axis=0)
+        dk[t] = jnp.dot(xs.T, gs)
+    return dx, jnp.stack(dk)
+
+
+_dense_product.defvjp(_dense_product_fwd, _dense_product_bwd)
+
+
+def dense_conv(x: jnp.ndarray, kernel: jnp.ndarray, strides, padding) -> jnp.ndarray:
+    """The convolution as one `[N, h·w·C] @ [h·w·C, oh·ow·F]` matmul with the dense (Toeplitz)
+    matrix of the kernel (`dense_matrix`). FLOPs h·w / (kh·kw) of im2col's: fewer when the map is
+    smaller than the kernel (a 1-px map under a 3×3 kernel meets only the centre tap: 1/9 of
+    im2col's work, none of it on padding)."""
+    n, h, w, cin = x.shape
+    kh, kw, _, cout = kernel.shape
+    layout = tap_layout((h, w), (kh, kw), strides, padding)
+    oh = output_size(h, kh, strides[0], padding[0])
+    ow = output_size(w, kw, strides[1], padding[1])
+    taps = kernel.reshape(kh * kw, cin, cout)
+    y = _dense_product(x.reshape(n, h * w, cin), taps, layout)
+    return y.reshape(n, oh, ow, cout)
+
+
+def resolve_impl(
+    impl: str, in_hw: tuple[int, int], kernel_hw: tuple[int, int], out_hw: tuple[int, int]
+) -> str:
+    """'xla' | 'matmul' | 'dense': what `impl` means for this layer on this backend ('auto' on
+    CPU: 'dense' for inputs of at most `CPU_DENSE_MAX_INPUT` pixels and no more than the kernel's
+    taps, 'matmul' for outputs of at most `CPU_MATMUL_MAX_OUTPUT` px on a side, else 'xla'; 'xla'
+    on other backends)."""
     if impl not in CONV_IMPLS:
         raise ValueError(f"conv impl must be one of {CONV_IMPLS}, got {impl!r}")
-    if impl == "auto":
-        small = max(out_h, out_w) <= CPU_MATMUL_MAX_OUTPUT
-        return small and jax.default_backend() == "cpu"
-    return impl == "matmul"
+    if impl != "auto":
+        return impl
+    if jax.default_backend() != "cpu":
+        return "xla"
+    if in_hw[0] * in_hw[1] <= min(CPU_DENSE_MAX_INPUT, kernel_hw[0] * kernel_hw[1]):
+        return "dense"
+    return "matmul" if max(out_hw) <= CPU_MATMUL_MAX_OUTPUT else "xla"
 
 
 class Conv2d(nn.Module):
@@ -80,8 +172,10 @@ class Conv2d(nn.Module):
         x, kernel = x.astype(self.dtype), kernel.astype(self.dtype)
         out_h = output_size(x.shape[1], kh, self.strides[0], self.padding[0])
         out_w = output_size(x.shape[2], kw, self.strides[1], self.padding[1])
-        if use_matmul(self.impl, out_h, out_w):
-            return matmul_conv(x, kernel, self.strides, self.padding)
+        impl = resolve_impl(self.impl, x.shape[1:3], (kh, kw), (out_h, out_w))
+        if impl != "xla":
+            conv = matmul_conv if impl == "matmul" else dense_conv
+            return conv(x, kernel, self.strides, self.padding)
         return jax.lax.conv_general_dilated(
             x, kernel, self.strides, self.padding, dimension_numbers=("NHWC", "HWIO", "NHWC")
         )

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 
 from ssl_jax.models.batchnorm import BatchNorm
 from ssl_jax.models.conv import CONV_IMPLS, Conv2d
+from ssl_jax.models.pool import max_pool
 
 # depth -> (block kind, blocks per stage)
 STAGES = {
@@ -120,7 +121,7 @@ class ResNet(nn.Module):
       width: multiplier of every stage width.
       dtype: compute dtype (float32 or bfloat16); params, BN statistics and the output are float32.
       zero_init_residual: zero-init the gamma of the last BN of each block (torchvision option).
-      conv_impl: 'auto' | 'xla' | 'matmul' (`conv.Conv2d`; the parameters do not depend on it).
+      conv_impl: 'auto' | 'xla' | 'matmul' | 'dense' (`conv.Conv2d`; the parameters do not depend on it).
       stem_width: channels of the stem conv; 0 (default) = the first stage's `round(64 * width)`.
         CMC's `resnet50v1/v2/v3` keep a 64-channel stem at every width.
     """
@@ -168,8 +169,7 @@ class ResNet(nn.Module):
         x = _conv(stem, k, s, p, self.conv_impl, self.dtype, "conv1")(x)
         x = nn.relu(BatchNorm(dtype=self.dtype, name="bn1")(x, train, bn_groups))
         if self.stem == "imagenet":
-            # reduce_window pads with the init value -inf, as torch's MaxPool2d(3, 2, padding=1).
-            x = nn.max_pool(x, (3, 3), strides=(2, 2), padding=_pad(1))
+            x = max_pool(x, (3, 3), (2, 2), _pad(1))  # torch's MaxPool2d(3, 2, padding=1)
         in_planes = stem
         pooled = []
         for i, n_blocks in enumerate(blocks):

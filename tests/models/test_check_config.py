@@ -41,7 +41,10 @@ def test_defaults_and_every_allowed_value_pass():
             {"dtype": "float16"},
             r"config\.model\.dtype='float16' .*\['float32', 'bfloat16', 'auto'\]",
         ),
-        ({"conv_impl": "cudnn"}, r"config\.model\.conv_impl='cudnn' .*\['auto', 'xla', 'matmul'\]"),
+        (
+            {"conv_impl": "cudnn"},
+            r"config\.model\.conv_impl='cudnn' .*\['auto', 'xla', 'matmul', 'dense'\]",
+        ),
         ({"width": 0.0}, r"config\.model\.width=0\.0 is not allowed; allowed: a number > 0"),
         ({"width": -1}, r"config\.model\.width=-1"),
         ({"width": "1"}, r"config\.model\.width='1'"),

@@ -1,6 +1,6 @@
-"""Conv2d: the im2col-matmul path equals XLA's convolution (values and gradients), 'auto' picks the
-matmul only for tiny CPU outputs, and a ResNet's parameters and outputs do not depend on the
-implementation."""
+"""Conv2d: the im2col-matmul and dense-matrix paths equal XLA's convolution (values and gradients),
+'auto' picks them only for tiny CPU maps, and a ResNet's parameters and outputs do not depend on
+the implementation."""
 
 import jax
 import jax.numpy as jnp
@@ -9,7 +9,15 @@ import pytest
 from model_testutil import max_rel_err, random_variables
 
 from ssl_jax.models import build_model, head_config
-from ssl_jax.models.conv import CPU_MATMUL_MAX_OUTPUT, Conv2d, matmul_conv, use_matmul
+from ssl_jax.models.conv import (
+    CPU_DENSE_MAX_INPUT,
+    CPU_MATMUL_MAX_OUTPUT,
+    Conv2d,
+    dense_conv,
+    matmul_conv,
+    resolve_impl,
+    tap_layout,
+)
 from ssl_jax.models.resnet import ResNet
 
 
@@ -24,14 +32,15 @@ def _xla_conv(x, kernel, strides, padding):
     [(7, 3, 1, 1), (8, 3, 2, 1), (7, 3, 2, 1), (2, 3, 1, 1), (1, 3, 1, 1), (9, 7, 2, 3),
      (6, 1, 2, 0), (5, 1, 1, 0), (10, 3, 1, 0)],
 )  # fmt: skip
-def test_matmul_conv_equals_xla_conv_with_gradients(size, k, stride, pad):
+@pytest.mark.parametrize("impl", [matmul_conv, dense_conv], ids=["matmul", "dense"])
+def test_conv_equals_xla_conv_with_gradients(impl, size, k, stride, pad):
     rng = np.random.default_rng(size * 100 + k * 10 + stride)
     with jax.enable_x64(True):
         x = jnp.asarray(rng.normal(size=(3, size, size + 1, 4)))
         kernel = jnp.asarray(rng.normal(size=(k, k, 4, 5)))
         cotangent = None
         outs, grads = [], []
-        for conv in (_xla_conv, matmul_conv):
+        for conv in (_xla_conv, impl):
             f = lambda x, w, conv=conv: conv(x, w, (stride, stride), ((pad, pad), (pad, pad)))
             y = f(x, kernel)
             if cotangent is None:
@@ -41,18 +50,36 @@ def test_matmul_conv_equals_xla_conv_with_gradients(size, k, stride, pad):
             grads.append(jax.jit(grad)(x, kernel))
         assert outs[0].shape == outs[1].shape
         np.testing.assert_allclose(outs[1], outs[0], rtol=1e-10, atol=1e-10)
-        for g_matmul, g_xla in zip(grads[1], grads[0], strict=True):
-            np.testing.assert_allclose(g_matmul, g_xla, rtol=1e-10, atol=1e-10)
+        for g_impl, g_xla in zip(grads[1], grads[0], strict=True):
+            np.testing.assert_allclose(g_impl, g_xla, rtol=1e-10, atol=1e-10)
 
 
-def test_use_matmul():
+def test_tap_layout_of_a_2px_map():
+    # 2x2 input, 3x3 kernel, stride 1, pad 1: every input pixel meets every output pixel through
+    # tap (iy - oy + 1, ix - ox + 1); stride 2 onto one output pixel: only taps (1..2, 1..2).
+    layout = tap_layout((2, 2), (3, 3), (1, 1), ((1, 1), (1, 1)))
+    for p, q in np.ndindex(4, 4):
+        (iy, ix), (oy, ox) = divmod(p, 2), divmod(q, 2)
+        assert layout[p][q] == (iy - oy + 1) * 3 + (ix - ox + 1)
+    assert tap_layout((2, 2), (3, 3), (2, 2), ((1, 1), (1, 1))) == ((4,), (5,), (7,), (8,))
+    assert tap_layout((2, 2), (1, 1), (2, 2), ((0, 0), (0, 0))) == ((0,), (-1,), (-1,), (-1,))
+
+
+def test_resolve_impl():
     on_cpu = jax.default_backend() == "cpu"
-    assert use_matmul("auto", CPU_MATMUL_MAX_OUTPUT, 1) == on_cpu
-    assert not use_matmul("auto", CPU_MATMUL_MAX_OUTPUT + 1, 1)
-    assert use_matmul("matmul", 56, 56)
-    assert not use_matmul("xla", 1, 1)
+    tiny = {True: "dense", False: "xla"}[on_cpu]
+    assert resolve_impl("auto", (1, 1), (3, 3), (1, 1)) == tiny
+    assert resolve_impl("auto", (2, 2), (3, 3), (2, 2)) == tiny  # CPU_DENSE_MAX_INPUT = 4
+    assert CPU_DENSE_MAX_INPUT == 4
+    # a 1x1 kernel on a 2-px map: the dense matrix would be 4x im2col's work
+    assert resolve_impl("auto", (2, 2), (1, 1), (1, 1)) == ("matmul" if on_cpu else "xla")
+    assert resolve_impl("auto", (3, 3), (3, 3), (2, 2)) == ("matmul" if on_cpu else "xla")
+    assert resolve_impl("auto", (4, 4), (3, 3), (CPU_MATMUL_MAX_OUTPUT + 1, 1)) == "xla"
+    assert resolve_impl("matmul", (56, 56), (3, 3), (56, 56)) == "matmul"
+    assert resolve_impl("dense", (7, 7), (3, 3), (7, 7)) == "dense"
+    assert resolve_impl("xla", (1, 1), (3, 3), (1, 1)) == "xla"
     with pytest.raises(ValueError, match="conv impl must be one of"):
-        use_matmul("cudnn", 1, 1)
+        resolve_impl("cudnn", (1, 1), (3, 3), (1, 1))
 
 
 def test_conv2d_parameter_is_flax_conv_kernel():
