@@ -6,8 +6,8 @@ trunk's BN only, as the official code), SCE's CIFAR projector
 layout (no hidden bias, BN, ReLU, last bias), SGD wd 5e-4) on 28-px grayscale images
 (`channels=1`), sized for the default job's CPU budget (≤ 15 min on 2 cores): ResNet-18 at full
 width with the ImageNet stem (7×7/2 conv + max-pool: 28 px → 7 px before stage 1, so stages run at
-7, 4, 2 and 1 px and the 2-px and 1-px convs take `conv_impl='auto'`'s matmul path: ~330 img/s on
-2 idle cores), projector 512 → 256 → 128, batch 64, 2400 steps (~2.6 epochs), lr 0.06
+7, 4, 2 and 1 px and the 2-px and 1-px convs take `conv_impl='auto'`'s dense path, the stem's
+max-pool `pool.slice_max_pool`), projector 512 → 256 → 128, batch 64, 2400 steps (~2.6 epochs), lr 0.06
 (0.24 × 64/256) without warm-up, m 0.99, queue 4096.
 Views: view 0 = `recipes.weak(28)` (crop + flip, the target's), view 1 =
 `recipes.fashion_mnist_default(28)` (crop, flip, brightness/contrast jitter p 0.8: the strong view
