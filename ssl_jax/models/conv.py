@@ -20,7 +20,7 @@ against 0.8 / 2.3; at 4×4 and above neither wins consistently (within ~2× eith
 ResNet-18 on 28-px inputs (ImageNet stem: stages at 7, 4, 2, 1 px) trains 2–3× faster with 'auto'
 (`benchmarks/conv_impl.py --resnets`). 'dense' (session 14): forward+backward at batch 64 of
 layer3's 2-px 3×3 conv (256 channels) 2.9 ms against 4.1 with 'matmul', layer4's 1-px one (512)
-1.1 against 4.0; the whole MoCo v2 step at 28 px 479 → 577 img/s (`CPU_DENSE_MAX_INPUT` 1 → 4).
+1.1 against 4.0; the whole MoCo v2 step at 28 px 505 → 589 img/s (`CPU_DENSE_MAX_INPUT` 1 → 4).
 """
 
 from functools import partial
@@ -98,8 +98,7 @@ def _dense_product_bwd(layout, residuals, g):
     batch contraction (a sharded axis) ends in the kernel's shape, so across devices the
     all-reduce moves the kernel's gradient, not the dense matrix's."""
     x, kernel, dense = residuals
-    n, npix, cin = x.shape
-    cout = dense.shape[1] // len(layout[0])
+    n, cout = x.shape[0], dense.shape[1] // len(layout[0])
     dx = jnp.dot(g, dense.T).reshape(x.shape)
     g = g.reshape(n, len(layout[0]), cout)
     pairs = {}
