@@ -41,19 +41,30 @@ def output_size(size: int, kernel: int, stride: int, pad: tuple[int, int]) -> in
     return (size + pad[0] + pad[1] - kernel) // stride + 1
 
 
+def output_hw(in_hw, kernel_hw, strides, padding) -> tuple[int, int]:
+    """`(oh, ow)` of a 2-D window op (`output_size` on each axis)."""
+    return tuple(output_size(in_hw[a], kernel_hw[a], strides[a], padding[a]) for a in range(2))
+
+
+def strided_taps(xp: jnp.ndarray, window, strides, out_hw) -> list[jnp.ndarray]:
+    """The kh·kw strided slices `[N, oh, ow, C]` of a padded `xp` `[N, H, W, C]`, taps in row-major
+    order: slice (i, j) holds, for every output pixel, the input pixel at (i, j) of its window (the
+    im2col of `matmul_conv`, the windows of `pool.slice_max_pool`)."""
+    (kh, kw), (sh, sw), (oh, ow) = window, strides, out_hw
+    return [
+        xp[:, i : i + sh * (oh - 1) + 1 : sh, j : j + sw * (ow - 1) + 1 : sw, :]
+        for i in range(kh)
+        for j in range(kw)
+    ]
+
+
 def matmul_conv(x: jnp.ndarray, kernel: jnp.ndarray, strides, padding) -> jnp.ndarray:
     """`x` `[N, H, W, C]` * `kernel` `[kh, kw, C, F]` → `[N, oh, ow, F]`, as
     `lax.conv_general_dilated(x, kernel, strides, padding, ('NHWC', 'HWIO', 'NHWC'))`."""
     kh, kw, cin, cout = kernel.shape
-    sh, sw = strides
-    oh = output_size(x.shape[1], kh, sh, padding[0])
-    ow = output_size(x.shape[2], kw, sw, padding[1])
+    oh, ow = output_hw(x.shape[1:3], (kh, kw), strides, padding)
     x = jnp.pad(x, ((0, 0), tuple(padding[0]), tuple(padding[1]), (0, 0)))
-    taps = [
-        x[:, i : i + sh * (oh - 1) + 1 : sh, j : j + sw * (ow - 1) + 1 : sw, :]
-        for i in range(kh)
-        for j in range(kw)
-    ]
+    taps = strided_taps(x, (kh, kw), strides, (oh, ow))
     patches = taps[0] if len(taps) == 1 else jnp.concatenate(taps, axis=-1)
     return jnp.dot(patches, kernel.reshape(kh * kw * cin, cout))
 
@@ -64,7 +75,7 @@ def tap_layout(
     """For each input pixel p (row-major) and output pixel q: the kernel tap `ky·kw + kx` that
     joins them, or -1 where none does (the tap would read padding)."""
     (h, w), (kh, kw), (sh, sw) = in_hw, kernel_hw, strides
-    oh, ow = output_size(h, kh, sh, padding[0]), output_size(w, kw, sw, padding[1])
+    oh, ow = output_hw((h, w), (kh, kw), strides, padding)
     layout = np.full((h * w, oh * ow), -1)
     for oy, ox, ky, kx in np.ndindex(oh, ow, kh, kw):
         iy, ix = oy * sh + ky - padding[0][0], ox * sw + kx - padding[1][0]
@@ -125,8 +136,7 @@ def dense_conv(x: jnp.ndarray, kernel: jnp.ndarray, strides, padding) -> jnp.nda
     n, h, w, cin = x.shape
     kh, kw, _, cout = kernel.shape
     layout = tap_layout((h, w), (kh, kw), strides, padding)
-    oh = output_size(h, kh, strides[0], padding[0])
-    ow = output_size(w, kw, strides[1], padding[1])
+    oh, ow = output_hw((h, w), (kh, kw), strides, padding)
     taps = kernel.reshape(kh * kw, cin, cout)
     y = _dense_product(x.reshape(n, h * w, cin), taps, layout)
     return y.reshape(n, oh, ow, cout)
@@ -169,8 +179,7 @@ class Conv2d(nn.Module):
             "kernel", self.kernel_init, (kh, kw, x.shape[-1], self.features), self.param_dtype
         )
         x, kernel = x.astype(self.dtype), kernel.astype(self.dtype)
-        out_h = output_size(x.shape[1], kh, self.strides[0], self.padding[0])
-        out_w = output_size(x.shape[2], kw, self.strides[1], self.padding[1])
+        out_h, out_w = output_hw(x.shape[1:3], (kh, kw), self.strides, self.padding)
         impl = resolve_impl(self.impl, x.shape[1:3], (kh, kw), (out_h, out_w))
         if impl != "xla":
             conv = matmul_conv if impl == "matmul" else dense_conv

@@ -16,21 +16,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from ssl_jax.models.conv import output_size
-
-
-def _windows(xp: jnp.ndarray, window, strides, out_hw) -> list[jnp.ndarray]:
-    """The kh·kw strided slices `[N, oh, ow, C]` of the padded `xp`, taps in row-major order."""
-    (kh, kw), (sh, sw), (oh, ow) = window, strides, out_hw
-    return [
-        xp[:, i : i + sh * (oh - 1) + 1 : sh, j : j + sw * (ow - 1) + 1 : sw, :]
-        for i in range(kh)
-        for j in range(kw)
-    ]
-
-
-def _out_hw(x_shape, window, strides, padding) -> tuple[int, int]:
-    return tuple(output_size(x_shape[1 + a], window[a], strides[a], padding[a]) for a in range(2))
+from ssl_jax.models.conv import output_hw, strided_taps
 
 
 @partial(jax.custom_vjp, nondiff_argnums=(1, 2, 3))
@@ -42,7 +28,7 @@ def slice_max_pool(x: jnp.ndarray, window, strides, padding) -> jnp.ndarray:
 def _forward(x, window, strides, padding):
     pads = ((0, 0), tuple(padding[0]), tuple(padding[1]), (0, 0))
     xp = jnp.pad(x, pads, constant_values=-jnp.inf)
-    taps = _windows(xp, window, strides, _out_hw(x.shape, window, strides, padding))
+    taps = strided_taps(xp, window, strides, output_hw(x.shape[1:3], window, strides, padding))
     out = taps[0]
     for tap in taps[1:]:
         out = jnp.maximum(out, tap)
@@ -61,7 +47,7 @@ def _bwd(window, strides, padding, residuals, g):
     taken = jnp.zeros(out.shape, bool)
     dxp = jnp.zeros_like(xp)
     zero = jnp.zeros((), g.dtype)
-    for t, tap in enumerate(_windows(xp, window, strides, (oh, ow))):
+    for t, tap in enumerate(strided_taps(xp, window, strides, (oh, ow))):
         i, j = divmod(t, kw)
         hit = (tap == out) & ~taken
         taken = taken | hit
