@@ -25,6 +25,7 @@ The random choices are computed for every example and selected with masks (no da
 control flow), so each op costs the same whatever it draws.
 """
 
+import functools
 import inspect
 import itertools
 from collections.abc import Callable, Mapping, Sequence
@@ -439,15 +440,23 @@ def cut_views(
       V uint8 views `[N, h_v, w_v, C]`: the host's views (`augment.apply_recipe` of the geometric
       ops) up to the rounding of the separable resize (a grey level at most).
     """
+    geometry = []
+    for recipe in recipes:
+        size = recipe[0]["size"]
+        out_hw = (size, size) if isinstance(size, int) else tuple(size)
+        geometry.append((*map(int, out_hw), bool(recipe[0].get("antialias", True))))
+    return _cut(canvas, boxes, flips, tuple(geometry))
+
+
+@functools.partial(jax.jit, static_argnums=3)
+def _cut(canvas, boxes, flips, geometry: tuple[tuple[int, int, bool], ...]):
+    """`cut_views` for each view's `(out_h, out_w, antialias)`; jitted, so a call outside a step
+    (view learning, view studies, pictures) runs as one program, not op by op."""
     x = canvas.astype(jnp.float32)
     side_h, side_w = canvas.shape[1:3]
     hi = jax.lax.Precision.HIGHEST  # f32 products: TF32 / bf16 passes would move grey levels
     out = []
-    for v, recipe in enumerate(recipes):
-        rrc = recipe[0]
-        size = rrc["size"]
-        out_h, out_w = (size, size) if isinstance(size, int) else tuple(size)
-        antialias = bool(rrc.get("antialias", True))
+    for v, (out_h, out_w, antialias) in enumerate(geometry):
         top, left, height, width = (boxes[:, v, k] for k in range(4))
         wy = resample_matrix(top, height, side_h, out_h, antialias)
         wx = resample_matrix(left, width, side_w, out_w, antialias)

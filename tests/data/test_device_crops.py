@@ -137,3 +137,35 @@ def test_cut_views_on_eight_devices_equal_one_device():
     for a, c in zip(one, eight):
         diff = np.abs(np.asarray(a, np.int32) - np.asarray(c, np.int32))
         assert diff.max() <= 1 and (diff > 0).mean() < 1e-3
+
+
+def test_batch_views_outside_a_step_compile_once():
+    """View learning, view studies and pictures call `batch_views` eagerly, once per batch: the cut
+    is one jitted program per view geometry, traced once and reused, and equals the cut traced
+    inside another jit (as in the train step)."""
+    import jax
+
+    data = ml_collections.ConfigDict(
+        {
+            "views": ("a", "b"),
+            "recipes": {"a": tuple(recipes.weak(16)), "b": tuple(recipes.weak(12))},
+        }
+    )
+
+    def batch(seed):
+        r = np.random.default_rng(seed)
+        return {
+            "canvas": r.integers(0, 256, (4, 24, 24, 3), dtype=np.uint8),
+            "boxes": np.tile(np.array([[2, 3, 16, 20]], np.int32), (4, 2, 1)),
+            "flips": r.random((4, 2)) < 0.5,
+        }
+
+    device_augment._cut.clear_cache()
+    first = device_augment.batch_views(data, batch(0))
+    second = device_augment.batch_views(data, batch(1))
+    assert device_augment._cut._cache_size() == 1
+    assert [v.shape for v in first] == [(4, 16, 16, 3), (4, 12, 12, 3)]
+    inside = jax.jit(lambda b: device_augment.batch_views(data, b))(batch(1))
+    for a, b in zip(second, inside):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert not np.array_equal(np.asarray(first[0]), np.asarray(second[0]))
