@@ -1,6 +1,6 @@
 """Time one conv layer, and a whole ResNet train step, with each `model.conv_impl` (models/conv.py).
 
-    python benchmarks/conv_impl.py [--batch=64] [--layers] [--resnets] [--pool]
+    python benchmarks/conv_impl.py [--batch=64] [--layers] [--resnets] [--pool] [--parts]
 
 `--layers`: a 3×3 stride-1 conv at batch B over a grid of feature-map sizes × channels, forward
 and forward+backward (gradients of input and kernel) in ms, 'xla', 'matmul' and 'dense'.
@@ -8,6 +8,10 @@ and forward+backward (gradients of input and kernel) in ms, 'xla', 'matmul' and 
 with 'xla', 'matmul' and 'auto'. These are the figures behind `CPU_MATMUL_MAX_OUTPUT` and
 `CPU_DENSE_MAX_INPUT`: re-run them on a new machine before changing them. `--pool`: the ImageNet
 stem's max-pool, `nn.max_pool` against `pool.slice_max_pool` (what `max_pool` uses on CPU).
+`--parts`: every conv of the 32-px ResNet-18 (CIFAR stem) with 'auto', its forward, kernel
+gradient and input gradient apart in ms, beside PyTorch's (when it imports) on as many threads,
+and their totals weighted by how often each conv occurs (where a 32-px MoCo v2 step's conv time
+goes: two forwards, query and key, one of each gradient).
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
+
+import ssl_jax  # noqa: E402, F401  (its XLA:CPU flags, before jax.devices() starts the backend)
 
 
 def best_ms(fn, *args, repeats: int = 3, number: int = 10) -> float:
@@ -110,14 +116,97 @@ def resnet_figures(batch: int) -> None:
         print(f"{stem:>8} stem {size} px width {width}: {line}   auto/xla ×{ratio:.2f}")
 
 
+# (input side, in → out channels, kernel, stride, count) of ResNet-18 with the CIFAR stem at 32 px
+RESNET18_CIFAR32 = (
+    (32, 3, 64, 3, 1, 1),
+    (32, 64, 64, 3, 1, 4),
+    (32, 64, 128, 3, 2, 1),
+    (32, 64, 128, 1, 2, 1),
+    (16, 128, 128, 3, 1, 3),
+    (16, 128, 256, 3, 2, 1),
+    (16, 128, 256, 1, 2, 1),
+    (8, 256, 256, 3, 1, 3),
+    (8, 256, 512, 3, 2, 1),
+    (8, 256, 512, 1, 2, 1),
+    (4, 512, 512, 3, 1, 3),
+)
+
+
+def torch_parts_ms(batch, side, cin, cout, k, stride):
+    """PyTorch's forward / kernel gradient / input gradient of one conv (ms), or None."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(os.cpu_count() or 1)
+    conv = torch.nn.Conv2d(cin, cout, k, stride, k // 2, bias=False)
+    x = torch.randn(batch, cin, side, side, requires_grad=True)
+    g = torch.randn_like(conv(x))
+
+    def timed(fn):
+        fn()
+        times = []
+        for _ in range(3):
+            t = time.perf_counter()
+            for _ in range(10):
+                fn()
+            times.append((time.perf_counter() - t) / 10)
+        return 1e3 * min(times)
+
+    def forward():
+        with torch.no_grad():
+            conv(x)
+
+    kernel = lambda: torch.autograd.grad(conv(x), conv.weight, g)  # noqa: E731
+    inputs = lambda: torch.autograd.grad(conv(x), x, g)  # noqa: E731
+    fwd = timed(forward)
+    # autograd.grad re-runs the forward: subtract it, as the JAX columns time the vjp alone
+    return fwd, timed(kernel) - fwd, timed(inputs) - fwd
+
+
+def parts_figures(batch: int) -> None:
+    from ssl_jax.models.conv import Conv2d
+
+    print(
+        f"ResNet-18, CIFAR stem, 32 px, batch {batch}, 'auto': ms forward / kernel grad / input grad"
+    )
+    rng = np.random.default_rng(0)
+    totals = {"jax": np.zeros(3), "torch": np.zeros(3)}
+    for side, cin, cout, k, stride, count in RESNET18_CIFAR32:
+        x = jnp.asarray(rng.normal(size=(batch, side, side, cin)), jnp.float32)
+        conv = Conv2d(cout, (k, k), (stride, stride), padding=((k // 2,) * 2,) * 2)
+        params = conv.init(jax.random.key(0), x[:1])
+        g = jnp.asarray(rng.normal(size=conv.apply(params, x).shape), jnp.float32)
+        fwd = jax.jit(conv.apply)
+        kernel = jax.jit(lambda p, x, g, c=conv: jax.vjp(lambda p: c.apply(p, x), p)[1](g))
+        inputs = jax.jit(lambda p, x, g, c=conv: jax.vjp(lambda x: c.apply(p, x), x)[1](g))
+        ours = np.array(
+            [best_ms(fwd, params, x), best_ms(kernel, params, x, g), best_ms(inputs, params, x, g)]
+        )
+        theirs = torch_parts_ms(batch, side, cin, cout, k, stride)
+        totals["jax"] += count * ours
+        row = " / ".join(f"{v:6.2f}" for v in ours)
+        if theirs is not None:
+            totals["torch"] += count * np.array(theirs)
+            row += "  | torch " + " / ".join(f"{v:6.2f}" for v in theirs)
+        print(f"{side:>3} px {cin:>3} → {cout:<3} {k}×{k} s{stride} ×{count} | {row}")
+    for name, (f, kg, ig) in totals.items():
+        if f:
+            print(
+                f"{name}: weighted forward {f:.0f}, kernel grad {kg:.0f}, input grad {ig:.0f} ms; "
+                f"a MoCo v2 step's convs (2 forwards + both grads) {2 * f + kg + ig:.0f} ms"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--layers", action="store_true")
     parser.add_argument("--resnets", action="store_true")
     parser.add_argument("--pool", action="store_true")
+    parser.add_argument("--parts", action="store_true")
     args = parser.parse_args()
-    both = not (args.layers or args.resnets or args.pool)
+    both = not (args.layers or args.resnets or args.pool or args.parts)
     print(f"devices: {len(jax.devices())} × {jax.default_backend()}")
     if args.layers or both:
         layer_figures(args.batch)
@@ -125,6 +214,8 @@ def main() -> None:
         resnet_figures(args.batch)
     if args.pool or both:
         pool_figures()
+    if args.parts or both:
+        parts_figures(args.batch)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@
 """
 
 import os
+import sys
+import warnings
 
 __version__ = "0.1.0"
 __all__ = ["load_encoder"]
@@ -20,16 +22,39 @@ __all__ = ["load_encoder"]
 XLA_FLAG_DEFAULTS = ("--xla_cpu_experimental_ynn_fusion_type=-individual_convolution",)
 
 
-def add_xla_flag(flag: str) -> None:
+def add_xla_flag(flag: str) -> bool:
     """Append `--name=value` to XLA_FLAGS unless a flag of that name is already there (the user's
-    value wins). Only takes effect before the first backend starts."""
+    value wins); returns whether it was added. Only takes effect before the first backend starts."""
     flags = os.environ.get("XLA_FLAGS", "")
-    if flag.split("=")[0] not in flags:
-        os.environ["XLA_FLAGS"] = f"{flags} {flag}".strip()
+    if flag.split("=")[0] in flags:
+        return False
+    os.environ["XLA_FLAGS"] = f"{flags} {flag}".strip()
+    return True
 
 
-for _flag in XLA_FLAG_DEFAULTS:
-    add_xla_flag(_flag)
+def _cpu_backend_started() -> bool:
+    """Whether JAX already runs on its CPU backend (so XLA_FLAGS set now are ignored); False when
+    JAX is not imported yet, and where its private `backends_are_initialized` is gone."""
+    if "jax" not in sys.modules:
+        return False
+    try:
+        from jax._src import xla_bridge
+
+        return (
+            xla_bridge.backends_are_initialized() and sys.modules["jax"].default_backend() == "cpu"
+        )
+    except Exception:  # noqa: BLE001 - a private API: never let it break the import
+        return False
+
+
+_added = [flag for flag in XLA_FLAG_DEFAULTS if add_xla_flag(flag)]
+if _added and _cpu_backend_started():
+    warnings.warn(
+        f"ssl_jax was imported after JAX started its CPU backend, so {' '.join(_added)} did not "
+        "take effect: XLA:CPU runs ResNet convolutions through YNNPACK, 2-3x slower. Import "
+        "ssl_jax before the first JAX computation, or put the flag in XLA_FLAGS yourself.",
+        stacklevel=2,
+    )
 
 
 def __getattr__(name: str):

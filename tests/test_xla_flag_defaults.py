@@ -46,3 +46,28 @@ def test_the_flag_reaches_the_backend_of_this_test_session():
 
     assert ssl_jax.XLA_FLAG_DEFAULTS[0] in os.environ["XLA_FLAGS"]
     assert jax.devices()[0].platform == "cpu"
+
+
+@pytest.mark.parametrize(
+    "code, warns",
+    [
+        ("import jax; jax.devices(); import ssl_jax", True),
+        ("import ssl_jax, jax; jax.devices(); import ssl_jax.models", False),
+        ("import jax; import ssl_jax; jax.devices()", False),
+    ],
+    ids=["after the backend started", "before jax", "after import jax, before its backend"],
+)
+def test_a_late_import_warns_that_the_flags_missed_the_backend(code, warns):
+    """Imported after JAX's CPU backend started, the defaults cannot take effect: say so (a
+    benchmark that called `jax.devices()` first timed YNNPACK's convolutions, session 15)."""
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env["JAX_PLATFORMS"] = "cpu"
+    out = subprocess.run(
+        [sys.executable, "-W", "always", "-c", code],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert ("did not take effect" in out.stderr) == warns
