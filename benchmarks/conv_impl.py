@@ -143,25 +143,15 @@ def torch_parts_ms(batch, side, cin, cout, k, stride):
     x = torch.randn(batch, cin, side, side, requires_grad=True)
     g = torch.randn_like(conv(x))
 
-    def timed(fn):
-        fn()
-        times = []
-        for _ in range(3):
-            t = time.perf_counter()
-            for _ in range(10):
-                fn()
-            times.append((time.perf_counter() - t) / 10)
-        return 1e3 * min(times)
-
     def forward():
         with torch.no_grad():
             conv(x)
 
     kernel = lambda: torch.autograd.grad(conv(x), conv.weight, g)  # noqa: E731
     inputs = lambda: torch.autograd.grad(conv(x), x, g)  # noqa: E731
-    fwd = timed(forward)
+    fwd = best_ms(forward)  # (its block_until_ready passes torch tensors through)
     # autograd.grad re-runs the forward: subtract it, as the JAX columns time the vjp alone
-    return fwd, timed(kernel) - fwd, timed(inputs) - fwd
+    return fwd, best_ms(kernel) - fwd, best_ms(inputs) - fwd
 
 
 def parts_figures(batch: int) -> None:
