@@ -2,7 +2,10 @@
 
 `Conv2d` holds one parameter, `kernel` `[kh, kw, C_in, C_out]` (no bias), exactly as `nn.Conv`,
 so checkpoints and the PyTorch export do not depend on the implementation. Implementations:
-- 'xla': `lax.conv_general_dilated` (cuDNN on GPU, the TPU convolution unit);
+- 'xla': `lax.conv_general_dilated` (cuDNN on GPU, the TPU convolution unit); on CPU its input
+  goes through `fusion_barrier` (`CPU_FUSION_BARRIER`), which keeps XLA from recomputing the
+  input's producers inside the kernel gradient's transpose: the 32-px ResNet-18 step is ~10 %
+  faster (session 16);
 - 'matmul': im2col by `kh·kw` strided slices of the padded input, concatenated on channels, then
   one `[N·oh·ow, kh·kw·C_in] @ [kh·kw·C_in, C_out]` matmul. Its gradient is two matmuls plus
   slice adjoints (pads), all of which XLA:CPU runs at matmul speed;
@@ -34,6 +37,7 @@ import numpy as np
 CONV_IMPLS = ("auto", "xla", "matmul", "dense")
 CPU_MATMUL_MAX_OUTPUT = 2  # output side (px) up to which 'auto' uses 'matmul' on CPU
 CPU_DENSE_MAX_INPUT = 4  # input pixels (h·w) up to which 'auto' uses 'dense' on CPU
+CPU_FUSION_BARRIER = True  # XLA convs on CPU read their input through `fusion_barrier`
 
 
 def output_size(size: int, kernel: int, stride: int, pad: tuple[int, int]) -> int:
@@ -160,6 +164,26 @@ def resolve_impl(
     return "matmul" if max(out_hw) <= CPU_MATMUL_MAX_OUTPUT else "xla"
 
 
+def fusion_barrier(x: jnp.ndarray, anchor: jnp.ndarray) -> jnp.ndarray:
+    """`x` unchanged, behind a conditional that XLA cannot fuse across: its consumers read one
+    materialised buffer instead of recomputing the element-wise ops that produced it.
+
+    Why (XLA:CPU): the kernel gradient of `conv_general_dilated` transposes the conv's input
+    (`[N, H, W, C]` → `[C, H, W, N]`), and XLA fuses that transpose with the whole element-wise
+    chain that produced the input (BN, ReLU and the residual adds of the earlier blocks), re-reading
+    up to 15 arrays in the transposed, cache-hostile order: ~400 of the 1,550 ms of a 32-px
+    ResNet-18 MoCo v2 step at batch 64 (`benchmarks/conv_impl.py --barrier`).
+    `lax.optimization_barrier` does not stop it (XLA:CPU removes barriers before fusion).
+
+    The branch is picked at run time by `anchor`'s first element (use a replicated array, e.g. the
+    conv's kernel, so the predicate needs no communication under sharding), so XLA cannot fold the
+    conditional; both branches return `x` bit for bit (`x * 1.0`, not `x`: XLA drops a conditional
+    whose branches are the same computation).
+    """
+    finite = jnp.isfinite(anchor.reshape(-1)[0])
+    return jax.lax.cond(finite, lambda v: v, lambda v: v * 1.0, x)
+
+
 class Conv2d(nn.Module):
     """Bias-free 2-D convolution, NHWC, explicit padding `((top, bottom), (left, right))`."""
 
@@ -184,6 +208,8 @@ class Conv2d(nn.Module):
         if impl != "xla":
             conv = matmul_conv if impl == "matmul" else dense_conv
             return conv(x, kernel, self.strides, self.padding)
+        if CPU_FUSION_BARRIER and jax.default_backend() == "cpu":
+            x = fusion_barrier(x, kernel)
         return jax.lax.conv_general_dilated(
             x, kernel, self.strides, self.padding, dimension_numbers=("NHWC", "HWIO", "NHWC")
         )

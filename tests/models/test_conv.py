@@ -1,6 +1,8 @@
 """Conv2d: the im2col-matmul and dense-matrix paths equal XLA's convolution (values and gradients),
-'auto' picks them only for tiny CPU maps, and a ResNet's parameters and outputs do not depend on
-the implementation."""
+'auto' picks them only for tiny CPU maps, a ResNet's parameters and outputs do not depend on the
+implementation, and the CPU fusion barrier is the identity that XLA keeps."""
+
+import re
 
 import jax
 import jax.numpy as jnp
@@ -9,11 +11,13 @@ import pytest
 from model_testutil import max_rel_err, random_variables
 
 from ssl_jax.models import build_model, head_config
+from ssl_jax.models import conv
 from ssl_jax.models.conv import (
     CPU_DENSE_MAX_INPUT,
     CPU_MATMUL_MAX_OUTPUT,
     Conv2d,
     dense_conv,
+    fusion_barrier,
     matmul_conv,
     resolve_impl,
     tap_layout,
@@ -125,3 +129,49 @@ def test_build_model_rejects_unknown_conv_impl():
         build_model(cfg)
     with pytest.raises(ValueError, match="conv_impl"):
         ResNet(depth=18, conv_impl="fft")
+
+
+def _barrier_case(monkeypatch, barrier: bool):
+    """(compiled HLO text, value and gradients) of a loss through an XLA conv whose input is an
+    element-wise chain (two ReLUs and a residual add, as in a ResNet block)."""
+    monkeypatch.setattr(conv, "CPU_FUSION_BARRIER", barrier)
+    model = Conv2d(16, (3, 3), padding=((1, 1), (1, 1)), impl="xla")
+    x = jnp.asarray(np.random.default_rng(0).normal(size=(8, 8, 8, 16)), jnp.float32)
+    variables = model.init(jax.random.key(0), x)
+
+    def loss(variables, x, s):
+        h = jax.nn.relu(x * s + 1.0)
+        return jnp.sum(jnp.sin(model.apply(variables, jax.nn.relu(h * s + x))))
+
+    step = jax.jit(jax.value_and_grad(loss, (0, 1)))
+    return step.lower(variables, x, 0.5).compile().as_text(), step(variables, x, 0.5)
+
+
+def _fused_computations_with(hlo: str, *ops: str) -> list[str]:
+    bodies = re.findall(r"^%(fused\S*) .*?\{\n(.*?)\n\}", hlo, flags=re.S | re.M)
+    return [name for name, body in bodies if all(f" {op}(" in body for op in ops)]
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="the barrier is a CPU-only fix")
+def test_fusion_barrier_stops_xla_cpu_recomputing_a_conv_input_in_its_transpose(monkeypatch):
+    # Without the barrier XLA:CPU fuses the ReLU chain into the kernel gradient's transpose of the
+    # conv input (what the barrier is for; if this XLA stops doing it, the barrier can go). With
+    # it, the conditional survives compilation, no fusion both transposes and recomputes a ReLU,
+    # and values and gradients are bit-identical.
+    plain_hlo, plain = _barrier_case(monkeypatch, False)
+    assert _fused_computations_with(plain_hlo, "transpose", "maximum")
+    hlo, out = _barrier_case(monkeypatch, True)
+    assert " conditional(" in hlo
+    assert _fused_computations_with(hlo, "transpose", "maximum") == []
+    jax.tree.map(np.testing.assert_array_equal, out, plain)
+
+
+def test_fusion_barrier_is_the_identity_on_both_branches():
+    x = jnp.asarray(np.random.default_rng(0).normal(size=(2, 3, 3, 4)), jnp.float32)
+    x = x.at[0, 0, 0, 0].set(-0.0)
+    cotangent = jnp.arange(x.size, dtype=jnp.float32).reshape(x.shape)
+    for anchor in (jnp.ones(3), jnp.array([jnp.nan, 1.0]), jnp.array([jnp.inf])):
+        y, vjp = jax.vjp(lambda x, a=anchor: fusion_barrier(x, a), x)
+        np.testing.assert_array_equal(y, x)
+        assert jnp.signbit(y[0, 0, 0, 0])
+        np.testing.assert_array_equal(vjp(cotangent)[0], cotangent)
