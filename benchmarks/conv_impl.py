@@ -1,6 +1,6 @@
 """Time one conv layer, and a whole ResNet train step, with each `model.conv_impl` (models/conv.py).
 
-    python benchmarks/conv_impl.py [--batch=64] [--layers] [--resnets] [--pool] [--parts]
+    python benchmarks/conv_impl.py [--batch=64] [--layers] [--resnets] [--pool] [--parts] [--barrier]
 
 `--layers`: a 3×3 stride-1 conv at batch B over a grid of feature-map sizes × channels, forward
 and forward+backward (gradients of input and kernel) in ms, 'xla', 'matmul' and 'dense'.
@@ -12,6 +12,9 @@ stem's max-pool, `nn.max_pool` against `pool.slice_max_pool` (what `max_pool` us
 gradient and input gradient apart in ms, beside PyTorch's (when it imports) on as many threads,
 and their totals weighted by how often each conv occurs (where a 32-px MoCo v2 step's conv time
 goes: two forwards, query and key, one of each gradient).
+`--barrier`: the whole MoCo v2 train step of `benchmarks/peer.py`'s two shapes (28 px ImageNet
+stem, 32 px CIFAR stem; ResNet-18 width 1, batch 64) with and without `conv.fusion_barrier`
+(`CPU_FUSION_BARRIER`), both compiled in one process and timed in `--rounds` alternating rounds.
 """
 
 from __future__ import annotations
@@ -188,6 +191,33 @@ def parts_figures(batch: int) -> None:
             )
 
 
+def barrier_figures(rounds: int, steps: int = 4) -> None:
+    from peer import SHAPES, jax_config
+    from train_step import compiled_step, time_steps
+
+    from ssl_jax.models import conv
+
+    print("MoCo v2 step, ResNet-18 width 1, batch 64, conv.fusion_barrier on / off: img/s")
+    for shape in SHAPES:
+        compiled = {}
+        for barrier in (True, False):
+            conv.CPU_FUSION_BARRIER = barrier
+            compiled[barrier] = compiled_step(jax_config(shape))
+        conv.CPU_FUSION_BARRIER = True
+        times = {k: [] for k in compiled}
+        for _ in range(rounds):
+            for k in compiled:
+                t, compiled[k] = time_steps(compiled[k], steps)
+                times[k].append(float(np.median(t)))
+        batch = compiled[True][2]["index"].shape[0]
+        speed = {k: batch / np.median(v) for k, v in times.items()}
+        rounds_ms = {k: [round(1e3 * t) for t in v] for k, v in times.items()}
+        print(
+            f"{shape}: barrier {speed[True]:.1f}, none {speed[False]:.1f} img/s "
+            f"(×{speed[True] / speed[False]:.2f}; ms per step by round {rounds_ms})"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch", type=int, default=64)
@@ -195,8 +225,10 @@ def main() -> None:
     parser.add_argument("--resnets", action="store_true")
     parser.add_argument("--pool", action="store_true")
     parser.add_argument("--parts", action="store_true")
+    parser.add_argument("--barrier", action="store_true")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of --barrier")
     args = parser.parse_args()
-    both = not (args.layers or args.resnets or args.pool or args.parts)
+    both = not (args.layers or args.resnets or args.pool or args.parts or args.barrier)
     print(f"devices: {len(jax.devices())} × {jax.default_backend()}")
     if args.layers or both:
         layer_figures(args.batch)
@@ -206,6 +238,8 @@ def main() -> None:
         pool_figures()
     if args.parts or both:
         parts_figures(args.batch)
+    if args.barrier or both:
+        barrier_figures(args.rounds)
 
 
 if __name__ == "__main__":

@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 from model_testutil import max_rel_err, random_variables
 
-from ssl_jax.models import build_model, head_config
-from ssl_jax.models import conv
+from ssl_jax.models import build_model, conv, head_config
 from ssl_jax.models.conv import (
     CPU_DENSE_MAX_INPUT,
     CPU_MATMUL_MAX_OUTPUT,
