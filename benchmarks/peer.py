@@ -20,6 +20,9 @@ Side by side (both shapes, 3 alternating rounds of 20 steps each; run from the r
         --jax-python=.venv/bin/python [--shapes=fashion28,color32] [--rounds=3] [--steps=20] \\
         [--probe-seconds=180]
 
+`--jax-override key=value ...` sets fields of the ssl_jax side's config (ablations: e.g.
+`method_config.key_bn_group_size=64`, `seed=1`); the peer still copies its numbers.
+
 `--threads` (torch intra-op threads) and `--workers` (DataLoader processes) default to the host's
 cores; XLA and tf.data use all cores on their own.
 
@@ -127,8 +130,9 @@ def config_numbers(c) -> dict:
     )
 
 
-def jax_config(shape: str):
-    """The ssl_jax config of a shape: `SHAPES`' config file with its stem and `COMMON`'s numbers."""
+def jax_config(shape: str, overrides: tuple[str, ...] = ()):
+    """The ssl_jax config of a shape: `SHAPES`' config file with its stem and `COMMON`'s numbers,
+    then `overrides` (`--jax-override key=value ...`, for ablations of the ssl_jax side)."""
     from ssl_jax import configs
     from ssl_jax.models import head_config
 
@@ -140,6 +144,8 @@ def jax_config(shape: str):
     c.model.projector = head_config((COMMON["hidden"],), COMMON["out_dim"], use_bn=False)
     c.method_config.queue_size = COMMON["queue"]
     c.method_config.temperature = COMMON["temperature"]
+    for item in overrides:
+        configs.apply_override(c, item)
     return c
 
 
@@ -148,14 +154,14 @@ def jax_config(shape: str):
 
 
 class JaxSide:
-    def __init__(self, shape: str, data_out: str | None):
+    def __init__(self, shape: str, data_out: str | None, overrides: tuple[str, ...] = ()):
         import jax
         from train_step import compiled_step
 
         from ssl_jax import sharding, train
         from ssl_jax.data import datasets, pipeline
 
-        c = jax_config(shape)
+        c = jax_config(shape, overrides)
         self.numbers = config_numbers(c)
         self.config, self.jax, self.train = c, jax, train
         if data_out:  # the same images for the peer
@@ -419,7 +425,7 @@ class _Images:
 
 def serve(args) -> None:
     if args.side == "jax":
-        side = JaxSide(args.shape, args.data_out)
+        side = JaxSide(args.shape, args.data_out, tuple(args.jax_override))
         info = {"device": side.device, "numbers": side.numbers}
     else:
         side = LightlySide(
@@ -476,6 +482,7 @@ def compare(args) -> None:
     me = os.path.abspath(__file__)
     common = ["--threads", str(args.threads), "--workers", str(args.workers)]
     common += [f"--probe-train={args.probe_train}"]
+    jax_override = ["--jax-override", *args.jax_override] if args.jax_override else []
     rows, probes = [], []
     for shape in args.shapes.split(","):
         s = SHAPES[shape]
@@ -487,7 +494,7 @@ def compare(args) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             data = os.path.join(tmp, "data.npz")
             sides = (
-                ("ssl_jax", args.jax_python, ["--side=jax", f"--data-out={data}"]),
+                ("ssl_jax", args.jax_python, ["--side=jax", f"--data-out={data}", *jax_override]),
                 (args.peer, args.peer_python, [f"--side={args.peer}", f"--data={data}"]),
             )
             workers = []
@@ -568,6 +575,9 @@ def main() -> None:
         "--probe-train", type=int, default=10_000, help="train images of the probe (-1: all)"
     )
     p.add_argument("--serve", action="store_true", help="(worker) answer the parent's rounds")
+    p.add_argument(
+        "--jax-override", nargs="*", default=[], help="key=value on the ssl_jax side's config"
+    )
     p.add_argument("--data", default=None, help="(worker) .npz of the train images")
     p.add_argument("--data-out", default=None, help="(worker) write the train images here")
     p.add_argument(
@@ -583,7 +593,7 @@ def main() -> None:
     )
     args = p.parse_args()
     if args.print_numbers:
-        print(json.dumps(config_numbers(jax_config(args.shape))), flush=True)
+        print(json.dumps(config_numbers(jax_config(args.shape, args.jax_override))), flush=True)
         return
     if args.side in PEERS and not args.numbers:
         raise SystemExit(
@@ -592,7 +602,7 @@ def main() -> None:
         )
     if args.side and not args.serve:  # by hand: `--rounds` rounds of each measurement
         side = (
-            JaxSide(args.shape, None)
+            JaxSide(args.shape, None, tuple(args.jax_override))
             if args.side == "jax"
             else LightlySide(
                 args.shape, json.loads(args.numbers), args.data, args.threads, args.workers

@@ -1,5 +1,6 @@
 """`benchmarks/peer.py --print-numbers`: the `--numbers` JSON the peer side takes, printed by the
-ssl_jax side without importing the peer (torch, lightly) or compiling anything."""
+ssl_jax side without importing the peer (torch, lightly) or compiling anything, and with
+`--jax-override` (ablations of the ssl_jax side) the overridden config's."""
 
 import json
 import os
@@ -14,22 +15,26 @@ PRINT_NUMBERS = """
 import sys
 sys.path.insert(0, 'benchmarks')
 import peer
-sys.argv = ['peer.py', '--print-numbers', '--shape=' + sys.argv[1]]
+sys.argv = ['peer.py', '--print-numbers', '--shape=' + sys.argv[1], *sys.argv[2:]]
 peer.main()
 assert not {'torch', 'torchvision', 'lightly'} & set(sys.modules), sorted(sys.modules)
 """
 
 
-@pytest.mark.parametrize("shape, size, channels", [("fashion28", 28, 1), ("color32", 32, 3)])
-def test_print_numbers(shape, size, channels):
-    out = subprocess.run(
-        [sys.executable, "-c", PRINT_NUMBERS, shape],
+def _print_numbers(shape: str, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", PRINT_NUMBERS, shape, *extra],
         cwd=ROOT,
         env={**os.environ, "JAX_PLATFORMS": "cpu"},
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+@pytest.mark.parametrize("shape, size, channels", [("fashion28", 28, 1), ("color32", 32, 3)])
+def test_print_numbers(shape, size, channels):
+    out = _print_numbers(shape)
     assert out.returncode == 0, out.stderr[-3000:]
     numbers = json.loads(out.stdout)  # the whole output: what --numbers="$(...)" passes
     sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
@@ -44,3 +49,17 @@ def test_print_numbers(shape, size, channels):
         channels,
     )
     assert set(numbers) == {"size", "channels", "mean", "std", "ema", "lr", "weight_decay"}
+
+
+def test_jax_override_reaches_the_ssl_jax_config():
+    base = json.loads(_print_numbers("color32").stdout)
+    out = _print_numbers("color32", "--jax-override", "ema.base=0.95", "seed=3")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout) == {**base, "ema": 0.95}
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    import peer
+
+    config = peer.jax_config("color32", ("seed=3", "method_config.key_bn_group_size=64"))
+    assert (config.seed, config.method_config.key_bn_group_size) == (3, 64)
+    bad = _print_numbers("color32", "--jax-override", "seed")
+    assert bad.returncode != 0 and "key=value" in bad.stderr
