@@ -200,10 +200,12 @@ def barrier_figures(rounds: int, steps: int = 4) -> None:
     print("MoCo v2 step, ResNet-18 width 1, batch 64, conv.fusion_barrier on / off: img/s")
     for shape in SHAPES:
         compiled = {}
-        for barrier in (True, False):
-            conv.CPU_FUSION_BARRIER = barrier
-            compiled[barrier] = compiled_step(jax_config(shape))
-        conv.CPU_FUSION_BARRIER = True
+        try:
+            for barrier in (True, False):
+                conv.CPU_FUSION_BARRIER = barrier  # read when the step is traced
+                compiled[barrier] = compiled_step(jax_config(shape))
+        finally:
+            conv.CPU_FUSION_BARRIER = True
         times = {k: [] for k in compiled}
         for _ in range(rounds):
             for k in compiled:

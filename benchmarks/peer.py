@@ -21,7 +21,9 @@ Side by side (both shapes, 3 alternating rounds of 20 steps each; run from the r
         [--probe-seconds=180]
 
 `--jax-override key=value ...` sets fields of the ssl_jax side's config (ablations: e.g.
-`method_config.key_bn_group_size=64`, `seed=1`); the peer still copies its numbers.
+`seed=1`, or the keys' BN over the whole batch as lightly's:
+`method_config.key_bn_group_size=64 method_config.shuffle_bn=False`); the peer still copies its
+numbers.
 
 `--threads` (torch intra-op threads) and `--workers` (DataLoader processes) default to the host's
 cores; XLA and tf.data use all cores on their own.

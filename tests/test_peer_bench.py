@@ -59,7 +59,9 @@ def test_jax_override_reaches_the_ssl_jax_config():
     sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
     import peer
 
-    config = peer.jax_config("color32", ("seed=3", "method_config.key_bn_group_size=64"))
+    overrides = ("seed=3", "method_config.key_bn_group_size=64", "method_config.shuffle_bn=False")
+    config = peer.jax_config("color32", overrides)
     assert (config.seed, config.method_config.key_bn_group_size) == (3, 64)
+    assert config.method_config.shuffle_bn is False
     bad = _print_numbers("color32", "--jax-override", "seed")
     assert bad.returncode != 0 and "key=value" in bad.stderr
