@@ -193,7 +193,7 @@ def parts_figures(batch: int) -> None:
 
 def barrier_figures(rounds: int, steps: int = 4) -> None:
     from peer import SHAPES, jax_config
-    from train_step import compiled_step, time_steps
+    from train_step import alternate_rounds, compiled_step
 
     from ssl_jax.models import conv
 
@@ -206,17 +206,12 @@ def barrier_figures(rounds: int, steps: int = 4) -> None:
                 compiled[barrier] = compiled_step(jax_config(shape))
         finally:
             conv.CPU_FUSION_BARRIER = True
-        times = {k: [] for k in compiled}
-        for _ in range(rounds):
-            for k in compiled:
-                t, compiled[k] = time_steps(compiled[k], steps)
-                times[k].append(float(np.median(t)))
+        times = alternate_rounds(compiled, rounds, steps)  # prints each round's median
         batch = compiled[True][2]["index"].shape[0]
         speed = {k: batch / np.median(v) for k, v in times.items()}
-        rounds_ms = {k: [round(1e3 * t) for t in v] for k, v in times.items()}
         print(
             f"{shape}: barrier {speed[True]:.1f}, none {speed[False]:.1f} img/s "
-            f"(×{speed[True] / speed[False]:.2f}; ms per step by round {rounds_ms})"
+            f"(×{speed[True] / speed[False]:.2f})"
         )
 
 

@@ -105,6 +105,19 @@ def time_steps(compiled, steps: int, *, sync_each_step: bool = True) -> tuple[li
     return times, (step, state, batch)
 
 
+def alternate_rounds(compiled: dict, rounds: int, steps: int) -> dict[str, list[float]]:
+    """`rounds` alternating rounds (A B A B: the shared host's load drifts) of `steps` timed steps
+    of each compiled step in `compiled` (name → `compiled_step`'s tuple, advanced in place) →
+    name → the seconds of all its steps; prints each round's median."""
+    times = {name: [] for name in compiled}
+    for r in range(rounds):
+        for name in compiled:
+            seconds, compiled[name] = time_steps(compiled[name], steps)
+            times[name] += seconds
+            print(f"round {r}: {name} {1e3 * np.median(seconds):9.1f} ms/step", flush=True)
+    return times
+
+
 def jax_img_per_sec(config, steps: int) -> float:
     times, _ = time_steps(compiled_step(config), steps)
     return config.global_batch_size / float(np.median(times))
@@ -245,11 +258,8 @@ def main() -> None:
             )
             print(f"{name}: compiled in {time.perf_counter() - t:.1f} s{extra}", flush=True)
             times[name] = []
-        for r in range(args.rounds):
-            for name, _ in loaded:
-                seconds, compiled[name] = time_steps(compiled[name], args.steps)
-                times[name] += seconds
-                print(f"round {r}: {name} {1e3 * np.median(seconds):9.1f} ms/step", flush=True)
+        for name, seconds in alternate_rounds(compiled, args.rounds, args.steps).items():
+            times[name] += seconds
         base = float(np.median(times[loaded[0][0]]))
         for name, _ in loaded:
             median = float(np.median(times[name]))
