@@ -3,9 +3,9 @@
 `Conv2d` holds one parameter, `kernel` `[kh, kw, C_in, C_out]` (no bias), exactly as `nn.Conv`,
 so checkpoints and the PyTorch export do not depend on the implementation. Implementations:
 - 'xla': `lax.conv_general_dilated` (cuDNN on GPU, the TPU convolution unit); on CPU its input
-  goes through `fusion_barrier` (`CPU_FUSION_BARRIER`), which keeps XLA from recomputing the
-  input's producers inside the kernel gradient's transpose: the 32-px ResNet-18 step is ~10 %
-  faster (session 16);
+  goes through `fusion_barrier` when it has at least `CPU_FUSION_BARRIER_MIN_SIZE` elements
+  (`uses_fusion_barrier`), which keeps XLA from recomputing the input's producers inside the
+  kernel gradient's transpose: the 32-px ResNet-18 step is ~10 % faster (session 16);
 - 'matmul': im2col by `kh·kw` strided slices of the padded input, concatenated on channels, then
   one `[N·oh·ow, kh·kw·C_in] @ [kh·kw·C_in, C_out]` matmul. Its gradient is two matmuls plus
   slice adjoints (pads), all of which XLA:CPU runs at matmul speed;
@@ -37,7 +37,8 @@ import numpy as np
 CONV_IMPLS = ("auto", "xla", "matmul", "dense")
 CPU_MATMUL_MAX_OUTPUT = 2  # output side (px) up to which 'auto' uses 'matmul' on CPU
 CPU_DENSE_MAX_INPUT = 4  # input pixels (h·w) up to which 'auto' uses 'dense' on CPU
-CPU_FUSION_BARRIER = True  # XLA convs on CPU read their input through `fusion_barrier`
+CPU_FUSION_BARRIER = True  # XLA convs on CPU read their input through `fusion_barrier` ...
+CPU_FUSION_BARRIER_MIN_SIZE = 2**18  # ... when it has at least this many elements
 
 
 def output_size(size: int, kernel: int, stride: int, pad: tuple[int, int]) -> int:
@@ -184,6 +185,20 @@ def fusion_barrier(x: jnp.ndarray, anchor: jnp.ndarray) -> jnp.ndarray:
     return jax.lax.cond(finite, lambda v: v, lambda v: v * 1.0, x)
 
 
+def uses_fusion_barrier(x_shape: tuple[int, ...]) -> bool:
+    """Whether an 'xla' conv with input shape `x_shape` reads it through `fusion_barrier`: on the
+    CPU backend (`CPU_FUSION_BARRIER`) for inputs of at least `CPU_FUSION_BARRIER_MIN_SIZE`
+    elements. The barrier pays off on big maps (a 32-px ResNet-18 at batch 64: its 'xla' convs'
+    inputs have 0.5-4 M elements) and costs compile and step time on small ones (a JCL end-to-end
+    test at 16 px: 28.2 s with it, 23.1 s without). A/B of that 32-px step (session 17): the same
+    time with min sizes 0, 2^18 and 2^20 (1,375 / 1,373 / 1,388 ms), 1,517 ms without a barrier."""
+    return (
+        CPU_FUSION_BARRIER
+        and jax.default_backend() == "cpu"
+        and int(np.prod(x_shape)) >= CPU_FUSION_BARRIER_MIN_SIZE
+    )
+
+
 class Conv2d(nn.Module):
     """Bias-free 2-D convolution, NHWC, explicit padding `((top, bottom), (left, right))`."""
 
@@ -208,7 +223,7 @@ class Conv2d(nn.Module):
         if impl != "xla":
             conv = matmul_conv if impl == "matmul" else dense_conv
             return conv(x, kernel, self.strides, self.padding)
-        if CPU_FUSION_BARRIER and jax.default_backend() == "cpu":
+        if uses_fusion_barrier(x.shape):
             x = fusion_barrier(x, kernel)
         return jax.lax.conv_general_dilated(
             x, kernel, self.strides, self.padding, dimension_numbers=("NHWC", "HWIO", "NHWC")

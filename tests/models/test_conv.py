@@ -20,6 +20,7 @@ from ssl_jax.models.conv import (
     matmul_conv,
     resolve_impl,
     tap_layout,
+    uses_fusion_barrier,
 )
 from ssl_jax.models.resnet import ResNet
 
@@ -130,10 +131,11 @@ def test_build_model_rejects_unknown_conv_impl():
         ResNet(depth=18, conv_impl="fft")
 
 
-def _barrier_case(monkeypatch, barrier: bool):
+def _barrier_case(monkeypatch, barrier: bool, min_size: int = 8 * 8 * 8 * 16):
     """(compiled HLO text, value and gradients) of a loss through an XLA conv whose input is an
     element-wise chain (two ReLUs and a residual add, as in a ResNet block)."""
     monkeypatch.setattr(conv, "CPU_FUSION_BARRIER", barrier)
+    monkeypatch.setattr(conv, "CPU_FUSION_BARRIER_MIN_SIZE", min_size)  # the input's: 8·8·8·16
     model = Conv2d(16, (3, 3), padding=((1, 1), (1, 1)), impl="xla")
     x = jnp.asarray(np.random.default_rng(0).normal(size=(8, 8, 8, 16)), jnp.float32)
     variables = model.init(jax.random.key(0), x)
@@ -174,3 +176,15 @@ def test_fusion_barrier_is_the_identity_on_both_branches():
         np.testing.assert_array_equal(y, x)
         assert jnp.signbit(y[0, 0, 0, 0])
         np.testing.assert_array_equal(vjp(cotangent)[0], cotangent)
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="the barrier is a CPU-only fix")
+def test_fusion_barrier_only_on_conv_inputs_of_at_least_the_min_size(monkeypatch):
+    # The barrier gains on big maps only and costs time on small ones: below the size no
+    # conditional is compiled in, at it one is.
+    monkeypatch.setattr(conv, "CPU_FUSION_BARRIER_MIN_SIZE", 8 * 8 * 8 * 16)
+    assert uses_fusion_barrier((8, 8, 8, 16)) and not uses_fusion_barrier((8, 8, 8, 15))
+    monkeypatch.setattr(conv, "CPU_FUSION_BARRIER", False)
+    assert not uses_fusion_barrier((8, 8, 8, 16))
+    hlo, _ = _barrier_case(monkeypatch, True, min_size=8 * 8 * 8 * 16 + 1)
+    assert " conditional(" not in hlo
