@@ -18,7 +18,7 @@ Side by side (both shapes, 3 alternating rounds of 20 steps each; run from the r
 
     .venv/bin/python benchmarks/peer.py --peer=lightly --peer-python=/work/peer_venv/bin/python \\
         --jax-python=.venv/bin/python [--shapes=fashion28,color32] [--rounds=3] [--steps=20] \\
-        [--probe-seconds=180]
+        [--probe-seconds=180 | --probe-steps=128]
 
 `--jax-override key=value ...` sets fields of the ssl_jax side's config (ablations: e.g.
 `seed=1`, or the keys' BN over the whole batch as lightly's:
@@ -71,7 +71,8 @@ side's data loaders stay alive between rounds and refill their buffers while the
 round first runs `--warmup` untimed steps that drain them.
 
 `--probe-seconds=S` then pretrains each side (one at a time) from a fresh model for S seconds of the
-whole loop (compilation excluded: the step is already compiled), extracts backbone features (eval-mode
+whole loop (compilation excluded: the step is already compiled), or `--probe-steps=N` for N steps of
+it (accuracy at equal steps: the methods apart from the libraries' speeds), extracts backbone features (eval-mode
 BN, no augmentation) of `--probe-train` train images and the whole test split, and fits the same
 probe on both (`ssl_jax.evaluate.linear_probe.fit_linear_probe`, in the ssl_jax worker). Differences
 that remain: ssl_jax's cosine lr schedule over the config's epochs vs lightly's constant lr (the
@@ -440,19 +441,28 @@ def serve(args) -> None:
         if what in ("step", "loop"):
             side.run(args.warmup, what)  # drains what the loaders prefetched meanwhile
             result = side.run(int(arg), what)
-        elif what == "pretrain":  # from a fresh model, whole-loop steps for `arg` seconds
-            side.reset()
-            t, steps = time.perf_counter(), 0
-            while time.perf_counter() - t < float(arg):
-                side.run(1, "loop")
-                steps += 1
-            result = {"steps": steps, "seconds": time.perf_counter() - t}
+        elif what == "pretrain":
+            result = pretrain(side, arg)
         elif what == "features":
             side.features(arg, args.probe_train)
             result = None
         elif what == "probe":
             result = fit_probe(arg)
         print("RESULT " + json.dumps(result), flush=True)
+
+
+def pretrain(side, budget: str) -> dict:
+    """From a fresh model (`side.reset()`), whole-loop steps for a `probe_budget`: "<seconds>s"
+    or "<N>" steps. → {"steps", "seconds"}."""
+    side.reset()
+    timed = budget.endswith("s")
+    seconds = float(budget[:-1]) if timed else float("inf")
+    max_steps = float("inf") if timed else int(budget)
+    t, steps = time.perf_counter(), 0
+    while time.perf_counter() - t < seconds and steps < max_steps:
+        side.run(1, "loop")
+        steps += 1
+    return {"steps": steps, "seconds": time.perf_counter() - t}
 
 
 class Worker:
@@ -486,6 +496,7 @@ def compare(args) -> None:
     common += [f"--probe-train={args.probe_train}"]
     jax_override = ["--jax-override", *args.jax_override] if args.jax_override else []
     rows, probes = [], []
+    budget = probe_budget(args)
     for shape in args.shapes.split(","):
         s = SHAPES[shape]
         print(
@@ -522,9 +533,9 @@ def compare(args) -> None:
             for what in whats:
                 rate = {w.name: img_per_sec(times[w.name, what], what) for w in workers}
                 rows.append((shape, what, rate["ssl_jax"], rate[args.peer]))
-            if args.probe_seconds > 0:
+            if budget:
                 for w in workers:  # one at a time, the other idle
-                    done = w.run("pretrain", args.probe_seconds)
+                    done = w.run("pretrain", budget)
                     print(f"{w.name}: pretrained {done['steps']} steps in {done['seconds']:.0f} s")
                     features = os.path.join(tmp, f"{w.name}.npz")
                     w.run("features", features)
@@ -539,12 +550,23 @@ def compare(args) -> None:
             f"{shape:10s} {what:5s} {jax_rate:14.1f} {peer_rate:14.1f} ×{jax_rate / peer_rate:.2f}"
         )
     if probes:
-        print(f"\nlinear probe after {args.probe_seconds:.0f} s of pretraining (whole loop):")
+        after = f"{args.probe_steps} steps" if args.probe_steps else f"{args.probe_seconds:.0f} s"
+        print(f"\nlinear probe after {after} of pretraining (whole loop):")
         print(f"{'shape':10s} {'library':8s} {'steps':>6s} {'top-1':>7s} {'top-5':>7s}")
         for shape, name, steps, _, r in probes:
             print(
                 f"{shape:10s} {name:8s} {steps:6d} {100 * r['top1']:6.2f}% {100 * r['top5']:6.2f}%"
             )
+
+
+def probe_budget(args) -> str | None:
+    """The workers' "pretrain" argument: "<seconds>s" (`--probe-seconds`), "<N>" (`--probe-steps`)
+    or None (no probe)."""
+    if args.probe_seconds > 0 and args.probe_steps > 0:
+        raise SystemExit("--probe-seconds and --probe-steps: give one budget, not both")
+    if args.probe_steps > 0:
+        return str(args.probe_steps)
+    return f"{args.probe_seconds}s" if args.probe_seconds > 0 else None
 
 
 def img_per_sec(seconds: list[float], what: str) -> float:
@@ -572,6 +594,12 @@ def main() -> None:
         type=float,
         default=0,
         help="pretrain each side from scratch this long (whole loop), then linear-probe both",
+    )
+    p.add_argument(
+        "--probe-steps",
+        type=int,
+        default=0,
+        help="pretrain each side from scratch this many whole-loop steps, then linear-probe both",
     )
     p.add_argument(
         "--probe-train", type=int, default=10_000, help="train images of the probe (-1: all)"

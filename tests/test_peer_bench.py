@@ -1,11 +1,13 @@
 """`benchmarks/peer.py --print-numbers`: the `--numbers` JSON the peer side takes, printed by the
 ssl_jax side without importing the peer (torch, lightly) or compiling anything, and with
-`--jax-override` (ablations of the ssl_jax side) the overridden config's."""
+`--jax-override` (ablations of the ssl_jax side) the overridden config's; the probe's pretraining
+budget (`--probe-seconds` or `--probe-steps`)."""
 
 import json
 import os
 import subprocess
 import sys
+import types
 
 import pytest
 
@@ -13,6 +15,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 PRINT_NUMBERS = """
 import sys
+import types
 sys.path.insert(0, 'benchmarks')
 import peer
 sys.argv = ['peer.py', '--print-numbers', '--shape=' + sys.argv[1], *sys.argv[2:]]
@@ -65,3 +68,31 @@ def test_jax_override_reaches_the_ssl_jax_config():
     assert config.method_config.shuffle_bn is False
     bad = _print_numbers("color32", "--jax-override", "seed")
     assert bad.returncode != 0 and "key=value" in bad.stderr
+
+
+def test_probe_budget_in_seconds_or_steps():
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    import peer
+
+    class Side:  # counts what `pretrain` asks of a side
+        def __init__(self):
+            self.calls = []
+
+        def reset(self):
+            self.calls.append("reset")
+
+        def run(self, steps, what):
+            self.calls.append((steps, what))
+
+    def budget(seconds=0.0, steps=0):
+        return peer.probe_budget(types.SimpleNamespace(probe_seconds=seconds, probe_steps=steps))
+
+    assert budget() is None
+    assert (budget(seconds=180), budget(steps=128)) == ("180s", "128")
+    with pytest.raises(SystemExit, match="not both"):
+        budget(seconds=180, steps=128)
+    side = Side()
+    assert peer.pretrain(side, budget(steps=5))["steps"] == 5
+    assert side.calls == ["reset"] + [(1, "loop")] * 5
+    done = peer.pretrain(Side(), budget(seconds=0.05))
+    assert done["steps"] > 5 and 0.05 <= done["seconds"] < 5
