@@ -71,10 +71,11 @@ side's data loaders stay alive between rounds and refill their buffers while the
 round first runs `--warmup` untimed steps that drain them.
 
 `--probe-seconds=S` then pretrains each side (one at a time) from a fresh model for S seconds of the
-whole loop (compilation excluded: the step is already compiled), or `--probe-steps=N` for N steps of
-it (accuracy at equal steps: the methods apart from the libraries' speeds), extracts backbone features (eval-mode
-BN, no augmentation) of `--probe-train` train images and the whole test split, and fits the same
-probe on both (`ssl_jax.evaluate.linear_probe.fit_linear_probe`, in the ssl_jax worker). Differences
+whole loop (compilation excluded: the step is already compiled), or `--probe-steps=N` for N steps
+of it (accuracy at equal steps: the methods apart from the libraries' speeds), extracts backbone
+features (eval-mode BN, no augmentation) of `--probe-train` train images and the whole test split,
+and fits the same probe on both (`ssl_jax.evaluate.linear_probe.fit_linear_probe`, in the ssl_jax
+worker). Differences
 that remain: ssl_jax's cosine lr schedule over the config's epochs vs lightly's constant lr (the
 first minutes of a cosine are near its peak), and ssl_jax's shuffle-BN of the keys in groups of 32
 (`key_bn_group_size`) vs lightly's `batch_shuffle` on one process (BN over the whole batch); that
