@@ -192,7 +192,7 @@ def uses_fusion_barrier(x_shape: tuple[int, ...]) -> bool:
     """Whether an 'xla' conv with input shape `x_shape` reads it through `fusion_barrier`: on the
     CPU backend (`CPU_FUSION_BARRIER`) for inputs of at least `CPU_FUSION_BARRIER_MIN_SIZE`
     elements. The barrier pays off on big maps (a 32-px ResNet-18 at batch 64: its 'xla' convs'
-    inputs have 0.5-4 M elements) and costs compile and step time on small ones (a JCL end-to-end
+    inputs have 0.5-4 M elements, all but the stem's 196,608) and costs compile and step time on small ones (a JCL end-to-end
     test at 16 px: 28.2 s with it, 23.1 s without). A/B of that 32-px step (session 17): the same
     time with min sizes 0, 2^18 and 2^20 (1,375 / 1,373 / 1,388 ms), 1,517 ms without a barrier."""
     return (
