@@ -280,13 +280,16 @@ def test_one_vs_eight_devices(runs):
     AVX-512 CPU: the ReLU's mask flips, the step-1 gradient of everything below it moves by ~3 %,
     the rows written at steps 2-3 by up to 8e-2, and the losses by up to 2.2e-4 relative. The
     gradient is discontinuous there, so no summation order is "right"; the per-step check is the
-    exact one."""
+    exact one. Two steps of such a difference compound: on an AMD EPYC (Zen 4) CI machine the
+    step-2 losses agree to 1e-4 and the step-3 `loss1` differs by 1.2e-2 relative (6.807 vs 6.886),
+    while every 8-device step from the 1-device state matches it. So steps 1-2 are compared at
+    5e-4 and step 3, after two differing updates, at 5e-2."""
     m1, m8 = runs[1]["metrics"], runs[8]["metrics"]
     assert [r["step"] for r in m8] == [1, 2, 3]
     for key in ("train/loss", "train/loss1", "train/loss2", "train/z1", "train/z2"):
-        np.testing.assert_allclose(
-            [m[key] for m in m1], [m[key] for m in m8], rtol=5e-4, atol=1e-5, err_msg=key
-        )
+        got, want = [m[key] for m in m8], [m[key] for m in m1]
+        np.testing.assert_allclose(got[:2], want[:2], rtol=5e-4, atol=1e-5, err_msg=key)
+        np.testing.assert_allclose(got[2], want[2], rtol=5e-2, err_msg=key)
     s1, s8 = runs[1]["states"][-1], runs[8]["final"]
     np.testing.assert_allclose(np.asarray(s1.buffers["z"]), s8.buffers["z"], rtol=1e-5)
     later = np.concatenate([np.asarray(b["index"]) for b in runs["batches"][1:]])
