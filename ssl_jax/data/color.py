@@ -23,7 +23,6 @@ from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
-import tensorflow as tf
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,7 +149,9 @@ def convert(rgb: jnp.ndarray, space: str, normalize: bool = True) -> jnp.ndarray
 # tf (host)
 
 
-def _lab_tf(rgb: tf.Tensor) -> tf.Tensor:
+def _lab_tf(rgb):
+    import tensorflow as tf  # the host pipeline's path only: device code never imports TF
+
     linear = tf.where(rgb > 0.04045, tf.pow((rgb + 0.055) / 1.055, 2.4), rgb / 12.92)
     t = tf.tensordot(linear, _matrix_t(XYZ_FROM_RGB), axes=1) / np.asarray(D65_WHITE, np.float32)
     # max(): the untaken branch of tf.where must stay finite (also for gradients)
@@ -160,28 +161,34 @@ def _lab_tf(rgb: tf.Tensor) -> tf.Tensor:
     return tf.stack([116.0 * fy - 16.0, 500.0 * (fx - fy), 200.0 * (fy - fz)], axis=-1)
 
 
-def rgb_to_lab_tf(rgb: Any) -> tf.Tensor:
+def rgb_to_lab_tf(rgb: Any):
     """`rgb_to_lab` on tf tensors."""
+    import tensorflow as tf
+
     return _lab_tf(tf.cast(rgb, tf.float32))
 
 
-def rgb_to_ycbcr_tf(rgb: Any) -> tf.Tensor:
+def rgb_to_ycbcr_tf(rgb: Any):
     """`rgb_to_ycbcr` on tf tensors."""
+    import tensorflow as tf
+
     rgb = tf.cast(rgb, tf.float32)
     return tf.tensordot(rgb, _matrix_t(YCBCR_FROM_RGB), axes=1) + np.asarray(
         YCBCR_OFFSET, np.float32
     )
 
 
-def rgb_to_ydbdr_tf(rgb: Any) -> tf.Tensor:
+def rgb_to_ydbdr_tf(rgb: Any):
     """`rgb_to_ydbdr` on tf tensors."""
+    import tensorflow as tf
+
     return tf.tensordot(tf.cast(rgb, tf.float32), _matrix_t(YDBDR_FROM_RGB), axes=1)
 
 
 CONVERT_TF = {"lab": rgb_to_lab_tf, "ycbcr": rgb_to_ycbcr_tf, "ydbdr": rgb_to_ydbdr_tf}
 
 
-def convert_tf(rgb: Any, space: str, normalize: bool = True) -> tf.Tensor:
+def convert_tf(rgb: Any, space: str, normalize: bool = True):
     """`convert` on tf tensors."""
     cs = check_space(space)
     out = CONVERT_TF[space](rgb)

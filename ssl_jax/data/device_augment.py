@@ -27,19 +27,18 @@ control flow), so each op costs the same whatever it draws.
 
 import functools
 import inspect
-import itertools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-from ssl_jax.data import color
+from ssl_jax.data import color, recipe_ops
 
 LUMA = (0.299, 0.587, 0.114)
 # Recipe ops that run on the host (`augment.py`); `apply_recipe` skips them.
 HOST_OPS = ("random_resized_crop", "resize", "center_crop", "horizontal_flip", "jigsaw")
-_PERMUTATIONS_4 = tuple(itertools.permutations(range(4)))  # the 24 orders of the jitter's ops
 
 
 def _standardize(x: jnp.ndarray, mean: Sequence[float], std: Sequence[float], dtype) -> jnp.ndarray:
@@ -57,15 +56,6 @@ def normalize(
 # --------------------------------------------------------------------------------------------------
 # Helpers (single image `[H, W, C]`, float32)
 # --------------------------------------------------------------------------------------------------
-
-
-def _per_example(
-    fn: Callable[[jnp.ndarray, jax.Array], jnp.ndarray], images: jnp.ndarray, rng: jax.Array
-) -> jnp.ndarray:
-    """`fn(image [H, W, C] float32, key)` on every example with its own key; keeps the dtype."""
-    keys = jax.random.split(rng, images.shape[0])
-    out = jax.vmap(fn)(images.astype(jnp.float32), keys)
-    return out.astype(images.dtype)
 
 
 def _apply_with_p(u: jnp.ndarray, p: float, applied: jnp.ndarray, original: jnp.ndarray):
@@ -192,32 +182,17 @@ def _hue_range(value: float | Sequence[float]) -> tuple[float, float] | None:
     return None if lo == hi == 0.0 else (lo, hi)
 
 
-def color_jitter(
-    images: jnp.ndarray,
-    rng: jax.Array,
+def _jitter_u(
+    x: jnp.ndarray,
+    u: jnp.ndarray,
     p: float = 1.0,
     brightness: float | Sequence[float] = 0.0,
     contrast: float | Sequence[float] = 0.0,
     saturation: float | Sequence[float] = 0.0,
     hue: float | Sequence[float] = 0.0,
 ) -> jnp.ndarray:
-    """`RandomApply([ColorJitter(brightness, contrast, saturation, hue)], p)` per example.
-
-    Amounts as torchvision: a float `b` means a factor ~ U[max(0, 1 − b), 1 + b] (hue: a shift
-    ~ U[−h, h] turns), a pair is the range itself; 0 skips the component. The order of the four
-    adjustments is a per-example random permutation, realised as a fixed sequence of four slots
-    (a `fori_loop`, so the slot compiles once) that each pick one adjustment with `lax.switch` —
-    under `vmap` a masked select, so every slot evaluates the four adjustments.
-
-    Args:
-      images: float `[N, H, W, C]` in [0, 1] (C = 3 when saturation or hue is used).
-      rng: one key for the batch.
-      p: probability of jittering an example (may be traced).
-      brightness, contrast, saturation, hue: amounts (static Python numbers or pairs).
-
-    Returns:
-      `[N, H, W, C]`, the input dtype.
-    """
+    """`color_jitter` on float `[N, H, W, C]` with the host's uniforms `u [N, 9]` (`augment.py`'s
+    layout: apply, the four factors, four keys whose argsort is the order)."""
     ranges = (
         _factor_range(brightness, "brightness"),
         _factor_range(contrast, "contrast"),
@@ -225,55 +200,42 @@ def color_jitter(
         _hue_range(hue),
     )
     if ranges[2] is not None or ranges[3] is not None:
-        _needs_colour(images, "color_jitter saturation/hue")
+        _needs_colour(x, "color_jitter saturation/hue")
     if all(r is None for r in ranges):
-        return images
+        return x
     adjust = (adjust_brightness, adjust_contrast, adjust_saturation, adjust_hue)
 
-    def one(x, key):
-        # One draw per example: [apply, 4 factors, permutation] (an even count compiles faster).
-        u = jax.random.uniform(key, (6,))
-        # A uniform random permutation of the four adjustments, as torchvision's randperm(4).
-        order = jnp.asarray(_PERMUTATIONS_4, jnp.int32)[
-            jnp.minimum(jnp.floor(u[5] * 24), 23).astype(jnp.int32)
-        ]
+    def one(image, v):
+        # a uniform random permutation of the four adjustments, as torchvision's randperm(4)
+        order = jnp.argsort(v[5:9])
         branches = []
         for k, (fn, bounds) in enumerate(zip(adjust, ranges)):
             if bounds is None:
                 branches.append(lambda y: y)
             else:
-                factor = bounds[0] + (bounds[1] - bounds[0]) * u[1 + k]
+                factor = bounds[0] + (bounds[1] - bounds[0]) * v[1 + k]
                 branches.append(lambda y, fn=fn, factor=factor: fn(y, factor))
-        # Four slots; slot s applies adjustment order[s].
-        y = jax.lax.fori_loop(0, 4, lambda s, y: jax.lax.switch(order[s], branches, y), x)
-        return _apply_with_p(u[0], p, y, x)
+        # Four slots (a fori_loop, so the slot compiles once); slot s applies adjustment order[s].
+        y = jax.lax.fori_loop(0, 4, lambda s, y: jax.lax.switch(order[s], branches, y), image)
+        return _apply_with_p(v[0], p, y, image)
 
-    return _per_example(one, images, rng)
-
-
-def grayscale(images: jnp.ndarray, rng: jax.Array, p: float) -> jnp.ndarray:
-    """`RandomGrayscale(p)`: the luma copied into all 3 channels, per example."""
-    _needs_colour(images, "grayscale")
-
-    def one(x, key):
-        return _apply_with_p(jax.random.uniform(key), p, jnp.broadcast_to(_gray(x), x.shape), x)
-
-    return _per_example(one, images, rng)
+    return jax.vmap(one)(x, u)
 
 
-def gaussian_blur(
-    images: jnp.ndarray,
-    rng: jax.Array,
+def _grayscale_u(x: jnp.ndarray, u: jnp.ndarray, p: float) -> jnp.ndarray:
+    _needs_colour(x, "grayscale")
+    gray = jnp.broadcast_to(jax.vmap(_gray)(x), x.shape)
+    return jnp.where(u[:, 0, None, None, None] < p, gray, x)
+
+
+def _blur_u(
+    x: jnp.ndarray,
+    u: jnp.ndarray,
     p: float,
     sigma: Sequence[float] = (0.1, 2.0),
     kernel_size: int = 0,
 ) -> jnp.ndarray:
-    """`RandomApply([GaussianBlur(kernel_size, sigma)], p)`: σ ~ U[sigma] per example.
-
-    `kernel_size` must be odd; 0 = `blur_kernel_size(min(H, W))`. Reflect padding needs
-    `kernel_size // 2 < min(H, W)`.
-    """
-    height, width = images.shape[1:3]
+    height, width = x.shape[1:3]
     kernel_size = kernel_size or blur_kernel_size(min(height, width))
     if kernel_size % 2 != 1 or kernel_size // 2 >= min(height, width):
         raise ValueError(
@@ -282,22 +244,56 @@ def gaussian_blur(
         )
     lo, hi = sigma
 
-    def one(x, key):
-        u = jax.random.uniform(key, (2,))  # [apply, sigma]
-        s = lo + (hi - lo) * u[1]
-        return _apply_with_p(u[0], p, blur(x, gaussian_kernel1d(s, kernel_size)), x)
+    def one(image, v):
+        kernel = gaussian_kernel1d(lo + (hi - lo) * v[1], kernel_size)
+        return _apply_with_p(v[0], p, blur(image, kernel), image)
 
-    return _per_example(one, images, rng)
+    return jax.vmap(one)(x, u)
 
 
-def solarize(images: jnp.ndarray, rng: jax.Array, p: float, threshold: float = 0.5) -> jnp.ndarray:
-    """`RandomSolarize(threshold, p)` on [0, 1] images: `x → 1 − x` where `x >= threshold`."""
+def _solarize_u(x: jnp.ndarray, u: jnp.ndarray, p: float, threshold: float = 0.5) -> jnp.ndarray:
+    flip = (u[:, 0, None, None, None] < p) & (x >= threshold)
+    return jnp.where(flip, 1.0 - x, x)
 
-    def one(x, key):
-        u = jax.random.uniform(key)
-        return _apply_with_p(u, p, jnp.where(x >= threshold, 1.0 - x, x), x)
 
-    return _per_example(one, images, rng)
+def _draw_and_apply(name: str, fn: Callable[..., jnp.ndarray]) -> Callable[..., jnp.ndarray]:
+    """The key-driven op of the `device_ops` path: the host's uniforms drawn per example from
+    `rng`, then `fn`; keeps the dtype."""
+
+    def op(images: jnp.ndarray, rng: jax.Array, *args, **params) -> jnp.ndarray:
+        u = jax.random.uniform(rng, (images.shape[0], recipe_ops.NUM_DRAWS[name]))
+        return fn(images.astype(jnp.float32), u, *args, **params).astype(images.dtype)
+
+    op.__name__ = name
+    op.__signature__ = inspect.Signature(
+        [
+            inspect.Parameter("images", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+            inspect.Parameter("rng", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+            *list(inspect.signature(fn).parameters.values())[2:],
+        ]
+    )
+    return op
+
+
+color_jitter = _draw_and_apply("color_jitter", _jitter_u)
+color_jitter.__doc__ = """`RandomApply([ColorJitter(brightness, contrast, saturation, hue)], p)` per example.
+
+Amounts as torchvision: a float `b` means a factor ~ U[max(0, 1 − b), 1 + b] (hue: a shift
+~ U[−h, h] turns), a pair is the range itself; 0 skips the component. The order of the four
+adjustments is a per-example random permutation (the argsort of four uniforms, as the host),
+realised as four slots that each pick one adjustment with `lax.switch` — under `vmap` a masked
+select, so every slot evaluates the four adjustments. `images` float `[N, H, W, C]` in [0, 1]
+(C = 3 for saturation or hue), one key for the batch; returns the input dtype."""
+grayscale = _draw_and_apply("grayscale", _grayscale_u)
+grayscale.__doc__ = "`RandomGrayscale(p)`: the luma copied into all 3 channels, per example."
+gaussian_blur = _draw_and_apply("gaussian_blur", _blur_u)
+gaussian_blur.__doc__ = """`RandomApply([GaussianBlur(kernel_size, sigma)], p)`: σ ~ U[sigma] per
+example. `kernel_size` must be odd; 0 = `blur_kernel_size(min(H, W))`. Reflect padding needs
+`kernel_size // 2 < min(H, W)`."""
+solarize = _draw_and_apply("solarize", _solarize_u)
+solarize.__doc__ = (
+    "`RandomSolarize(threshold, p)` on [0, 1] images: `x → 1 − x` where `x >= threshold`."
+)
 
 
 def color_space(images: jnp.ndarray, rng: jax.Array, space: str) -> jnp.ndarray:
@@ -453,15 +449,10 @@ def _cut(canvas, boxes, flips, geometry: tuple[tuple[int, int, bool], ...]):
     """`cut_views` for each view's `(out_h, out_w, antialias)`; jitted, so a call outside a step
     (view learning, view studies, pictures) runs as one program, not op by op."""
     x = canvas.astype(jnp.float32)
-    side_h, side_w = canvas.shape[1:3]
-    hi = jax.lax.Precision.HIGHEST  # f32 products: TF32 / bf16 passes would move grey levels
     out = []
     for v, (out_h, out_w, antialias) in enumerate(geometry):
-        top, left, height, width = (boxes[:, v, k] for k in range(4))
-        wy = resample_matrix(top, height, side_h, out_h, antialias)
-        wx = resample_matrix(left, width, side_w, out_w, antialias)
-        y = jnp.einsum("nsh,nhwc->nswc", wy, x, precision=hi)
-        y = jnp.einsum("ntw,nswc->nstc", wx, y, precision=hi)
+        box = (boxes[:, v, k] for k in range(4))
+        y = _resample(x, *box, (out_h, out_w), antialias)
         y = jnp.round(jnp.clip(y, 0.0, 255.0)).astype(jnp.uint8)
         out.append(jnp.where(flips[:, v, None, None, None], y[:, :, ::-1], y))
     return tuple(out)
@@ -493,3 +484,189 @@ def eval_input(images: jnp.ndarray, data_config, dtype=jnp.float32) -> jnp.ndarr
     (`eval_ops`) or `normalize` with `data.mean` / `data.std`."""
     mean, std = tuple(data_config.mean), tuple(data_config.std)
     return to_model_input(images, eval_ops(data_config), mean, std, dtype)
+
+
+# --------------------------------------------------------------------------------------------------
+# The whole recipe on the device (`config.data.pipeline = 'device'`)
+#
+# Every op reads the host's uniforms (`recipe_ops`: op k reads its own columns of `u [N, D]`), so a
+# view here is the host's view (`augment.apply_ops_uint8`) for the same `u`, up to float rounding
+# (float32 here, float64 in the host's crop sampler): `recipe_view` is checked against it.
+# --------------------------------------------------------------------------------------------------
+
+
+def rrc_params(
+    u: jnp.ndarray, height: int, width: int, scale: Sequence[float], ratio: Sequence[float]
+) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray, jnp.ndarray]:
+    """`(top, left, h, w)`, each int32 `[N]`, from `u [N, 22]`: torchvision's
+    `RandomResizedCrop.get_params` (10 attempts, area ~ U[scale]·area, log-uniform ratio, `round`
+    half to even, the first attempt that fits, else the whole image with its ratio clamped into
+    `ratio`, centred), as `augment.rrc_params` on the host."""
+    attempts = recipe_ops.RRC_ATTEMPTS
+    area = float(height * width)
+    target_area = area * (scale[0] + (scale[1] - scale[0]) * u[:, :attempts])
+    lo, hi = math.log(ratio[0]), math.log(ratio[1])
+    aspect = jnp.exp(lo + (hi - lo) * u[:, attempts : 2 * attempts])
+    w = jnp.round(jnp.sqrt(target_area * aspect))  # jnp.round: half to even, as Python's round
+    h = jnp.round(jnp.sqrt(target_area / aspect))
+    ok = (w > 0) & (h > 0) & (w <= width) & (h <= height)
+    first = jnp.argmax(ok, axis=1)[:, None]  # the first attempt that fits
+    h = jnp.take_along_axis(h, first, axis=1)[:, 0]
+    w = jnp.take_along_axis(w, first, axis=1)[:, 0]
+    # torch.randint(0, H - h + 1): a uniform integer in [0, H - h]
+    top = jnp.minimum(jnp.floor(u[:, 2 * attempts] * (height - h + 1)), height - h)
+    left = jnp.minimum(jnp.floor(u[:, 2 * attempts + 1] * (width - w + 1)), width - w)
+    in_ratio = width / height  # the fallback is static: the whole image, ratio clamped, centred
+    fb_w = round(height * ratio[1]) if in_ratio > ratio[1] else width
+    fb_h = round(width / ratio[0]) if in_ratio < ratio[0] else height
+    fallback = ((height - fb_h) // 2, (width - fb_w) // 2, fb_h, fb_w)
+    found = jnp.any(ok, axis=1)
+    return tuple(  # type: ignore[return-value]
+        jnp.where(found, v, fb).astype(jnp.int32) for v, fb in zip((top, left, h, w), fallback)
+    )
+
+
+def _resample(x, top, left, height, width, out_hw: tuple[int, int], antialias: bool):
+    """Float `[N, H, W, C]` → `[N, out_h, out_w, C]`: each example's box `(top, left, height,
+    width)` resized (the host's resampling matrices, two batched products in f32)."""
+    side_h, side_w = x.shape[1:3]
+    hi = jax.lax.Precision.HIGHEST  # f32 products: TF32 / bf16 passes would move grey levels
+    wy = resample_matrix(top, height, side_h, out_hw[0], antialias)
+    wx = resample_matrix(left, width, side_w, out_hw[1], antialias)
+    y = jnp.einsum("nsh,nhwc->nswc", wy, x, precision=hi)
+    return jnp.einsum("ntw,nswc->nstc", wx, y, precision=hi)
+
+
+def _pair(size) -> tuple[int, int]:
+    return (int(size), int(size)) if isinstance(size, int) else tuple(map(int, size))
+
+
+def _rrc_u(x, u, *, size, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), antialias=True):
+    height, width = x.shape[1:3]
+    box = rrc_params(u, height, width, scale, ratio)
+    return _resample(x, *box, _pair(size), antialias)
+
+
+def _resize_u(x, u, *, size, antialias=True):
+    """`resize`: an int is the shorter side (the other `int(size · long / short)`), a pair is
+    `(h, w)`; the whole image, antialiased when it shrinks."""
+    del u
+    height, width = x.shape[1:3]
+    if isinstance(size, int):
+        long = int(size * max(height, width) / min(height, width))
+        out_hw = (size, long) if height <= width else (long, size)
+    else:
+        out_hw = _pair(size)
+    n = x.shape[0]
+    zero = jnp.zeros([n], jnp.int32)
+    full = (jnp.full([n], height, jnp.int32), jnp.full([n], width, jnp.int32))
+    return _resample(x, zero, zero, *full, out_hw, antialias)
+
+
+def _center_crop_u(x, u, *, size):
+    """`center_crop`: zero padding where the crop is larger, `round((H − h) / 2)` offsets."""
+    del u
+    crop_h, crop_w = _pair(size)
+    height, width = x.shape[1:3]
+    pad_h, pad_w = max(crop_h - height, 0), max(crop_w - width, 0)
+    pads = ((0, 0), (pad_h // 2, (pad_h + 1) // 2), (pad_w // 2, (pad_w + 1) // 2), (0, 0))
+    x = jnp.pad(x, pads)
+    top = round((height + pad_h - crop_h) / 2)
+    left = round((width + pad_w - crop_w) / 2)
+    return x[:, top : top + crop_h, left : left + crop_w]
+
+
+def _flip_u(x, u, *, p):
+    return jnp.where(u[:, 0, None, None, None] < p, x[:, :, ::-1], x)
+
+
+def _jigsaw_u(x, u, *, grid, patch):
+    """PIRL / PyContrast `JigsawCrop` as the host's `augment._jigsaw`: `grid × grid` cells of
+    `side // grid` px, a `patch × patch` crop at a uniform integer offset in each (`u [N,
+    2·grid²]`: row offsets, then column offsets, cell by cell), laid out as a `[grid·patch,
+    grid·patch, C]` mosaic, cell (i, j) at block (i, j)."""
+    n, height, width, channels = x.shape
+    cell_h, cell_w = height // grid, width // grid
+    if patch > min(cell_h, cell_w):
+        raise ValueError(
+            f"jigsaw: patch={patch} is larger than the {cell_h}×{cell_w} cells of a "
+            f"{height}×{width} image in a {grid}×{grid} grid."
+        )
+    cells = grid * grid
+    origin = (jnp.arange(cells) // grid, jnp.arange(cells) % grid)
+    offsets = []
+    for axis, (cell, u_axis) in enumerate(((cell_h, u[:, :cells]), (cell_w, u[:, cells:]))):
+        shift = jnp.minimum((u_axis * (cell - patch + 1)).astype(jnp.int32), cell - patch)
+        start = origin[axis][None, :] * cell + shift  # [N, cells]
+        offsets.append(start[:, :, None] + jnp.arange(patch)[None, None, :])  # [N, cells, patch]
+    rows, cols = offsets
+    example = jnp.arange(n)[:, None, None, None]
+    y = x[example, rows[:, :, :, None], cols[:, :, None, :]]  # [N, cells, patch, patch, C]
+    y = y.reshape(n, grid, grid, patch, patch, channels).transpose(0, 1, 3, 2, 4, 5)
+    return y.reshape(n, grid * patch, grid * patch, channels)
+
+
+def _rand_augment_u(x, u, **params):
+    from ssl_jax.data import device_randaugment  # its 15 ops compile only where a recipe has it
+
+    return device_randaugment.rand_augment(x, u, **params)
+
+
+# op → `fn(x float [N, H, W, C] in [0, 1], u [N, op_draws(op)], **params)`
+RECIPE_OPS: dict[str, Callable[..., jnp.ndarray]] = {
+    "random_resized_crop": _rrc_u,
+    "resize": _resize_u,
+    "center_crop": _center_crop_u,
+    "horizontal_flip": _flip_u,
+    "color_jitter": _jitter_u,
+    "grayscale": _grayscale_u,
+    "gaussian_blur": _blur_u,
+    "solarize": _solarize_u,
+    "rand_augment": _rand_augment_u,
+    "jigsaw": _jigsaw_u,
+}
+
+
+def recipe_view(
+    images: jnp.ndarray, recipe: Sequence[Mapping[str, Any]], u: jnp.ndarray
+) -> jnp.ndarray:
+    """uint8 `[N, H, W, C]` source images → uint8 `[N, h, w, C]` views: every op of `recipe` but a
+    trailing normalising one (`color_space`, `learned_flow`: `to_model_input` runs it), in recipe
+    order on float pixels, quantised once at the end — what the host pipeline hands over for the
+    same `u [N, recipe_ops.num_draws(recipe)]`."""
+    x = images.astype(jnp.float32) / 255.0
+    offset = 0
+    for k, op in enumerate(recipe):
+        params = {key: tuple(v) if isinstance(v, list) else v for key, v in op.items()}
+        name = params.pop("op")
+        width = recipe_ops.op_draws(op)
+        if name in NORMALIZING_OPS:
+            if k != len(recipe) - 1:
+                raise ValueError(f"recipe op {k} ({name}) must be the recipe's last op.")
+        elif name in RECIPE_OPS:
+            x = RECIPE_OPS[name](x, u[:, offset : offset + width], **params)
+        else:
+            raise ValueError(
+                f"recipe op {k}: {name!r} has no device version ({tuple(RECIPE_OPS)})."
+            )
+        offset += width
+    return jnp.round(jnp.clip(x * 255.0, 0.0, 255.0)).astype(jnp.uint8)
+
+
+def device_views(
+    images: jnp.ndarray,
+    recipes: Sequence[Sequence[Mapping[str, Any]]],
+    rng: jax.Array,
+    mean: Sequence[float],
+    std: Sequence[float],
+    dtype=jnp.float32,
+) -> tuple[jnp.ndarray, ...]:
+    """`config.data.pipeline = 'device'`: each view of uint8 source images `[N, H, W, C]` (the
+    step's rows of the split in device memory), its whole recipe drawn per example from `rng`
+    (view `v` from `fold_in(rng, v)`, `u [N, D_v]` uniform), then model input (`to_model_input`)."""
+    out = []
+    for v, recipe in enumerate(recipes):
+        shape = (images.shape[0], max(recipe_ops.num_draws(recipe), 1))
+        u = jax.random.uniform(jax.random.fold_in(rng, v), shape)
+        out.append(to_model_input(recipe_view(images, recipe, u), recipe, mean, std, dtype))
+    return tuple(out)

@@ -36,39 +36,16 @@ from typing import Any
 
 import tensorflow as tf
 
-MAX_LEVEL = 10.0
-IMAGENET_FILL = (124, 116, 104)  # round(255 · ImageNet mean)
-# timm `_RAND_TRANSFORMS` (PyContrast's aug "D")
-RAND_TRANSFORMS = (
-    "AutoContrast",
-    "Equalize",
-    "Invert",
-    "Rotate",
-    "PosterizeTpu",
-    "Solarize",
-    "SolarizeAdd",
-    "Color",
-    "Contrast",
-    "Brightness",
-    "Sharpness",
-    "ShearX",
-    "ShearY",
-    "TranslateXRel",
-    "TranslateYRel",
+from ssl_jax.data import recipe_ops
+
+# the constants are shared with the validation and the device ops (`recipe_ops`)
+from ssl_jax.data.recipe_ops import (  # noqa: E402, F401  (re-exported)
+    DRAWS_PER_OP,
+    IMAGENET_FILL,
+    MAX_LEVEL,
+    RAND_TRANSFORMS,
+    RAND_TRANSFORMS_CMC,
 )
-# PyContrast `_RAND_TRANSFORMS_CMC` (aug "E", CMCv2): no colour ops.
-RAND_TRANSFORMS_CMC = (
-    "AutoContrast",
-    "Identity",
-    "Rotate",
-    "Sharpness",
-    "ShearX",
-    "ShearY",
-    "TranslateXRel",
-    "TranslateYRel",
-)
-# Uniforms per drawn op: which op, applied or not, magnitude (inverse normal CDF), sign.
-DRAWS_PER_OP = 4
 
 Op = Callable[[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor, bool], tf.Tensor]
 
@@ -310,7 +287,7 @@ OPS: dict[str, Op] = {
     "Identity": identity,
 }
 # Ops whose result depends on the sign draw.
-SIGNED = ("Rotate", "ShearX", "ShearY", "TranslateXRel", "TranslateYRel")
+SIGNED = recipe_ops.RAND_AUGMENT_SIGNED
 
 
 def apply_op(
