@@ -79,6 +79,9 @@ def base_config() -> ml_collections.ConfigDict:
     # >0 (with device_ops): the host only decodes; each image goes to the device once, on a
     # device_crops × device_crops canvas, and the step cuts every view's crop, resize and flip
     c.data.device_crops = 0
+    # where the train views are made: 'tfdata' (host tf.data), 'device' (the split in device memory,
+    # the whole recipe in the jitted step, no TensorFlow: data/device_pipeline.py) or 'auto'
+    c.data.pipeline = "tfdata"
     c.data.shuffle_buffer = 50_000
     c.data.cache = False
     # The generator of name='color_fashion_mnist' (data/color_fashion_mnist.py; ignored otherwise):
@@ -455,6 +458,9 @@ def validate(config: ml_collections.ConfigDict, *, num_devices: int) -> None:
                 f"config.data.views names recipe {view!r}; allowed: {sorted(data.recipes)}"
             )
     check_device_crops(data)
+    from ssl_jax.data import device_pipeline  # owns the pipeline's allowed values
+
+    device_pipeline.check_config(data)
     validate_evals(config, num_devices=num_devices)
 
 

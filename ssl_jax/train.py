@@ -23,7 +23,7 @@ import optax
 from absl import logging
 
 from ssl_jax import checkpoint, configs, optim, sharding
-from ssl_jax.data import datasets, device_augment, pipeline
+from ssl_jax.data import datasets, device_augment, device_pipeline, pipeline
 from ssl_jax.evaluate.encoder import RowEmbedder, split_features, uint8_feature_fn
 from ssl_jax.evaluate.evaluators import EvalContext, build_evaluators
 from ssl_jax.methods import METHODS
@@ -49,6 +49,7 @@ class Experiment:
     lr_schedule: optax.Schedule
     ema_schedule: object
     sample_input: jax.ShapeDtypeStruct
+    pipeline: str = "tfdata"  # `config.data.pipeline` resolved: 'tfdata' or 'device'
 
 
 def _compute_dtype(config):
@@ -96,7 +97,17 @@ def build_experiment(config: ml_collections.ConfigDict, mesh=None) -> Experiment
     sample_input = jax.ShapeDtypeStruct(
         (2, size, size, config.data.channels), _compute_dtype(config)
     )
-    return Experiment(config, mesh, method, ctx, tx, lr_schedule, ema_schedule, sample_input)
+    return Experiment(
+        config,
+        mesh,
+        method,
+        ctx,
+        tx,
+        lr_schedule,
+        ema_schedule,
+        sample_input,
+        device_pipeline.resolve(config),
+    )
 
 
 def _view_size(config, view: int) -> int:
@@ -149,12 +160,17 @@ def step_input(exp: Experiment, state: TrainState, batch) -> StepInput:
         if method.EMA_BEFORE_KEYS:
             params = optim.ema_update(params, state.params, exp.ema_schedule(state.step))
         target = {"params": params, "batch_stats": state.target_batch_stats}
+    if "images" in batch:  # the device pipeline: the split in device memory, rows by index
+        views = device_pipeline.step_views(
+            exp.config.data, batch["images"], batch["index"], view_rng, _compute_dtype(exp.config)
+        )
+    else:
+        uint8_views = device_augment.batch_views(exp.config.data, batch)
+        views = prepare_views(exp.config, uint8_views, view_rng)
     return StepInput(
         step=state.step,
         rng=loss_rng,
-        views=tuple(
-            prepare_views(exp.config, device_augment.batch_views(exp.config.data, batch), view_rng)
-        ),
+        views=tuple(views),
         batch=batch,
         buffers=state.buffers,
         target=target,
@@ -208,12 +224,20 @@ def make_train_step(exp: Experiment):
     return train_step
 
 
+def batch_shardings(exp: Experiment):
+    """The step's batch sharding: `P('data')` for every leaf; with the device pipeline the batch is
+    `{'index', 'label'}` sharded and `'images'`, the split's table, replicated."""
+    rows = sharding.batch_sharding(exp.mesh)
+    if exp.pipeline != "device":
+        return rows
+    return {"index": rows, "label": rows, "images": sharding.replicated(exp.mesh)}
+
+
 def jit_train_step(exp: Experiment, state: TrainState):
     shardings = jax.tree.map(lambda x: x.sharding, state)
-    batch_sharding = sharding.batch_sharding(exp.mesh)
     return jax.jit(
         make_train_step(exp),
-        in_shardings=(shardings, batch_sharding),
+        in_shardings=(shardings, batch_shardings(exp)),
         out_shardings=(shardings, sharding.replicated(exp.mesh)),
         donate_argnums=(0,),
     )
@@ -235,13 +259,18 @@ def abstract_state(exp: Experiment) -> TrainState:
 def abstract_batch(exp: Experiment) -> dict:
     """The global batch the pipeline feeds the step (`pipeline.train_iterator` after
     `sharding.host_to_global`) as sharded `jax.ShapeDtypeStruct`s: uint8 views at each recipe's size
-    (`data.device_crops`: the canvases, crop boxes and flips instead)."""
+    (`data.device_crops`: the canvases, crop boxes and flips instead; the device pipeline: the
+    indices, labels and the split's replicated table)."""
     config, b = exp.config, exp.config.global_batch_size
     spec = sharding.batch_sharding(exp.mesh)
     channels, num_views = config.data.channels, len(config.data.views)
 
     def rows(dtype, *shape):
         return jax.ShapeDtypeStruct((b, *shape), dtype, sharding=spec)
+
+    if exp.pipeline == "device":
+        images = device_pipeline.table_spec(config, exp.mesh)
+        return {"index": rows(jnp.int32), "label": rows(jnp.int32), "images": images}
 
     side = configs.device_crop_side(config.data)
     if side:
@@ -423,12 +452,29 @@ def train_and_evaluate(
     checkpoint.check_same_model(workdir, config)
     ckpt = checkpoint.Checkpointer(workdir, keep=config.keep_checkpoints)
     # The data comes first: a missing or corrupt dataset is reported before anything compiles.
-    data = pipeline.train_iterator(
-        config,
-        start_step=ckpt.latest_step() or 0,
-        process_index=jax.process_index(),
-        process_count=jax.process_count(),
-    )
+    table = None
+    if exp.pipeline == "device":  # the split in device memory; the host sends indices
+        table = device_pipeline.load(config, exp.mesh)
+        print(
+            f"{config.data.name}/{config.data.train_split}: {table.num_examples} images "
+            f"{tuple(table.images.shape[1:])} in device memory "
+            f"({table.images.nbytes / 2**20:.1f} MiB per device); the recipes run in the step",
+            flush=True,
+        )
+        data = device_pipeline.index_batches(
+            config,
+            table.labels,
+            start_step=ckpt.latest_step() or 0,
+            process_index=jax.process_index(),
+            process_count=jax.process_count(),
+        )
+    else:
+        data = pipeline.train_iterator(
+            config,
+            start_step=ckpt.latest_step() or 0,
+            process_index=jax.process_index(),
+            process_count=jax.process_count(),
+        )
     first_batch = next(data)
     # evaluator config errors come before anything compiles
     evaluators = build_evaluators(config, eval_context(exp, workdir))
@@ -454,6 +500,8 @@ def train_and_evaluate(
     batches = sharding.prefetch_to_device(
         itertools.chain([first_batch], data), PREFETCH_BATCHES, exp.mesh
     )
+    if table is not None:
+        batches = ({**batch, "images": table.images} for batch in batches)
     window: list[dict] = []
     last_good_step = start_step
     tick, tick_step = time.time(), start_step
