@@ -421,6 +421,7 @@ def _materialise(key: tuple, ds: tf.data.Dataset, decode, fixed_size: bool):
 def clear_cache() -> None:
     """Forget materialised splits, Fashion-MNIST arrays and folder listings (tests, notebooks)."""
     _MATERIALISED.clear()
+    _ARRAYS.clear()
     _fashion_arrays.cache_clear()
     _color_fashion_arrays.cache_clear()
     _list_folder.cache_clear()
@@ -558,3 +559,43 @@ def load_source(data_config: Any, split: str) -> tf.data.Dataset:
     return src.read(0, src.num_examples).map(
         lambda ex: {**ex, "image": src.decode(ex["image"])}, num_parallel_calls=tf.data.AUTOTUNE
     )
+
+
+_ARRAYS: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def load_arrays(data_config: Any, split: str) -> tuple[np.ndarray, np.ndarray]:
+    """The whole split in host memory: uint8 `[N, H, W, C]` (the source's own channels) and int32
+    labels `[N]` (-1 where unlabelled), row i = index i (the order of `open_source(...).read`);
+    memoised per process. Fashion-MNIST and color_fashion_mnist: numpy only (no TensorFlow); the
+    tfds sets and image folders are read once through `load_source` (an image folder's images must
+    all have one size)."""
+    name = _name(data_config)
+    if name == "fashion_mnist":
+        return _fashion_arrays(*_fashion_paths(data_config, split))
+    if name == "color_fashion_mnist":
+        paths = _fashion_paths(data_config, split)
+        cfg = _get(data_config, "color_fashion_mnist", None)
+        return _color_fashion_arrays(
+            *paths, split, color_fashion_mnist.check_config(cfg), color_fashion_mnist.cache_dir(cfg)
+        )
+    key = ("arrays", *_cache_key(data_config, split))
+    if key not in _ARRAYS:
+        images, labels, shape, first = [], [], None, None
+        paths = None
+        if name == "image_folder":
+            paths = _list_folder(_folder_for_split(data_config, split))[0]
+        for k, ex in enumerate(load_source(data_config, split).as_numpy_iterator()):
+            if shape is None:
+                shape, first = ex["image"].shape, k
+            elif ex["image"].shape != shape:
+                where = f"{paths[k]}" if paths else f"{name}/{split} image {k}"
+                raise DataError(
+                    f"{where} is {ex['image'].shape[:2]}, not {shape[:2]} like "
+                    f"{paths[first] if paths else f'image {first}'}: the device pipeline needs one "
+                    "image size (config.data.pipeline='tfdata' takes any)."
+                )
+            images.append(ex["image"])
+            labels.append(ex["label"])
+        _ARRAYS[key] = (np.stack(images), np.asarray(labels, np.int32))
+    return _ARRAYS[key]
