@@ -37,6 +37,8 @@ sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
 
+import ssl_jax  # noqa: E402, F401  (its XLA_FLAGS defaults, before JAX starts a backend)
+
 PIPELINES = ("tfdata", "device")
 EPOCH_IMAGES = 60_000  # an epoch of Fashion-MNIST / color_fashion_mnist
 EPOCHS = 200

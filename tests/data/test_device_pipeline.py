@@ -366,11 +366,21 @@ def test_a_split_too_large_for_the_device_is_refused(monkeypatch):
     assert placed.num_examples == 100 and placed.images.shape == (100, 28, 28, 1)
 
 
-def test_auto_is_tfdata_on_cpu():
+def test_auto_follows_the_dataset_the_recipes_and_the_memory(monkeypatch):
+    images = np.zeros((100, 28, 28, 1), np.uint8)
+    monkeypatch.setattr(
+        device_pipeline, "_arrays", lambda config: (images, np.zeros(100, np.int32))
+    )
     c = configs.base_config()
-    c.data.name = "fashion_mnist"
     c.data.pipeline = "auto"
-    assert jax.default_backend() == "cpu"
-    assert device_pipeline.resolve(c) == "tfdata"
+    assert device_pipeline.resolve(c) == "tfdata"  # imagenet2012: tf.data only
+    c.data.name = "fashion_mnist"
+    c.data.recipes = {"mocov2": recipes.mocov2(28)}
+    monkeypatch.setattr(device_pipeline, "device_memory", lambda device=None: 4 * images.nbytes)
+    assert device_pipeline.resolve(c) == "device"
+    monkeypatch.setattr(device_pipeline, "device_memory", lambda device=None: 4 * images.nbytes - 1)
+    assert device_pipeline.resolve(c) == "tfdata"  # more than a quarter of the device
     c.data.pipeline = "device"
     assert device_pipeline.resolve(c) == "device"
+    c.data.pipeline = "tfdata"
+    assert device_pipeline.resolve(c) == "tfdata"
