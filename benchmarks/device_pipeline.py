@@ -9,7 +9,8 @@ tfdata, and the minutes 200 epochs of a 60,000-image set take at each loop's rat
         --batch=512 --dtype=bfloat16 --override model.width=1.0 --torch
 
 - step alone, 'tfdata': the step on one resident batch of synthetic uint8 views (the host's
-  augmentation left out: what the loop reaches when tf.data keeps up).
+  augmentation left out: what the loop reaches when tf.data keeps up, and the bar the device
+  pipeline's whole loop is held to: "device loop / step on synthetic views").
 - step alone, 'device': the step on one resident index batch and the split in device memory: the
   gather and the whole recipe are inside the step, so this is also its whole loop's ceiling.
 - whole loop: what `train.py` runs: tf.data's `train_iterator` (or the device pipeline's index
@@ -62,7 +63,7 @@ def load_config(path: str, *, pipeline: str, batch: int, dtype: str, overrides=(
 class Side:
     """One pipeline's compiled step, its state, a resident batch (step alone) and its loop's feed."""
 
-    def __init__(self, config):
+    def __init__(self, config, *, loop: bool = True):
         import jax
 
         from ssl_jax import sharding, train
@@ -83,11 +84,14 @@ class Side:
         else:
             from train_step import synthetic_batch
 
-            from ssl_jax.data import pipeline
+            if loop:
+                from ssl_jax.data import pipeline
 
             self.resident = sharding.host_to_global(synthetic_batch(config), mesh)
-            host = pipeline.train_iterator(config, **process)
-            self.feed = sharding.prefetch_to_device(host, train.PREFETCH_BATCHES, mesh)
+            self.feed = None
+            if loop:
+                host = pipeline.train_iterator(config, **process)
+                self.feed = sharding.prefetch_to_device(host, train.PREFETCH_BATCHES, mesh)
         for _ in range(2):  # compile, warm
             self.state, metrics = self.step(self.state, self.resident)
         jax.block_until_ready(metrics)
@@ -103,8 +107,12 @@ class Side:
         return steps * self.batch_size / (time.perf_counter() - t)
 
     def loop(self, steps: int) -> tuple[float, float]:
-        """(img/s, fraction of the time waiting for the next batch) of the whole loop."""
+        """(img/s, fraction of the time waiting for the next batch) of the whole loop; NaN without
+        a feed (no TensorFlow for tf.data)."""
         from accelerator import timed_loop
+
+        if self.feed is None:
+            return float("nan"), float("nan")
 
         figures, self.state = timed_loop(self.step, self.state, self.feed, steps)
         return figures["rate"], figures["wait"]
@@ -121,11 +129,15 @@ def main() -> None:
     parser.add_argument("--dtype", default="", help="model.dtype (empty: the config's)")
     parser.add_argument("--override", nargs="*", default=[], help="key=value on the config")
     parser.add_argument("--torch", action="store_true", help="also the plain PyTorch step")
+    parser.add_argument("--torch-modes", default="eager,compile", help="torch_step.py --modes")
     args = parser.parse_args()
-    pipelines = PIPELINES
-    if importlib.util.find_spec("tensorflow") is None:
-        pipelines = ("device",)
-        print("TensorFlow is not installed: the 'tfdata' side is left out", flush=True)
+    has_tf = importlib.util.find_spec("tensorflow") is not None
+    if not has_tf:
+        print(
+            "TensorFlow is not installed: the 'tfdata' side times its step alone (synthetic "
+            "views), not its loop",
+            flush=True,
+        )
 
     import jax
 
@@ -136,14 +148,14 @@ def main() -> None:
         flush=True,
     )
     sides = {}
-    for name in pipelines:
+    for name in PIPELINES:
         t = time.perf_counter()
         config = load_config(
             args.config, pipeline=name, batch=args.batch, dtype=args.dtype, overrides=args.override
         )
-        sides[name] = Side(config)
+        sides[name] = Side(config, loop=has_tf or name == "device")
         print(f"{name}: compiled and warm in {time.perf_counter() - t:.1f} s", flush=True)
-    figures = {name: {"step": [], "loop": [], "wait": []} for name in pipelines}
+    figures = {name: {"step": [], "loop": [], "wait": []} for name in PIPELINES}
     for r in range(args.rounds):
         for name, side in sides.items():
             figures[name]["step"].append(side.step_alone(args.steps))
@@ -167,10 +179,13 @@ def main() -> None:
             f"| {name} | {m['step']:,.1f} | {m['loop']:,.1f} | {m['loop'] / m['step']:.2f} "
             f"| {100 * m['wait']:.1f} % | {minutes:,.1f} min |"
         )
-    if "tfdata" in med:
-        ratio_step = med["device"]["step"] / med["tfdata"]["step"]
-        ratio_loop = med["device"]["loop"] / med["tfdata"]["loop"]
-        print(f"\ndevice / tfdata: step alone x{ratio_step:.2f}, whole loop x{ratio_loop:.2f}")
+    ratio_step = med["device"]["step"] / med["tfdata"]["step"]
+    ratio_loop = med["device"]["loop"] / med["tfdata"]["loop"]
+    views_step = med["device"]["loop"] / med["tfdata"]["step"]
+    print(
+        f"\ndevice / tfdata: step alone x{ratio_step:.2f}, whole loop x{ratio_loop:.2f}; "
+        f"device loop / step on synthetic views x{views_step:.2f}"
+    )
     if args.torch:
         config = sides["device"].exp.config
         gpu = jax.default_backend() == "gpu"
@@ -183,6 +198,7 @@ def main() -> None:
             f"--steps={args.steps}",
             f"--device={'cuda' if gpu else 'cpu'}",
             f"--dtype={'bfloat16' if gpu else 'float32'}",
+            f"--modes={args.torch_modes}",
         ]
         print("\n" + " ".join(command[1:]), flush=True)
         result = subprocess.run(command, capture_output=True, text=True, check=False)
