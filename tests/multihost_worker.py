@@ -3,7 +3,9 @@
 `python -m tests.multihost_worker WORKDIR TOTAL_STEPS LOG_EVERY [SIGTERM_AT_STEP]` with the
 environment `main.py` reads (`SSL_JAX_COORDINATOR=localhost:PORT`, `SSL_JAX_NUM_PROCESSES`,
 `SSL_JAX_PROCESS_ID`), `JAX_PLATFORMS=cpu` and `XLA_FLAGS=--xla_force_host_platform_device_count=4`.
-Runs `tests.helpers.tiny_config('mocov2')`; each process reads its own rows of every global batch.
+Runs `tests.helpers.tiny_config('mocov2')`; each process reads its own rows of every global batch
+(`SSL_JAX_TEST_PIPELINE=device`: with the device pipeline, each process feeds its devices its own
+positions of the shared permutation).
 With SIGTERM_AT_STEP, the process sends itself SIGTERM right after dispatching that step (a signal
 only one process sees when only one is given the argument). Exit 0 after a completed run or a stop.
 """
@@ -34,6 +36,7 @@ def main(argv: list[str]) -> int:
     config.total_steps = total
     config.log_every_steps = log_every
     config.checkpoint_every_steps = 1000
+    config.data.pipeline = os.environ.get("SSL_JAX_TEST_PIPELINE", config.data.pipeline)
     if sigterm_at is not None:
         poll, polls = train._StopRequest.poll, []
 

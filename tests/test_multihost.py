@@ -24,7 +24,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _run_two_processes(workdir: str, sigterm_at: dict[int, int]) -> list[str]:
+def _run_two_processes(workdir: str, sigterm_at: dict[int, int], **extra_env) -> list[str]:
     """Both processes of one run; returns their outputs. `sigterm_at`: process id → step."""
     port = _free_port()
     procs = []
@@ -37,6 +37,7 @@ def _run_two_processes(workdir: str, sigterm_at: dict[int, int]) -> list[str]:
             JAX_PLATFORMS="cpu",
             XLA_FLAGS="--xla_force_host_platform_device_count=4",
             TF_CPP_MIN_LOG_LEVEL="2",
+            **extra_env,
         )
         args = [workdir, str(TOTAL), str(LOG_EVERY)]
         if pid in sigterm_at:
@@ -100,4 +101,25 @@ def test_two_processes_stop_together_and_resume_exactly(tmp_path):
     assert sorted(resumed) == [2, 4, 6]
     np.testing.assert_allclose(
         [resumed[s] for s in (2, 4, 6)], [reference[s] for s in (2, 4, 6)], rtol=2e-4
+    )
+
+
+@pytest.mark.slow
+def test_two_processes_with_the_device_pipeline(tmp_path):
+    """`data.pipeline='device'`: each process holds the split, computes the same permutation and
+    feeds its 4 devices their positions of each global batch: the losses of one process on 8
+    devices."""
+    config = tiny_config("mocov2")
+    config.data.pipeline = "device"
+    config.total_steps, config.log_every_steps = TOTAL, LOG_EVERY
+    config.checkpoint_every_steps = 1000
+    train.train_and_evaluate(config, str(tmp_path / "one"))
+    reference = _losses(str(tmp_path / "one"))
+    workdir = str(tmp_path / "two")
+    for out in _run_two_processes(workdir, sigterm_at={}, SSL_JAX_TEST_PIPELINE="device"):
+        assert "in device memory" in out and "step 6/6" in out, out
+    two = _losses(workdir)
+    assert sorted(two) == sorted(reference) == [2, 4, 6]
+    np.testing.assert_allclose(
+        [two[s] for s in (2, 4, 6)], [reference[s] for s in (2, 4, 6)], rtol=2e-4
     )
