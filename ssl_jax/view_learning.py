@@ -349,8 +349,9 @@ def make_step(
 
 def _batches(config, subset: int, seed_offset: int):
     """Endless (model input in g's base space, labels) batches of RRC + flip crops of the first
-    `subset` training images (0: all), from the library's input pipeline."""
-    from ssl_jax.data import device_augment, pipeline
+    `subset` training images (0: all), from the library's input pipeline (with
+    `config.data.pipeline = 'device'`: `pipeline.device_train_iterator`, without TensorFlow)."""
+    from ssl_jax.data import device_augment, device_pipeline, pipeline
 
     c = ml_collections.ConfigDict(config.to_dict())
     c.data.train_subset = subset
@@ -365,7 +366,9 @@ def _batches(config, subset: int, seed_offset: int):
         }
     )
     c.seed = config.seed + seed_offset
-    for batch in pipeline.train_iterator(c):
+    on_device = device_pipeline.resolve(c) == "device"
+    batches = pipeline.device_train_iterator(c) if on_device else pipeline.train_iterator(c)
+    for batch in batches:
         view = device_augment.batch_views(c.data, batch)[0]
         rgb = device_augment.normalize(view, (0.0,) * 3, (1.0,) * 3)
         yield to_base(rgb, config.base, config.data.mean, config.data.std), batch["label"]
@@ -440,8 +443,8 @@ def picture(config, views: FlowViews, out: str, rows: int = 6) -> str:
 
     from ssl_jax.data import datasets
 
-    source = datasets.load_source(config.data, config.data.train_split).take(rows)
-    images = np.stack([ex["image"].numpy() for ex in source]).astype(np.float32) / 255.0
+    images = datasets.first_images(config.data, config.data.train_split, rows)
+    images = np.stack(images).astype(np.float32) / 255.0
     y = np.asarray(apply_flow(views, jnp.asarray(images)))
     titles = ["input", "g(X)₁", "g(X)₂", "g(X)₃", "view 1", "view 2 (as RG)"]
     fig, axes = plt.subplots(rows, len(titles), figsize=(1.6 * len(titles), 1.6 * rows))

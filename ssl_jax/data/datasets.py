@@ -28,6 +28,9 @@ Layouts:
   decoded by tf to `channels` channels (grayscale and RGBA files are converted). Images keep their
   size: the recipe's crop / resize fixes the view size. With `cache` the files' bytes are held in
   memory.
+
+TensorFlow (and tfds) are imported on first use of a tf.data stream: `load_arrays`, `num_examples`
+and `has_labels` of the numpy-held sets (`NUMPY_NAMES`) run without them.
 """
 
 from __future__ import annotations
@@ -39,12 +42,14 @@ import os
 import struct
 import zlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import tensorflow as tf
 
 from ssl_jax.data import color_fashion_mnist
+
+if TYPE_CHECKING:
+    import tensorflow as tf
 
 FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
 FASHION_MNIST_INSTALL = (
@@ -62,6 +67,7 @@ IDX_LABELS_MAGIC = 2049
 TFDS_NAMES = ("cifar10", "cifar100", "stl10", "imagenet2012")
 NAMES = ("fashion_mnist", "color_fashion_mnist", *TFDS_NAMES, "image_folder")
 FASHION_NAMES = ("fashion_mnist", "color_fashion_mnist")  # read Fashion-MNIST's IDX files
+NUMPY_NAMES = FASHION_NAMES  # held in host memory as numpy arrays: read without TensorFlow
 
 # Split sizes of the tfds sets, used while a set is not prepared yet (no pixel is read).
 KNOWN_NUM_EXAMPLES = {
@@ -238,6 +244,8 @@ def _array_source(
     name: str, split: str, images: np.ndarray | tf.Tensor, labels: np.ndarray, has_labels: bool
 ) -> Source:
     """Random-access source over in-memory arrays (decoded pixels or encoded strings)."""
+    import tensorflow as tf
+
     n = int(labels.shape[0])
     images_t = tf.constant(images)
     labels_t = tf.constant(labels, tf.int32)
@@ -356,7 +364,11 @@ def _tfds_num_examples(data_config: Any, split: str) -> int:
     return KNOWN_NUM_EXAMPLES[name][split]
 
 
-def _tfds_source(data_config: Any, split: str) -> Source:
+def _tfds_stream(data_config: Any, split: str) -> tuple[Source, tuple]:
+    """The streaming `Source` of a tfds split (images still encoded) and its image shape (None
+    where the size varies)."""
+    import tensorflow as tf
+
     tfds = _tfds()
     name = data_config.name
     split = _split_name(name, split)
@@ -382,15 +394,35 @@ def _tfds_source(data_config: Any, split: str) -> Source:
         image = tf.io.decode_image(image, channels=channels, expand_animations=False)
         return tf.ensure_shape(image, image_shape if fixed_size else (None, None, channels))
 
-    if _get(data_config, "cache", False):
-        images, labels = _materialise(
-            _cache_key(data_config, split), read(0, n), decode, fixed_size
+    return Source(name, split, n, has_labels, channels, read, decode, None), image_shape
+
+
+def _tfds_source(data_config: Any, split: str) -> Source:
+    import tensorflow as tf
+
+    src, image_shape = _tfds_stream(data_config, split)
+    if not _get(data_config, "cache", False):
+        return src
+    fixed_size = None not in image_shape
+    images, labels = _materialise(
+        _cache_key(data_config, src.split), src.read(0, src.num_examples), src.decode, fixed_size
+    )
+    cached = _array_source(src.name, src.split, images, labels, src.has_labels)
+    return dataclasses.replace(
+        cached, channels=src.channels, decode=tf.identity if fixed_size else src.decode
+    )
+
+
+def _tfds_arrays(data_config: Any, split: str) -> tuple[np.ndarray, np.ndarray]:
+    """`load_arrays` of a tfds split: decoded once (shared with a `cache`d source)."""
+    src, image_shape = _tfds_stream(data_config, split)
+    if None in image_shape:
+        raise DataError(
+            f"{src.name} images have no fixed size ({image_shape}): the device pipeline needs "
+            "one image size (config.data.pipeline='tfdata' takes any)."
         )
-        src = _array_source(name, split, images, labels, has_labels)
-        return dataclasses.replace(
-            src, channels=channels, decode=tf.identity if fixed_size else decode
-        )
-    return Source(name, split, n, has_labels, channels, read, decode, None)
+    key = _cache_key(data_config, src.split)
+    return _materialise(key, src.read(0, src.num_examples), src.decode, True)
 
 
 def _cache_key(data_config: Any, split: str) -> tuple:
@@ -407,6 +439,8 @@ _MATERIALISED: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
 
 def _materialise(key: tuple, ds: tf.data.Dataset, decode, fixed_size: bool):
     """Split in host memory once per process: pixels when fixed-size, encoded bytes otherwise."""
+    import tensorflow as tf
+
     if key not in _MATERIALISED:
         if fixed_size:
             ds = ds.map(lambda ex: {**ex, "image": decode(ex["image"])}, tf.data.AUTOTUNE)
@@ -481,6 +515,8 @@ def _list_folder(folder: str) -> tuple[tuple[str, ...], tuple[int, ...], bool]:
 
 
 def _folder_source(data_config: Any, split: str) -> Source:
+    import tensorflow as tf
+
     paths, labels, has_labels = _list_folder(_folder_for_split(data_config, split))
     channels = int(_get(data_config, "channels", 3))
     if _get(data_config, "cache", False):
@@ -555,6 +591,8 @@ def has_labels(data_config: Any, split: str) -> bool:
 def load_source(data_config: Any, split: str) -> tf.data.Dataset:
     """`{'image': uint8 [H, W, C], 'label': int32, 'index': int32}` in a fixed order, index =
     position; label -1 where the split has no labels."""
+    import tensorflow as tf
+
     src = open_source(data_config, split)
     return src.read(0, src.num_examples).map(
         lambda ex: {**ex, "image": src.decode(ex["image"])}, num_parallel_calls=tf.data.AUTOTUNE
@@ -567,9 +605,10 @@ _ARRAYS: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
 def load_arrays(data_config: Any, split: str) -> tuple[np.ndarray, np.ndarray]:
     """The whole split in host memory: uint8 `[N, H, W, C]` (the source's own channels) and int32
     labels `[N]` (-1 where unlabelled), row i = index i (the order of `open_source(...).read`);
-    memoised per process. Fashion-MNIST and color_fashion_mnist: numpy only (no TensorFlow); the
-    tfds sets and image folders are read once through `load_source` (an image folder's images must
-    all have one size)."""
+    memoised per process (`clear_cache`). `NUMPY_NAMES` (Fashion-MNIST, color_fashion_mnist): numpy
+    only, no TensorFlow. tfds sets: decoded once through tf.data (shared with `cache`). Image
+    folders: every file decoded; all must have one size, else `DataError` naming the first that
+    differs."""
     name = _name(data_config)
     if name == "fashion_mnist":
         return _fashion_arrays(*_fashion_paths(data_config, split))
@@ -579,23 +618,29 @@ def load_arrays(data_config: Any, split: str) -> tuple[np.ndarray, np.ndarray]:
         return _color_fashion_arrays(
             *paths, split, color_fashion_mnist.check_config(cfg), color_fashion_mnist.cache_dir(cfg)
         )
-    key = ("arrays", *_cache_key(data_config, split))
+    if name != "image_folder":
+        return _tfds_arrays(data_config, split)
+    key = (*_cache_key(data_config, split), int(_get(data_config, "channels", 3)))
     if key not in _ARRAYS:
-        images, labels, shape, first = [], [], None, None
-        paths = None
-        if name == "image_folder":
-            paths = _list_folder(_folder_for_split(data_config, split))[0]
+        paths = _list_folder(_folder_for_split(data_config, split))[0]
+        images, labels = [], []
         for k, ex in enumerate(load_source(data_config, split).as_numpy_iterator()):
-            if shape is None:
-                shape, first = ex["image"].shape, k
-            elif ex["image"].shape != shape:
-                where = f"{paths[k]}" if paths else f"{name}/{split} image {k}"
+            if images and ex["image"].shape != images[0].shape:
                 raise DataError(
-                    f"{where} is {ex['image'].shape[:2]}, not {shape[:2]} like "
-                    f"{paths[first] if paths else f'image {first}'}: the device pipeline needs one "
-                    "image size (config.data.pipeline='tfdata' takes any)."
+                    f"{paths[k]} is {ex['image'].shape[:2]} (height, width), not "
+                    f"{images[0].shape[:2]} like {paths[0]}: the device pipeline needs one image "
+                    "size (config.data.pipeline='tfdata' takes any)."
                 )
             images.append(ex["image"])
             labels.append(ex["label"])
         _ARRAYS[key] = (np.stack(images), np.asarray(labels, np.int32))
     return _ARRAYS[key]
+
+
+def first_images(data_config: Any, split: str, count: int) -> list[np.ndarray]:
+    """The first `count` images of a split, uint8 `[H, W, C]` each (pictures): `NUMPY_NAMES` from
+    `load_arrays` (no TensorFlow), the others decoded through `load_source`."""
+    if _name(data_config) in NUMPY_NAMES:
+        return list(load_arrays(data_config, split)[0][:count])
+    stream = load_source(data_config, split).take(count).as_numpy_iterator()
+    return [ex["image"] for ex in stream]

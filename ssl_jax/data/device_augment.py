@@ -653,6 +653,19 @@ def recipe_view(
     return jnp.round(jnp.clip(x * 255.0, 0.0, 255.0)).astype(jnp.uint8)
 
 
+def uint8_views(
+    images: jnp.ndarray, recipes: Sequence[Sequence[Mapping[str, Any]]], rng: jax.Array
+) -> tuple[jnp.ndarray, ...]:
+    """Each view of uint8 source images `[N, H, W, C]`: its recipe (`recipe_view`) with uniforms
+    `u [N, num_draws(recipe)]` drawn per example from `fold_in(rng, v)` for view `v`."""
+    out = []
+    for v, recipe in enumerate(recipes):
+        shape = (images.shape[0], max(recipe_ops.num_draws(recipe), 1))
+        u = jax.random.uniform(jax.random.fold_in(rng, v), shape)
+        out.append(recipe_view(images, recipe, u))
+    return tuple(out)
+
+
 def device_views(
     images: jnp.ndarray,
     recipes: Sequence[Sequence[Mapping[str, Any]]],
@@ -661,12 +674,9 @@ def device_views(
     std: Sequence[float],
     dtype=jnp.float32,
 ) -> tuple[jnp.ndarray, ...]:
-    """`config.data.pipeline = 'device'`: each view of uint8 source images `[N, H, W, C]` (the
-    step's rows of the split in device memory), its whole recipe drawn per example from `rng`
-    (view `v` from `fold_in(rng, v)`, `u [N, D_v]` uniform), then model input (`to_model_input`)."""
-    out = []
-    for v, recipe in enumerate(recipes):
-        shape = (images.shape[0], max(recipe_ops.num_draws(recipe), 1))
-        u = jax.random.uniform(jax.random.fold_in(rng, v), shape)
-        out.append(to_model_input(recipe_view(images, recipe, u), recipe, mean, std, dtype))
-    return tuple(out)
+    """`config.data.pipeline = 'device'`: the views of uint8 source images `[N, H, W, C]` (the
+    step's rows of the split in device memory; `uint8_views`) as model input (`to_model_input`)."""
+    views = uint8_views(images, recipes, rng)
+    return tuple(
+        to_model_input(view, recipe, mean, std, dtype) for view, recipe in zip(views, recipes)
+    )

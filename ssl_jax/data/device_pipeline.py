@@ -218,18 +218,22 @@ def index_batches(
         step += 1
 
 
-def adapt_channels(images: jnp.ndarray, channels: int) -> jnp.ndarray:
-    """uint8 `[N, H, W, C]` → `channels` channels on the device, as the host's
-    `pipeline.adapt_channels`: grey copied to 3, RGB to its luma (f32, rounded), else as is."""
+def adapt_channels(images, channels: int, xp=jnp):
+    """uint8 `[..., H, W, C]` → `channels` channels, as the host's `pipeline.adapt_channels`: grey
+    copied to 3, RGB to its luma, else as is. `xp` = `jnp` (in the step) or `np` (the numpy eval
+    batches): the same float32 products summed in the same order as `augment.gray(to_float(x))`,
+    ×255, clipped, rounded half to even, so both equal the TensorFlow op bit for bit."""
     have = images.shape[-1]
     if have == channels:
         return images
     if have == 1 and channels == 3:
-        return jnp.broadcast_to(images, (*images.shape[:-1], 3))
+        return xp.repeat(images, 3, axis=-1)
     if have == 3 and channels == 1:
-        x = images.astype(jnp.float32) * jnp.float32(1.0 / 255.0)
-        luma = x[..., 0:1] * 0.299 + x[..., 1:2] * 0.587 + x[..., 2:3] * 0.114
-        return jnp.round(jnp.clip(luma * 255.0, 0.0, 255.0)).astype(jnp.uint8)
+        f32 = xp.float32
+        x = images.astype(f32) * f32(1.0 / 255.0)
+        w = [f32(c) for c in device_augment.LUMA]
+        luma = x[..., 0:1] * w[0] + x[..., 1:2] * w[1] + x[..., 2:3] * w[2]
+        return xp.round(xp.clip(luma * f32(255.0), 0.0, 255.0)).astype(xp.uint8)
     raise ValueError(f"cannot turn {have}-channel images into {channels} channels.")
 
 

@@ -23,19 +23,26 @@ Augmentation runs in two stages (`augment.split_point`): small fixed-size source
 Fashion-MNIST, CIFAR, STL-10) are batched first and augmented by whole-batch ops; large or
 variable-size ones are augmented image by image before batching. With `config.data.device_ops` only
 the geometric ops (`augment.HOST_OPS`) run here; `device_augment` runs the rest in the jitted step.
+
+TensorFlow is imported on first use of tf.data, never at import: `eval_iterator` of a numpy-held
+set (`datasets.NUMPY_NAMES`) at its native size takes a numpy path with the same batches, and
+`device_train_iterator` draws training views as `config.data.pipeline = 'device'` does (pictures,
+view learning); neither imports TensorFlow.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import tensorflow as tf
 
 from ssl_jax import configs
-from ssl_jax.data import augment, datasets
+from ssl_jax.data import datasets, device_augment, device_pipeline, recipe_ops
+
+if TYPE_CHECKING:
+    import tensorflow as tf
 
 _SHUFFLE_TAG = 0
 _AUGMENT_TAG = 1
@@ -45,22 +52,32 @@ _INT64_MAX = np.iinfo(np.int64).max
 def _hide_accelerators() -> None:
     """Keep TensorFlow off GPUs (JAX owns them); too late once TF has initialised them, then
     no-op."""
+    import tensorflow as tf
+
     try:
         tf.config.set_visible_devices([], "GPU")
     except (RuntimeError, ValueError):
         pass
 
 
-_plain = tf.autograph.experimental.do_not_convert  # map functions are plain graph code
+def _plain(fn):
+    """tf.data map functions are plain graph code: no autograph conversion."""
+    import tensorflow as tf
+
+    return tf.autograph.experimental.do_not_convert(fn)
 
 
 def _fold(seed: tf.Tensor, *data: Any) -> tf.Tensor:
+    import tensorflow as tf
+
     for d in data:
         seed = tf.random.experimental.stateless_fold_in(seed, tf.cast(d, tf.int64))
     return seed
 
 
 def _base_seed(config: Any, tag: int) -> tf.Tensor:
+    import tensorflow as tf
+
     return tf.constant([int(config.seed), tag], tf.int64)
 
 
@@ -83,24 +100,39 @@ def steps_per_epoch(config: Any) -> int:
     return steps
 
 
-def adapt_channels(image: tf.Tensor, channels: int) -> tf.Tensor:
+def adapt_channels(image: tf.Tensor | np.ndarray, channels: int) -> tf.Tensor | np.ndarray:
     """uint8 `[H, W, C]` → `channels` channels: gray copied to 3, RGB to luma (rounded), else as
-    is."""
+    is. A numpy array (any leading dims) gives the same pixels without TensorFlow."""
     have = image.shape[-1]
     if have == channels:
         return image
+    if isinstance(image, np.ndarray):
+        return device_pipeline.adapt_channels(image, channels, xp=np)
+    from ssl_jax.data import augment
+
     if have == 1 and channels == 3:
+        import tensorflow as tf
+
         return tf.tile(image, [1, 1, 3])
     if have == 3 and channels == 1:
         return augment.to_uint8(augment.gray(augment.to_float(image)))
     raise ValueError(f"cannot turn {have}-channel images into {channels} channels.")
 
 
+def _eval_resize_to(size: int, crop_fraction: float) -> int:
+    """Shorter side of an eval image before its centre crop."""
+    return round(size / crop_fraction)
+
+
 def eval_view(image: tf.Tensor, size: int, crop_fraction: float, channels: int) -> tf.Tensor:
     """uint8 → uint8 `[size, size, channels]`: shorter side resized to `round(size / crop_fraction)`
     (skipped when it already has that length, so native-size small images pass through untouched),
     then centre crop."""
-    resize_to = round(size / crop_fraction)
+    import tensorflow as tf
+
+    from ssl_jax.data import augment
+
+    resize_to = _eval_resize_to(size, crop_fraction)
     height, width = image.shape[:2]
     seed = tf.zeros([2], tf.int64)
     if height is None or width is None or min(height, width) != resize_to:
@@ -109,10 +141,26 @@ def eval_view(image: tf.Tensor, size: int, crop_fraction: float, channels: int) 
     return adapt_channels(image, channels)
 
 
+def _eval_view_numpy(images: np.ndarray, size: int, channels: int) -> np.ndarray:
+    """`eval_view` of uint8 `[N, H, W, C]` images that need no resize: the centre crop (zero
+    padding where the crop is larger, `round((H - size) / 2)` offsets, as `augment.center_crop`)
+    and `adapt_channels`."""
+    height, width = images.shape[1:3]
+    pad_h, pad_w = max(size - height, 0), max(size - width, 0)
+    if pad_h or pad_w:
+        pads = ((0, 0), (pad_h // 2, (pad_h + 1) // 2), (pad_w // 2, (pad_w + 1) // 2), (0, 0))
+        images = np.pad(images, pads)
+    top = round((height + pad_h - size) / 2)
+    left = round((width + pad_w - size) / 2)
+    return adapt_channels(images[:, top : top + size, left : left + size], channels)
+
+
 def _recipes(config: Any) -> list[tuple[str, Sequence[Any]]]:
     """`(name, host recipe)` per view, validated; with `config.data.device_ops` only the geometric
     ops (`augment.HOST_OPS`) stay on the host; a `color_space` op (`augment.FLOAT_OPS`) never runs
     here (`device_augment.to_model_input`)."""
+    from ssl_jax.data import augment
+
     data = config.data
     channels = int(data.channels)
     device_ops = bool(data.get("device_ops", False))
@@ -158,6 +206,8 @@ def _to_numpy(ds: tf.data.Dataset) -> Iterator[dict[str, Any]]:
 
 
 def _pipeline_options() -> tf.data.Options:
+    import tensorflow as tf
+
     options = tf.data.Options()
     options.deterministic = True
     return options
@@ -173,6 +223,10 @@ def train_iterator(
 ) -> Iterator[dict[str, Any]]:
     """Endless host-local batches `{'views': (uint8 [b, h_v, w_v, C], ...), 'index': int32 [b],
     'label': int32 [b]}` for step `start_step` onwards; `num_parallel_calls` None = AUTOTUNE."""
+    import tensorflow as tf
+
+    from ssl_jax.data import augment
+
     _hide_accelerators()
     data = config.data
     b = _batch_rows(config, process_index, process_count)
@@ -283,6 +337,48 @@ def train_iterator(
     return _to_numpy(ds.with_options(_pipeline_options()))
 
 
+def device_train_iterator(
+    config: Any, *, start_step: int = 0, process_index: int = 0, process_count: int = 1
+) -> Iterator[dict[str, Any]]:
+    """`train_iterator`'s batches as `config.data.pipeline = 'device'` draws them, without
+    TensorFlow: the split of `datasets.load_arrays` (its first `data.train_subset` rows when > 0)
+    in `device_pipeline.index_batches`' order, every view's whole recipe on the device
+    (`device_augment.recipe_view`, uniforms from `(seed, step, view)`), uint8 views before a trailing
+    normalising op. For pictures and view learning: the train step draws its own views."""
+    import jax
+
+    data = config.data
+    bad = device_pipeline.unsupported_ops(data)
+    if bad:
+        raise ValueError(f"recipe {bad[0][0]!r} op {bad[0][1]!r} has no device version.")
+    recipes = tuple(tuple(dict(op) for op in data.recipes[v]) for v in data.views)
+    for name, recipe in zip(data.views, recipes):
+        recipe_ops.validate_recipe(name, recipe, int(data.channels))
+    images, labels = datasets.load_arrays(data, data.train_split)
+    n = device_pipeline.num_train(config)
+    key = jax.random.PRNGKey(int(config.seed))
+
+    @jax.jit
+    def views(rows, step):
+        step_key = jax.random.fold_in(jax.random.fold_in(key, _AUGMENT_TAG), step)
+        return device_augment.uint8_views(rows, recipes, step_key)
+
+    batches = device_pipeline.index_batches(
+        config,
+        labels[:n],
+        start_step=start_step,
+        process_index=process_index,
+        process_count=process_count,
+    )
+
+    def generate():
+        for step, batch in enumerate(batches, start_step):
+            rows = adapt_channels(images[batch["index"]], int(data.channels))
+            yield {"views": tuple(np.asarray(x) for x in views(rows, step)), **batch}
+
+    return generate()
+
+
 def eval_iterator(
     config: Any,
     split: str,
@@ -294,19 +390,76 @@ def eval_iterator(
     """One pass over `split`: `{'image': uint8 [b, s, s, C], 'label', 'index': int32 [b],
     'mask': bool [b]}`. Process `p` covers the contiguous slice `[p·N/P, (p+1)·N/P)`; every process
     yields `ceil(ceil(N / P) / batch_size)` batches, padding (mask False, label and index -1) at the
-    end."""
-    _hide_accelerators()
+    end. A numpy-held set (`datasets.NUMPY_NAMES`) whose images need no resize is cut in numpy
+    (the same batches, no TensorFlow); any other through tf.data."""
     if process_count < 1 or not 0 <= process_index < process_count:
         raise ValueError(f"process_index={process_index} / process_count={process_count} invalid.")
     data = config.data
     size = int(data.image_size)
     channels = int(data.channels)
     crop_fraction = float(data.eval_crop_fraction)
-    src = datasets.open_source(data, split)
-    n = src.num_examples
+    if data.name in datasets.NUMPY_NAMES:
+        images, labels = datasets.load_arrays(data, split)
+        if min(images.shape[1:3]) == _eval_resize_to(size, crop_fraction):
+            rows = _eval_rows(len(labels), batch_size, process_index, process_count)
+            return _numpy_eval_batches(images, labels, size, channels, batch_size, *rows)
+    return _tfdata_eval_batches(
+        config, split, batch_size, process_index, process_count, size, crop_fraction, channels
+    )
+
+
+def _eval_rows(n: int, batch_size: int, process_index: int, process_count: int):
+    """`(start, end, num_batches)` of process `process_index`'s slice of an `n`-example split."""
     start = process_index * n // process_count
     end = (process_index + 1) * n // process_count
-    num_batches = math.ceil(math.ceil(n / process_count) / batch_size)
+    return start, end, math.ceil(math.ceil(n / process_count) / batch_size)
+
+
+def _numpy_eval_batches(
+    images: np.ndarray,
+    labels: np.ndarray,
+    size: int,
+    channels: int,
+    batch_size: int,
+    start: int,
+    end: int,
+    num_batches: int,
+) -> Iterator[dict[str, Any]]:
+    """`eval_iterator`'s batches of rows `[start, end)` of in-memory uint8 images at native size."""
+    for b in range(num_batches):
+        lo = min(start + b * batch_size, end)
+        hi = min(lo + batch_size, end)
+        valid = hi - lo
+        image = np.zeros((batch_size, size, size, channels), np.uint8)
+        image[:valid] = _eval_view_numpy(images[lo:hi], size, channels)
+        label = np.full(batch_size, -1, np.int32)
+        label[:valid] = labels[lo:hi]
+        index = np.full(batch_size, -1, np.int32)
+        index[:valid] = np.arange(lo, hi)
+        yield {
+            "image": image,
+            "label": label,
+            "index": index,
+            "mask": np.arange(batch_size) < valid,
+        }
+
+
+def _tfdata_eval_batches(
+    config: Any,
+    split: str,
+    batch_size: int,
+    process_index: int,
+    process_count: int,
+    size: int,
+    crop_fraction: float,
+    channels: int,
+) -> Iterator[dict[str, Any]]:
+    """`eval_iterator` through tf.data: decode, `eval_view`, pad, batch."""
+    import tensorflow as tf
+
+    _hide_accelerators()
+    src = datasets.open_source(config.data, split)
+    start, end, num_batches = _eval_rows(src.num_examples, batch_size, process_index, process_count)
 
     @_plain
     def prepare(ex):

@@ -23,7 +23,6 @@ from ssl_jax import memory, sharding
 from ssl_jax.evaluate import jobs
 from ssl_jax.evaluate.encoder import ShardedFeatures, _replicated_scalar, sharded_split_features
 from ssl_jax.sharding import DATA_AXIS
-from ssl_jax.writers import create_writer
 
 
 @functools.partial(jax.jit, static_argnames=("k", "num_classes"))
@@ -210,6 +209,8 @@ def run(config, workdir: str, *, mesh=None) -> dict:
         "knn_seconds": t2 - t1,
     }
     if main:
+        from ssl_jax.writers import create_writer  # clu's TensorBoard writer: the job's only
+
         writer = create_writer(workdir)
         writer.write_scalars(enc.step, scalars)
         writer.flush()

@@ -35,7 +35,6 @@ from ssl_jax.evaluate import jobs
 from ssl_jax.evaluate.encoder import _replicated_scalar, sharded_split_features
 from ssl_jax.models import compute_dtype
 from ssl_jax.sharding import DATA_AXIS
-from ssl_jax.writers import create_writer
 
 
 @functools.partial(jax.jit, static_argnames=("iterations",))
@@ -525,6 +524,8 @@ def run(config: ml_collections.ConfigDict, workdir: str, *, mesh=None) -> dict:
         f"{enc.checkpoint} on {inputs.config.data.name} {inputs.config.data.eval_train_split} → "
         f"{inputs.config.data.eval_test_split}, {inputs.num_classes} classes"
     )
+    from ssl_jax.writers import create_writer  # clu's TensorBoard writer: the job's only
+
     main = jax.process_index() == 0
     writer = create_writer(workdir) if main else None
     if main:

@@ -23,8 +23,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from ssl_jax import checkpoint  # noqa: E402
-from ssl_jax.data import datasets, device_augment, pipeline  # noqa: E402
-from ssl_jax.writers import read_metrics  # noqa: E402
+from ssl_jax.data import datasets, device_augment, device_pipeline, pipeline  # noqa: E402
 
 CURVES_FILE = "curves.png"
 AUGMENTATIONS_FILE = "augmentations.png"
@@ -82,6 +81,8 @@ def _series(records: list[dict], key: str) -> tuple[np.ndarray, np.ndarray]:
 
 def training_curves(workdir: str, out: str | None = None) -> str:
     """Loss, kNN top-1 and learning rate against the step, from `metrics.jsonl`."""
+    from ssl_jax.writers import read_metrics  # writers imports clu's TensorBoard writer
+
     records = read_metrics(workdir)
     if not records:
         raise FileNotFoundError(f"{workdir}/metrics.jsonl is missing or empty: nothing to plot")
@@ -133,21 +134,26 @@ def augmentation_views(
 ) -> tuple[list[str], dict[tuple[int, int], np.ndarray]]:
     """The first `rows` training images and `draws` independent draws of every configured view,
     made by the training pipeline itself (`pipeline.train_iterator`, plus the on-device colour ops
-    when `config.data.device_ops`), in RGB: a `color_space` op (the model's input normalisation)
-    is left out. Returns the column titles and `{(row, column): [H, W, C] image}` (uint8 or
-    float in [0, 1]); column 0 is the original."""
+    when `config.data.device_ops`; with `config.data.pipeline = 'device'`, the whole recipe on the
+    device by `pipeline.device_train_iterator`, without TensorFlow), in RGB: a `color_space` op
+    (the model's input normalisation) is left out. Returns the column titles and `{(row, column):
+    [H, W, C] image}` (uint8 or float in [0, 1]); column 0 is the original."""
     pc = ml_collections.ConfigDict(config.to_dict())
     pc.data.train_subset = rows
     pc.data.shuffle_buffer = rows
     pc.data.cache = False  # only `rows` examples are read
     pc.global_batch_size = rows
-    data = pipeline.train_iterator(pc, num_parallel_calls=1)
-    source = datasets.load_source(pc.data, pc.data.train_split).take(rows)
+    on_device = device_pipeline.resolve(pc) == "device"
+    if on_device:
+        data = pipeline.device_train_iterator(pc)
+    else:
+        data = pipeline.train_iterator(pc, num_parallel_calls=1)
     names = list(pc.data.views)
     columns = ["original"]
+    originals = datasets.first_images(pc.data, pc.data.train_split, rows)
     cells = {
-        (r, 0): pipeline.adapt_channels(ex["image"], int(pc.data.channels)).numpy()
-        for r, ex in enumerate(source)
+        (r, 0): pipeline.adapt_channels(image, int(pc.data.channels))
+        for r, image in enumerate(originals)
     }
     for d in range(draws):  # one epoch per draw: every view re-drawn
         batch = next(data)
@@ -155,7 +161,7 @@ def augmentation_views(
         for v, view in enumerate(device_augment.batch_views(pc.data, batch)):
             view = np.asarray(view)[order]
             recipe = tuple(dict(op) for op in pc.data.recipes[names[v]])
-            if pc.data.device_ops:
+            if pc.data.device_ops and not on_device:  # on the device path every op already ran
                 rgb_ops = tuple(
                     op for op in recipe if op["op"] not in device_augment.NORMALIZING_OPS
                 )
