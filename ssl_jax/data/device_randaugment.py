@@ -1,0 +1,617 @@
+"""RandAugment on the accelerator: the device twin of `randaugment.py` (jnp only, no TensorFlow).
+
+Same 15 ops + Identity, same level → argument table (timm / PyContrast `rand-n2-m10-mstd0.5`,
+InfoMin's augmentation "D"), same draws (`op_params` reads the same 4 uniforms per drawn op,
+`recipe_ops.DRAWS_PER_OP`) and the same PIL uint8 arithmetic, so a recipe's `rand_augment` op
+means the same on either side. Each op takes float32 `[N, H, W, C]` holding integers in [0, 255],
+per-example magnitudes `m [N]` (in [0, 10]) and signs `[N]` (±1), and returns the same layout.
+Everything is jit-able with static shapes: `rand_augment` computes every op for every example and
+selects each example's drawn op with masks (no data-dependent control flow).
+
+What differs: JAX runs float32 (x64 off) where the host uses float64 (magnitudes, levels, enhance
+factors, affine coordinates). Given the same float32 magnitude, the point ops still equal the
+host's exactly:
+- integer levels (`int(4·m/10)` bits, `int(256·m/10)` threshold, `int(110·m/10)` added) by
+  comparing `m` with float32 thresholds of the host's float64 formula, precomputed in numpy;
+- enhance factors are the float32 rounding of the exact `a·m + b` (which the host's float64 value
+  rounds to as well, unless it lies within ~2^-45 of a float32 rounding boundary), computed from
+  error-free products of 12-bit halves summed with TwoSum;
+- blend products `f·(x − deg)` rounded once, as TF rounds them (XLA would otherwise contract
+  `deg + f·(x − deg)` into a fused multiply-add: measured 1e-6 of random blends off by one);
+- AutoContrast's float64 LUT `int(v·scale − lo·scale)` is the exact integer floor except for the
+  12,094 of 2.8M `(lo, hi, v)` triples where the float64 sum rounds just below the exact integer
+  result: those are a precomputed table (searched with `jnp.searchsorted`);
+- Contrast's mean, Sharpness' smoothing filter and Equalize in int32.
+The geometric ops sample at float32 displacements (`xin − xs`, kept small and computed from the
+exact level argument) instead of float64 coordinates: measured on random images (12×16, 48×40,
+RGB and grey, 23 magnitudes in [0, 10] with both signs), at most 1 grey level on at most ~0.3% of
+the values of one image, 0.02% overall (tests/data/test_device_randaugment.py). `op_params` draws
+the magnitude with float32 `ndtri` (within ~1e-6 of the host's float64 one), so a magnitude just
+at an integer level boundary can land on the other side; see the test for how often.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ssl_jax.data.recipe_ops import (
+    DRAWS_PER_OP,
+    IMAGENET_FILL,
+    MAX_LEVEL,
+    RAND_AUGMENT_SIGNED,
+    RAND_TRANSFORMS,
+    RAND_TRANSFORMS_CMC,
+)
+
+__all__ = [
+    "OPS",
+    "RAND_TRANSFORMS",
+    "RAND_TRANSFORMS_CMC",
+    "SIGNED",
+    "blend",
+    "enhance_factor",
+    "fill_value",
+    "level",
+    "op_params",
+    "rand_augment",
+    "smooth",
+]
+
+Op = Callable[[jax.Array, jax.Array, jax.Array, jax.Array, bool], jax.Array]
+SIGNED = RAND_AUGMENT_SIGNED
+
+
+# --------------------------------------------------------------------------------------------------
+# Exact float32 arithmetic for the host's float64 formulas
+
+
+def _b(v: jax.Array) -> jax.Array:
+    """Per-example `[N]` → `[N, 1, 1, 1]`."""
+    return jnp.reshape(v, (-1, 1, 1, 1))
+
+
+def _hi12(v: jax.Array) -> jax.Array:
+    """`v` with its 12 low mantissa bits cleared: 12 significant bits, so that the product of two
+    such numbers (or of one and an integer below 2^12) is exact in float32."""
+    bits = jax.lax.bitcast_convert_type(v, jnp.uint32) & jnp.uint32(0xFFFFF000)
+    return jax.lax.bitcast_convert_type(bits, jnp.float32)
+
+
+def _np_hi12(v: float) -> np.float32:
+    return (np.asarray(v, np.float32).view(np.uint32) & np.uint32(0xFFFFF000)).view(np.float32)
+
+
+def _pieces(c: float) -> tuple[np.float32, ...]:
+    """float64 `c` as float32 `c0 + c1 + c2` (c0, c1 of 12 bits), within ~2^-48·|c|."""
+    c0 = _np_hi12(c)
+    c1 = _np_hi12(c - float(c0))
+    return c0, c1, np.float32(c - float(c0) - float(c1))
+
+
+def _two_sum(a: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Knuth's TwoSum: `s + e == a + b` exactly, `s = fl(a + b)` (additions only, so safe from
+    fused multiply-add contraction)."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _round_linear(m: jax.Array, a: float, b: float = 0.0) -> jax.Array:
+    """float32 rounding of the exact `a·m + b` (float32 `m`, float64 constants `a`, `b`).
+
+    Products of 12-bit halves are exact, the sum is compensated (TwoSum), so the result is the
+    correctly rounded value unless `a·m + b` lies within ~2^-45 of a float32 rounding boundary; the
+    host's float64 value (e.g. `m / 10 · 1.8 + 0.1`) then rounds to the same float32."""
+    m = jnp.asarray(m, jnp.float32)
+    mh = _hi12(m)
+    ml = m - mh
+    a0, a1, a2 = _pieces(a)
+    b0 = np.float32(b)
+    b1 = np.float32(b - float(b0))
+    s, c = mh * a0, jnp.zeros_like(m)
+    for t in (b0, ml * a0, mh * a1, ml * a1, b1, mh * a2, ml * a2):
+        s, e = _two_sum(s, t)
+        c = c + e
+    return s + c
+
+
+def _thresholds(fn: Callable[[np.ndarray], np.ndarray], top: float, count: int) -> np.ndarray:
+    """For a non-decreasing integer function `fn` of float64 values (the host's formula), the
+    smallest float32 `t_j` in [0, top] with `fn(t_j) >= j`, j = 1..count (binary search over
+    float32 bit patterns), so that `fn(m) == sum_j (m >= t_j)` for every float32 `m` in
+    [0, top]."""
+    j = np.arange(1, count + 1)
+    lo = np.zeros(count, np.int64)
+    hi = np.full(count, np.asarray(top, np.float32).view(np.int32), np.int64)
+    while np.any(lo < hi):
+        mid = (lo + hi) // 2
+        ok = fn(mid.astype(np.int32).view(np.float32).astype(np.float64)) >= j
+        hi, lo = np.where(ok, mid, hi), np.where(ok, lo, mid + 1)
+    return lo.astype(np.int32).view(np.float32)
+
+
+@functools.cache
+def _level_thresholds(scale: int) -> np.ndarray:
+    return _thresholds(lambda m: np.floor(m / MAX_LEVEL * scale), MAX_LEVEL, scale)
+
+
+def level(m: jax.Array, scale: int) -> jax.Array:
+    """The host's integer level `floor(m / 10 · scale)` (float64) of float32 `m` in [0, 10],
+    exactly, as int32 (`scale` 4: posterize bits, 256: solarize threshold, 110: solarize add)."""
+    t = jnp.asarray(_level_thresholds(scale))
+    return jnp.sum(jnp.asarray(m, jnp.float32)[..., None] >= t, axis=-1, dtype=jnp.int32)
+
+
+def _ceil32(p: float) -> np.float32:
+    """Smallest float32 >= `p`: for float32 `u`, `u < p` (float64) iff `u < _ceil32(p)`."""
+    t = np.float32(p)
+    return np.nextafter(t, np.float32(np.inf)) if float(t) < p else t
+
+
+# --------------------------------------------------------------------------------------------------
+# PIL helpers (float32 holding uint8 values)
+
+
+def _luma_pil(x: jax.Array) -> jax.Array:
+    """PIL's `convert('L')`: `(19595 R + 38470 G + 7471 B + 2^15) >> 16`, int32 `[..., 1]`."""
+    q = x.astype(jnp.int32)
+    if x.shape[-1] == 1:
+        return q
+    return (q[..., 0:1] * 19595 + q[..., 1:2] * 38470 + q[..., 2:3] * 7471 + 32768) >> 16
+
+
+def blend(degenerate: jax.Array, x: jax.Array, factor: jax.Array) -> jax.Array:
+    """PIL `Image.blend(degenerate, x, factor)` as the host computes it: `deg + fl(f·(x − deg))`
+    in float32, truncated and clipped to [0, 255]; `factor [N]` float32.
+
+    The product is rounded once on its own (split into two exact products of the 12-bit halves of
+    `f`), so XLA's multiply-add contraction cannot change the result."""
+    f = _b(jnp.asarray(factor, jnp.float32))
+    fh = _hi12(f)
+    fl = f - fh
+    k = x - degenerate  # integers in [-255, 255]: fh·k, fl·k exact
+    return jnp.clip(jnp.floor(degenerate + (fh * k + fl * k)), 0.0, 255.0)
+
+
+def fill_value(fill: int | Sequence[int], channels: int) -> jax.Array:
+    """`fill` as `[C]` float32; a 3-value fill on 1 channel is its rounded ITU-R 601-2 luma (117
+    for the ImageNet mean), as the host's `randaugment.fill_value`."""
+    values = (fill,) * channels if isinstance(fill, int) else tuple(fill)
+    if channels == 1 and len(values) == 3:
+        values = (int(0.299 * values[0] + 0.587 * values[1] + 0.114 * values[2] + 0.5),)
+    if len(values) != channels:
+        raise ValueError(f"fill={fill!r} does not match {channels} channels.")
+    return jnp.asarray(values, jnp.float32)
+
+
+def enhance_factor(m: jax.Array, sign: jax.Array, increasing: bool) -> jax.Array:
+    """`ImageEnhance` factor `1.8·m/10 + 0.1`, or `max(0.1, 1 ± 0.9·m/10)` with `increasing`, as
+    the float32 the host's float64 value rounds to."""
+    if increasing:
+        return jnp.maximum(np.float32(0.1), _round_linear(sign * m, 0.9 / MAX_LEVEL, 1.0))
+    return _round_linear(m, 1.8 / MAX_LEVEL, 0.1)
+
+
+def _pixels(x: jax.Array, idx: jax.Array) -> jax.Array:
+    """`out[n, i, j, c] = x[n].flat_pixels[idx[n, i, j], c]`: each example's pixels at flat pixel
+    indices `idx [N, H, W]` (in range), as one gather from the flattened batch."""
+    n, height, width, channels = x.shape
+    base = (jnp.arange(n, dtype=jnp.int32) * (height * width))[:, None, None]
+    return jnp.take(x.reshape(-1, channels), (idx + base).reshape(-1), axis=0, mode="clip").reshape(
+        x.shape
+    )
+
+
+def _sample(x: jax.Array, tx: jax.Array, ty: jax.Array, fill: jax.Array) -> jax.Array:
+    """PIL `Image.transform(AFFINE, BILINEAR, fillcolor=fill)` (the host's `affine`) with the input
+    point of output pixel centre `(xs, ys) = (i + .5, j + .5)` given as its displacement
+    `(xs + tx, ys + ty)` (float32, broadcast to `[N, H, W]`).
+
+    Outside `[0, W) × [0, H)`: `fill`; inside: bilinear with edge-clamped neighbours, truncated.
+    The displacement's floor and fraction and the inside test are exact in float32 (the pixel
+    index is added after), so only the displacement itself carries float32 error."""
+    n, height, width, channels = x.shape
+    xi = jnp.arange(width, dtype=jnp.float32)[None, None, :]
+    yi = jnp.arange(height, dtype=jnp.float32)[None, :, None]
+    tx = jnp.broadcast_to(tx, (n, height, width))
+    ty = jnp.broadcast_to(ty, (n, height, width))
+    valid = (tx >= -(xi + 0.5)) & (tx < width - 0.5 - xi) & (ty >= -(yi + 0.5))
+    valid &= ty < height - 0.5 - yi
+    fx, fy = jnp.floor(tx), jnp.floor(ty)
+    dx, dy = (tx - fx)[..., None], (ty - fy)[..., None]
+    x0 = (xi + fx).astype(jnp.int32)  # floor(xin − 0.5)
+    y0 = (yi + fy).astype(jnp.int32)
+    xa, xb = jnp.clip(x0, 0, width - 1), jnp.clip(x0 + 1, 0, width - 1)
+    ya, yb = jnp.clip(y0, 0, height - 1), jnp.clip(y0 + 1, 0, height - 1)
+
+    def at(yy, xx):
+        return _pixels(x, yy * width + xx)
+
+    a, b = at(ya, xa), at(ya, xb)
+    top = a + (b - a) * dx
+    a, b = at(yb, xa), at(yb, xb)
+    bottom = a + (b - a) * dx
+    value = jnp.floor(top + (bottom - top) * dy)
+    return jnp.where(valid[..., None], value, fill)
+
+
+def smooth(x: jax.Array) -> jax.Array:
+    """PIL `ImageFilter.SMOOTH` (3×3, centre 5, others 1, /13, rounded) in int32; border pixels
+    kept."""
+    q = x.astype(jnp.int32)
+    height, width = x.shape[1:3]
+    box = sum(q[:, i : height - 2 + i, j : width - 2 + j] for i in range(3) for j in range(3))
+    inner = (2 * (box + 4 * q[:, 1:-1, 1:-1]) + 13) // 26  # floor(s / 13 + 0.5)
+    return q.at[:, 1:-1, 1:-1].set(inner).astype(jnp.float32)
+
+
+# --------------------------------------------------------------------------------------------------
+# The ops: `op(x [N, H, W, C], m [N], sign [N], fill [C], increasing)`
+
+
+def identity(x, m, sign, fill, increasing):
+    """No change."""
+    return x
+
+
+def auto_contrast(x, m, sign, fill, increasing):
+    """`ImageOps.autocontrast`: per channel, `int(v · 255/(hi − lo) − lo · 255/(hi − lo))` with
+    the host's (PIL's) float64 rounding: the exact floor, less one on the tabulated triples."""
+    q = x.astype(jnp.int32)
+    lo = jnp.min(q, axis=(1, 2), keepdims=True)
+    hi = jnp.max(q, axis=(1, 2), keepdims=True)
+    out = (q - lo) * 255 // jnp.maximum(hi - lo, 1)
+    table = _auto_contrast_exceptions()
+    keys = jnp.asarray(table)
+    key = (lo * 256 + hi) * 256 + q
+    found = keys[jnp.minimum(jnp.searchsorted(keys, key), table.size - 1)] == key
+    return jnp.where(hi > lo, out - found, q).astype(jnp.float32)
+
+
+@functools.cache
+def _auto_contrast_exceptions() -> np.ndarray:
+    """Sorted keys `(lo·256 + hi)·256 + v` of the `(lo, hi, v)` where the host's float64
+    `floor(v·s + (−lo·s))`, `s = 255/(hi − lo)`, is one below the exact `(v − lo)·255 // (hi − lo)`
+    (only possible where the exact value is an integer: 190,950 triples checked, 12,094 kept)."""
+    keys = []
+    for d in range(1, 256):
+        k = np.arange(0, d + 1, d // math.gcd(d, 255))  # v − lo with an integer result
+        lo, k = np.meshgrid(np.arange(256 - d), k, indexing="ij")
+        v = lo + k
+        s = 255.0 / d
+        low = np.floor(v * s + (-lo * s)) < k * 255 // d
+        keys.append(((lo * 256 + lo + d) * 256 + v)[low])
+    return np.sort(np.concatenate(keys)).astype(np.int32)
+
+
+def equalize(x, m, sign, fill, increasing):
+    """`ImageOps.equalize`: per channel, `lut[i] = (step // 2 + #pixels < i) // step` with
+    `step = (#pixels − #pixels at the top value) // 255` (identity when 0).
+
+    The histogram is a one-hot compare summed over the pixels: XLA fuses the compare into the
+    reduction (nothing of size `N·H·W·C·256` is stored), it is deterministic, and it avoids a
+    scatter-add (segment sum), whose atomic adds serialise on the many pixels of one bin."""
+    n, height, width, channels = x.shape
+    q = x.astype(jnp.int32)
+    hist = jnp.sum(q[..., None] == jnp.arange(256), axis=(1, 2), dtype=jnp.int32)  # [N, C, 256]
+    top = jnp.max(q, axis=(1, 2))  # [N, C]
+    at_top = jnp.take_along_axis(hist, top[..., None], axis=-1)[..., 0]
+    step = ((height * width - at_top) // 255)[..., None]
+    before = jnp.cumsum(hist, axis=-1) - hist
+    lut = jnp.minimum((step // 2 + before) // jnp.maximum(step, 1), 255)
+    lut = jnp.where(step > 0, lut, jnp.arange(256))  # [N, C, 256]
+    pixels = q.reshape(n, height * width, channels).transpose(0, 2, 1)
+    out = jnp.take_along_axis(lut, pixels, axis=-1)  # [N, C, H·W]
+    return out.transpose(0, 2, 1).reshape(x.shape).astype(jnp.float32)
+
+
+def invert(x, m, sign, fill, increasing):
+    """`ImageOps.invert`: `255 − v`."""
+    return 255.0 - x
+
+
+def posterize(x, m, sign, fill, increasing):
+    """`ImageOps.posterize(int(4·m/10))` (PosterizeTpu): keep the top bits, 0 bits = black."""
+    bits = level(m, 4)
+    if increasing:
+        bits = 4 - bits
+    shift = _b(8 - bits)
+    return ((x.astype(jnp.int32) >> shift) << shift).astype(jnp.float32)
+
+
+def solarize(x, m, sign, fill, increasing):
+    """`ImageOps.solarize(threshold = int(256·m/10))`: `255 − v` where `v >= threshold`."""
+    threshold = level(m, 256)
+    if increasing:
+        threshold = 256 - threshold
+    return jnp.where(x >= _b(threshold).astype(jnp.float32), 255.0 - x, x)
+
+
+def solarize_add(x, m, sign, fill, increasing):
+    """timm `solarize_add(add = int(110·m/10), thresh=128)`: `min(255, v + add)` where `v < 128`."""
+    add = _b(level(m, 110)).astype(jnp.float32)
+    return jnp.where(x < 128.0, jnp.minimum(255.0, x + add), x)
+
+
+def color(x, m, sign, fill, increasing):
+    """`ImageEnhance.Color`: blend with PIL's luma image; identity on 1 channel."""
+    if x.shape[-1] == 1:
+        return x
+    return blend(_luma_pil(x).astype(jnp.float32), x, enhance_factor(m, sign, increasing))
+
+
+def contrast(x, m, sign, fill, increasing):
+    """`ImageEnhance.Contrast`: blend with the constant `int(mean(luma) + 0.5)` (int32)."""
+    total = jnp.sum(_luma_pil(x), axis=(1, 2, 3), keepdims=True)
+    count = x.shape[1] * x.shape[2]
+    mean = ((2 * total + count) // (2 * count)).astype(jnp.float32)
+    return blend(mean, x, enhance_factor(m, sign, increasing))
+
+
+def brightness(x, m, sign, fill, increasing):
+    """`ImageEnhance.Brightness`: blend with black."""
+    return blend(jnp.zeros_like(x), x, enhance_factor(m, sign, increasing))
+
+
+def sharpness(x, m, sign, fill, increasing):
+    """`ImageEnhance.Sharpness`: blend with `smooth(x)`."""
+    return blend(smooth(x), x, enhance_factor(m, sign, increasing))
+
+
+def _centres(size: int, axis: int, origin: float = 0.0) -> jax.Array:
+    """Pixel centres `i + 0.5 − origin` (exact) along `axis` of `[N, H, W]`."""
+    shape = [1, 1, 1]
+    shape[axis] = size
+    return (jnp.arange(size, dtype=jnp.float32) + (0.5 - origin)).reshape(shape)
+
+
+def rotate(x, m, sign, fill, increasing):
+    """`Image.rotate(±30·m/10 degrees, BILINEAR, fillcolor=fill)`: counter-clockwise about
+    `(W/2, H/2)`; the host's coefficients `(cos, sin, c, −sin, cos, f)` of `θ = −angle` as the
+    displacement `(cos − 1)·(xs − W/2) + sin·(ys − H/2)` (and the same for y), `cos − 1` taken as
+    `−2 sin²(θ/2)`."""
+    height, width = x.shape[1:3]
+    theta = (-sign * _round_linear(m, math.pi / 60.0))[:, None, None]  # 30·m/10 degrees
+    sin, cos_m1 = jnp.sin(theta), -2.0 * jnp.square(jnp.sin(0.5 * theta))
+    xc, yc = _centres(width, 2, width / 2), _centres(height, 1, height / 2)
+    tx = cos_m1 * xc + sin * yc
+    ty = cos_m1 * yc - sin * xc
+    return _sample(x, tx, ty, fill)
+
+
+def _shear_x(x, m, sign, fill):
+    k = (sign * _round_linear(m, 0.3 / MAX_LEVEL))[:, None, None]
+    return _sample(x, k * _centres(x.shape[1], 1), 0.0, fill)
+
+
+def _shear_y(x, m, sign, fill):
+    k = (sign * _round_linear(m, 0.3 / MAX_LEVEL))[:, None, None]
+    return _sample(x, 0.0, k * _centres(x.shape[2], 2), fill)
+
+
+def _translate_x(x, m, sign, fill):
+    t = sign * _round_linear(m, 0.45 / MAX_LEVEL * x.shape[2])
+    return _sample(x, t[:, None, None], 0.0, fill)
+
+
+def _translate_y(x, m, sign, fill):
+    t = sign * _round_linear(m, 0.45 / MAX_LEVEL * x.shape[1])
+    return _sample(x, 0.0, t[:, None, None], fill)
+
+
+# The host's `Image.transform(AFFINE)` coefficients from the signed level fraction `s = ±m/10`
+# (float64, its order of operations), for the exact path at m = 10.
+_HOST_COEFFS = {
+    "ShearX": lambda s, h, w: (1.0, 0.3 * s, 0.0, 0.0, 1.0, 0.0),
+    "ShearY": lambda s, h, w: (1.0, 0.0, 0.0, 0.3 * s, 1.0, 0.0),
+    "TranslateXRel": lambda s, h, w: (1.0, 0.0, 0.45 * s * w, 0.0, 1.0, 0.0),
+    "TranslateYRel": lambda s, h, w: (1.0, 0.0, 0.0, 0.0, 1.0, 0.45 * s * h),
+}
+
+
+@functools.cache
+def _max_level_tables(name: str, height: int, width: int) -> tuple[np.ndarray, ...] | None:
+    """The host's float64 sampling of op `name` at m = 10, signs (−1, +1): `(inside [2, H, W],
+    first and second neighbour [2, H, W] (flat pixel indices), the fraction d·2^64 as four 16-bit
+    limbs [2, 4, H, W])`. These ops move along one axis, so a value is `floor(fl(A + fl(k·d)))`
+    with `k = B − A`. None where some fraction is not a multiple of 2^-64 (never seen)."""
+    along_x = name in ("ShearX", "TranslateXRel")
+    tables = []
+    for sign in (-1.0, 1.0):
+        c = _HOST_COEFFS[name](sign * MAX_LEVEL / MAX_LEVEL, float(height), float(width))
+        xs = np.arange(width, dtype=np.float64)[None, :] + 0.5
+        ys = np.arange(height, dtype=np.float64)[:, None] + 0.5
+        xin = c[0] * xs + c[1] * ys + c[2]
+        yin = c[3] * xs + c[4] * ys + c[5]
+        inside = (xin >= 0.0) & (xin < width) & (yin >= 0.0) & (yin < height)
+        xin, yin = xin - 0.5, yin - 0.5
+        x0, y0 = np.floor(xin), np.floor(yin)
+        dx, dy = xin - x0, yin - y0
+        if np.any((dy if along_x else dx) != 0.0):
+            return None
+        xa, xb = (np.clip(v, 0, width - 1).astype(np.int32) for v in (x0, x0 + 1))
+        ya, yb = (np.clip(v, 0, height - 1).astype(np.int32) for v in (y0, y0 + 1))
+        first = ya * width + xa
+        second = ya * width + xb if along_x else yb * width + xa
+        scaled = np.ldexp(dx if along_x else dy, 64)
+        if np.any(scaled != np.floor(scaled)):
+            return None
+        limbs = [np.mod(np.floor(np.ldexp(scaled, -16 * i)), 65536.0) for i in range(4)]
+        tables.append((inside, first, second, np.stack(limbs).astype(np.int32)))
+    return tuple(np.stack(t) for t in zip(*tables))
+
+
+def _log2(v: jax.Array) -> jax.Array:
+    """`floor(log2 v)` of int32 `v >= 1`."""
+    return 31 - jax.lax.clz(v)
+
+
+def _quantum_shift(v: jax.Array) -> jax.Array:
+    """log2 of the float64 spacing, in units of 2^-64, just below the integer `v >= 1`."""
+    return _log2(v) + 12 - ((v & (v - 1)) == 0).astype(jnp.int32)
+
+
+def _sample_max_level(x: jax.Array, sign: jax.Array, fill: jax.Array, tables) -> jax.Array:
+    """The host's float64 one-axis bilinear sampling at m = 10, reproduced bit for bit in int32:
+    `floor(fl(A + fl(k·d)))` is `A + floor(k·d)`, plus 1 where `k·d` lies so little below an
+    integer that float64's two round-to-nearest-even steps reach it."""
+    n, height, width, channels = x.shape
+    s = (sign > 0).astype(jnp.int32)
+    inside, first, second, limbs = (jnp.asarray(t)[s] for t in tables)
+    q = x.astype(jnp.int32)
+    a, b = _pixels(q, first), _pixels(q, second)
+    k = b - a
+    ak = jnp.abs(k)
+    # |k|·d·2^64 in 16-bit limbs f0..f3 (the fraction) and the integer part.
+    carry, f = 0, []
+    for i in range(4):
+        v = ak * limbs[:, i, :, :, None] + carry
+        f.append(v & 0xFFFF)
+        carry = v >> 16
+    neg, fraction = k < 0, (f[0] | f[1] | f[2] | f[3]) != 0
+    j = jnp.where(neg, -carry - fraction.astype(jnp.int32), carry)  # floor(k·d)
+    # g = j + 1 − k·d, in units of 2^-64, where it is below 2^22 (float64 rounding can reach j + 1).
+    tiny_pos = ~neg & (f[3] == 0xFFFF) & (f[2] == 0xFFFF) & (f[1] >= 0xFFC0)
+    tiny_neg = neg & fraction & (f[3] == 0) & (f[2] == 0) & (f[1] < 64)
+    g = jnp.where(tiny_pos, ((0xFFFF - f[1]) << 16) + (0x10000 - f[0]), (f[1] << 16) + f[0])
+    top = j + 1
+    # fl(k·d): g rounded (half to even) to the spacing below `top` (none at 0: tiny, exact).
+    shift = jnp.where(
+        top > 0,
+        _quantum_shift(jnp.maximum(top, 1)),
+        jnp.where(top < 0, _log2(jnp.maximum(-top, 1)) + 12, 0),
+    )
+    q = g >> shift
+    rem, half = g - (q << shift), (1 << shift) >> 1
+    q = q + ((rem > half) | ((rem == half) & (half > 0) & ((q & 1) == 1))).astype(jnp.int32)
+    # fl(A + fl(k·d)) reaches A + j + 1 when what is left is at most half its spacing.
+    reach = (tiny_pos | tiny_neg) & (
+        (q << shift) <= (1 << (_quantum_shift(jnp.maximum(a + top, 1)) - 1))
+    )
+    value = (a + j + reach.astype(jnp.int32)).astype(jnp.float32)
+    return jnp.where(inside[..., None], value, fill)
+
+
+def _one_axis(name: str, generic: Callable, doc: str) -> Op:
+    """An op that samples along one axis: float32 `generic`, and at m = 10 (half of the default
+    draws) the host's float64 arithmetic exactly (`_sample_max_level`)."""
+
+    def op(x, m, sign, fill, increasing):
+        out = generic(x, m, sign, fill)
+        tables = _max_level_tables(name, x.shape[1], x.shape[2])
+        if tables is None:
+            return out
+        return jnp.where(_b(m == MAX_LEVEL), _sample_max_level(x, sign, fill, tables), out)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = doc
+    return op
+
+
+shear_x = _one_axis(
+    "ShearX",
+    _shear_x,
+    "`Image.transform(AFFINE, (1, ±0.3·m/10, 0, 0, 1, 0))`: `xin = xs ± 0.3·m/10·ys`.",
+)
+shear_y = _one_axis(
+    "ShearY",
+    _shear_y,
+    "`Image.transform(AFFINE, (1, 0, 0, ±0.3·m/10, 1, 0))`: `yin = ys ± 0.3·m/10·xs`.",
+)
+translate_x_rel = _one_axis(
+    "TranslateXRel", _translate_x, "`Image.transform(AFFINE, (1, 0, ±0.45·m/10·W, 0, 1, 0))`."
+)
+translate_y_rel = _one_axis(
+    "TranslateYRel", _translate_y, "`Image.transform(AFFINE, (1, 0, 0, 0, 1, ±0.45·m/10·H))`."
+)
+
+
+OPS: dict[str, Op] = {
+    "AutoContrast": auto_contrast,
+    "Equalize": equalize,
+    "Invert": invert,
+    "Rotate": rotate,
+    "PosterizeTpu": posterize,
+    "Solarize": solarize,
+    "SolarizeAdd": solarize_add,
+    "Color": color,
+    "Contrast": contrast,
+    "Brightness": brightness,
+    "Sharpness": sharpness,
+    "ShearX": shear_x,
+    "ShearY": shear_y,
+    "TranslateXRel": translate_x_rel,
+    "TranslateYRel": translate_y_rel,
+    "Identity": identity,
+}
+
+
+# --------------------------------------------------------------------------------------------------
+# Draws and the batched op
+
+
+def op_params(
+    u: jax.Array, num_ops: int, n_choices: int, magnitude: float, magnitude_std: float, p: float
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """The host's `randaugment.op_params` in jnp. From `u [N, 4·num_ops]` (per drawn op: which op,
+    applied or not, magnitude, sign): `(op index [N, L] int32, applied [N, L] bool, magnitude
+    [N, L] float32 ~ N(magnitude, std) clipped to [0, 10] via `ndtri`, sign [N, L] ±1 float32)`.
+
+    Index, applied and sign equal the host's exactly (float32 thresholds of its float64
+    comparisons); the magnitude is float32 `ndtri`, within ~1e-6 of the host's float64 one."""
+    if u.shape[-1] != DRAWS_PER_OP * num_ops:
+        raise ValueError(
+            f"{num_ops} RandAugment ops read {DRAWS_PER_OP * num_ops} uniforms, got {u.shape}."
+        )
+    u = jnp.reshape(jnp.asarray(u, jnp.float32), (-1, num_ops, DRAWS_PER_OP))
+    cuts = _thresholds(lambda v: np.floor(v * n_choices), 1.0, n_choices - 1)
+    index = jnp.sum(u[..., 0, None] >= jnp.asarray(cuts), axis=-1, dtype=jnp.int32)
+    applied = u[..., 1] < _ceil32(p)
+    mag = jnp.full(u.shape[:-1], magnitude, jnp.float32)
+    if magnitude_std:  # u = 0 gives -inf, clipped to 0 like any other draw below 0
+        mag = mag + np.float32(magnitude_std) * jax.scipy.special.ndtri(u[..., 2])
+    mag = jnp.clip(mag, 0.0, MAX_LEVEL)
+    sign = jnp.where(u[..., 3] < 0.5, -1.0, 1.0).astype(jnp.float32)
+    return index, applied, mag, sign
+
+
+def rand_augment(
+    images: jax.Array,
+    u: jax.Array,
+    *,
+    num_ops: int = 2,
+    magnitude: float = 10.0,
+    magnitude_std: float = 0.5,
+    p: float = 0.5,
+    ops: Sequence[str] | None = None,
+    fill: int | Sequence[int] = IMAGENET_FILL,
+    increasing: bool = False,
+) -> jax.Array:
+    """timm `RandAugment` (the host's `augment._rand_augment`): float32 `images [N, H, W, C]` in
+    [0, 1] and uniforms `u [N, 4·num_ops]` → float32 in [0, 1] (values k/255).
+
+    Quantised to uint8 values on entry (`round(clip(x·255))`); `num_ops` layers, in each every
+    example applies its drawn op from `ops` (default `RAND_TRANSFORMS`) when drawn as applied
+    (probability `p`), else is unchanged. Every op runs on the whole batch and each example's
+    result is selected with masks, so the cost does not depend on the draws."""
+    names = tuple(ops) if ops is not None else RAND_TRANSFORMS
+    index, applied, mags, signs = op_params(u, num_ops, len(names), magnitude, magnitude_std, p)
+    fill_c = fill_value(fill, images.shape[-1])
+    x = jnp.round(jnp.clip(jnp.asarray(images, jnp.float32) * 255.0, 0.0, 255.0))
+    group = jnp.where(applied, index, len(names))  # [N, L]; len(names): unchanged
+
+    def layer(x, drawn):
+        m, s, g = drawn
+        out = x
+        for k, name in enumerate(names):
+            out = jnp.where(_b(g == k), OPS[name](x, m, s, fill_c, increasing), out)
+        return out, None
+
+    x, _ = jax.lax.scan(layer, x, (mags.T, signs.T, group.T))
+    return x * np.float32(1.0 / 255.0)
