@@ -113,3 +113,21 @@ def test_every_small_data_config_trains_with_the_device_pipeline(name, colour_so
     train.train_and_evaluate(config, str(tmp_path))
     losses = _losses_by_step(str(tmp_path))
     assert sorted(losses) == [1, 2] and all(np.isfinite(v) for v in losses.values())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["mocov2_cifar10", "ressl_authors_cifar10"])
+def test_cifar_configs_train_on_mock_data(name, tmp_path):
+    """A tfds set through the device pipeline (`datasets.load_arrays` over tfds, 64 mock images):
+    MoCo v2, and ReSSL's authors' recipe, the one method whose small-data configs are CIFAR only."""
+    tfds = pytest.importorskip("tensorflow_datasets")
+    config = configs.load(os.path.join(ROOT, "configs", f"{name}.py:runlocal"))
+    config.data.pipeline = "device"
+    config.data.data_dir = str(tmp_path / "tfds")
+    config.total_steps = 2
+    config.log_every_steps = 1
+    config.evals = type(config.evals)()
+    with tfds.testing.mock_data(num_examples=64):
+        train.train_and_evaluate(config, str(tmp_path / "run"))
+    losses = _losses_by_step(str(tmp_path / "run"))
+    assert sorted(losses) == [1, 2] and all(np.isfinite(v) for v in losses.values())

@@ -5,29 +5,36 @@ InfoMin's augmentation "D"), same draws (`op_params` reads the same 4 uniforms p
 `recipe_ops.DRAWS_PER_OP`) and the same PIL uint8 arithmetic, so a recipe's `rand_augment` op
 means the same on either side. Each op takes float32 `[N, H, W, C]` holding integers in [0, 255],
 per-example magnitudes `m [N]` (in [0, 10]) and signs `[N]` (±1), and returns the same layout.
-Everything is jit-able with static shapes: `rand_augment` computes every op for every example and
-selects each example's drawn op with masks (no data-dependent control flow).
+Everything is jit-able with static shapes and no data-dependent control flow: `rand_augment` runs
+every op on the whole batch and selects each example's drawn op with masks.
 
 What differs: JAX runs float32 (x64 off) where the host uses float64 (magnitudes, levels, enhance
-factors, affine coordinates). Given the same float32 magnitude, the point ops still equal the
-host's exactly:
-- integer levels (`int(4·m/10)` bits, `int(256·m/10)` threshold, `int(110·m/10)` added) by
-  comparing `m` with float32 thresholds of the host's float64 formula, precomputed in numpy;
-- enhance factors are the float32 rounding of the exact `a·m + b` (which the host's float64 value
-  rounds to as well, unless it lies within ~2^-45 of a float32 rounding boundary), computed from
-  error-free products of 12-bit halves summed with TwoSum;
-- blend products `f·(x − deg)` rounded once, as TF rounds them (XLA would otherwise contract
+factors, affine coordinates). Given the same float32 magnitude the point ops still equal the
+host's exactly (tests/data/test_device_randaugment.py):
+- integer levels (`int(4·m/10)` bits, `int(256·m/10)` threshold, `int(110·m/10)` added) compare
+  `m` with float32 thresholds of the host's float64 formula, precomputed in numpy;
+- enhance factors are the float32 rounding of the exact `a·m + b`, computed from error-free
+  products of 12-bit halves summed with TwoSum; the host's float64 value rounds to the same
+  float32 except where `a·m + b` lies exactly halfway between two float32 (then float64's own
+  error decides): 60 per million uniform `m` in [0, 10], all below 1, and 1 in ~1,600 with
+  `increasing`; a factor one float32 apart changes a blended pixel only rarely;
+- blend products `f·(x − deg)` are rounded once, as TF rounds them (XLA would otherwise contract
   `deg + f·(x − deg)` into a fused multiply-add: measured 1e-6 of random blends off by one);
 - AutoContrast's float64 LUT `int(v·scale − lo·scale)` is the exact integer floor except for the
-  12,094 of 2.8M `(lo, hi, v)` triples where the float64 sum rounds just below the exact integer
-  result: those are a precomputed table (searched with `jnp.searchsorted`);
-- Contrast's mean, Sharpness' smoothing filter and Equalize in int32.
-The geometric ops sample at float32 displacements (`xin − xs`, kept small and computed from the
-exact level argument) instead of float64 coordinates: measured on random images (12×16, 48×40,
-RGB and grey, 23 magnitudes in [0, 10] with both signs), at most 1 grey level on at most ~0.3% of
-the values of one image, 0.02% overall (tests/data/test_device_randaugment.py). `op_params` draws
-the magnitude with float32 `ndtri` (within ~1e-6 of the host's float64 one), so a magnitude just
-at an integer level boundary can land on the other side; see the test for how often.
+  12,094 of 2.8M `(lo, hi, v)` triples where the float64 sum rounds just below the exact integer:
+  a precomputed table, searched with `jnp.searchsorted`;
+- Contrast's mean, Sharpness' smoothing filter and Equalize are int32.
+ShearX/Y and TranslateX/YRel at m = 10 (the clipped draw: half of the default draws) reproduce the
+host's float64 sampling bit for bit (`_sample_max_level`); at other magnitudes, and Rotate, they
+sample at float32 displacements (`xin − xs`, the level argument rounded once): measured at most 1
+grey level, on 0.17% of one image's values at m = 3.7 and 5e-6 of all values over the test's
+magnitudes; at magnitudes that make the shift a short decimal fraction of a pixel (m = 2.5, 5, 7.5:
+e.g. 0.45·0.25·16 = 1.8 px) exact ties are common and the host's float64 rounding decides them:
+up to ~10% of one image's values differ by 1 there. `op_params` draws the magnitude with float32
+`ndtri`, within 1e-6 of the host's float64 one, so a level can rarely land on the other side of an
+integer (3 solarize thresholds and 1 solarize-add level in 400,000 magnitudes at N(5, 1)); a
+whole `rand_augment` differs from the host by 1 grey level on 1e-6 to 2e-5 of the values, all
+from these float32 magnitudes.
 """
 
 from __future__ import annotations
@@ -54,13 +61,29 @@ __all__ = [
     "RAND_TRANSFORMS",
     "RAND_TRANSFORMS_CMC",
     "SIGNED",
+    "auto_contrast",
     "blend",
+    "brightness",
+    "color",
+    "contrast",
     "enhance_factor",
+    "equalize",
     "fill_value",
+    "identity",
+    "invert",
     "level",
     "op_params",
+    "posterize",
     "rand_augment",
+    "rotate",
+    "sharpness",
+    "shear_x",
+    "shear_y",
     "smooth",
+    "solarize",
+    "solarize_add",
+    "translate_x_rel",
+    "translate_y_rel",
 ]
 
 Op = Callable[[jax.Array, jax.Array, jax.Array, jax.Array, bool], jax.Array]
@@ -599,7 +622,10 @@ def rand_augment(
     Quantised to uint8 values on entry (`round(clip(x·255))`); `num_ops` layers, in each every
     example applies its drawn op from `ops` (default `RAND_TRANSFORMS`) when drawn as applied
     (probability `p`), else is unchanged. Every op runs on the whole batch and each example's
-    result is selected with masks, so the cost does not depend on the draws."""
+    result is selected with masks, so the cost does not depend on the draws. The layers are a
+    `lax.scan` (one compiled layer: `num_ops` times less to compile; the same layers unrolled in
+    a Python loop were miscompiled by XLA:CPU in jax 0.10.2, whole images off by up to 246 levels
+    at 3 layers, a bug that disabling XLA's `cse` or `fusion` pass removed)."""
     names = tuple(ops) if ops is not None else RAND_TRANSFORMS
     index, applied, mags, signs = op_params(u, num_ops, len(names), magnitude, magnitude_std, p)
     fill_c = fill_value(fill, images.shape[-1])

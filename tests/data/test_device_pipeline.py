@@ -387,3 +387,7 @@ def test_auto_follows_the_dataset_the_recipes_and_the_memory(monkeypatch):
     assert device_pipeline.resolve(c) == "device"
     c.data.pipeline = "tfdata"
     assert device_pipeline.resolve(c) == "tfdata"
+    c.data.pipeline = "auto"
+    c.data.recipes = {"mocov2": recipes.infomin(28)}
+    assert jax.default_backend() == "cpu"
+    assert device_pipeline.resolve(c) == "tfdata"  # RandAugment is slower on the device on CPU
