@@ -6,6 +6,8 @@ Each function takes the view size and returns a tuple of op dicts (see `augment.
 
 from __future__ import annotations
 
+from ssl_jax.data import recipe_ops
+
 Recipe = tuple[dict, ...]
 
 
@@ -305,17 +307,9 @@ def cmcv2_e(size: int, kernel_size: int = 23) -> Recipe:
     """PyContrast aug "E" (the `CMCv2` preset): as `infomin` with jitter (0.4, 0.4, 0.4, 0.1) p 0.8,
     no grayscale, and RandAugment over `_RAND_TRANSFORMS_CMC` (AutoContrast, Identity, Rotate,
     Sharpness, ShearX/Y, TranslateX/YRel: no colour ops). Add `color_space` last for CMC's views."""
-    ops = (
-        "AutoContrast",
-        "Identity",
-        "Rotate",
-        "Sharpness",
-        "ShearX",
-        "ShearY",
-        "TranslateXRel",
-        "TranslateYRel",
+    return _infomin_view(
+        size, (0.4, 0.4, 0.4, 0.1), recipe_ops.RAND_TRANSFORMS_CMC, False, kernel_size
     )
-    return _infomin_view(size, (0.4, 0.4, 0.4, 0.1), ops, False, kernel_size)
 
 
 def jigsaw(
