@@ -185,6 +185,20 @@ def epoch_permutation(seed: int, epoch: int, n: int) -> np.ndarray:
     return np.random.default_rng([int(seed), _SHUFFLE_TAG, int(epoch)]).permutation(n)
 
 
+def batch_rows(config, process_index: int, process_count: int) -> int:
+    """Rows of the global batch one process feeds (`global_batch_size / process_count`), after
+    checking the process index and the divisibility (both pipelines)."""
+    global_batch = int(config.global_batch_size)
+    if process_count < 1 or not 0 <= process_index < process_count:
+        raise ValueError(f"process_index={process_index} / process_count={process_count} invalid.")
+    if global_batch % process_count:
+        raise ValueError(
+            f"config.global_batch_size={global_batch} is not divisible by "
+            f"process_count={process_count}."
+        )
+    return global_batch // process_count
+
+
 def index_batches(
     config,
     labels: np.ndarray,
@@ -196,13 +210,7 @@ def index_batches(
     """Endless host-local batches `{'index': int32 [b], 'label': int32 [b]}` for step `start_step`
     onwards (the module doc's order); `b = global_batch_size / process_count`."""
     global_batch = int(config.global_batch_size)
-    if process_count < 1 or not 0 <= process_index < process_count:
-        raise ValueError(f"process_index={process_index} / process_count={process_count} invalid.")
-    if global_batch % process_count:
-        raise ValueError(
-            f"config.global_batch_size={global_batch} is not divisible by "
-            f"process_count={process_count}."
-        )
+    b = batch_rows(config, process_index, process_count)
     if start_step < 0:
         raise ValueError(f"start_step={start_step} must be >= 0.")
     n = int(labels.shape[0])
@@ -211,7 +219,6 @@ def index_batches(
         raise ValueError(
             f"config.global_batch_size={global_batch} exceeds the {n} training examples."
         )
-    b = global_batch // process_count
     step, epoch, order = start_step, None, None
     while True:
         e, t = divmod(step, steps_per_epoch)

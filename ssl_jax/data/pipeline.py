@@ -189,18 +189,6 @@ def _recipes(config: Any) -> list[tuple[str, Sequence[Any]]]:
     return out
 
 
-def _batch_rows(config: Any, process_index: int, process_count: int) -> int:
-    global_batch = int(config.global_batch_size)
-    if process_count < 1 or not 0 <= process_index < process_count:
-        raise ValueError(f"process_index={process_index} / process_count={process_count} invalid.")
-    if global_batch % process_count:
-        raise ValueError(
-            f"config.global_batch_size={global_batch} is not divisible by "
-            f"process_count={process_count}."
-        )
-    return global_batch // process_count
-
-
 def _to_numpy(ds: tf.data.Dataset) -> Iterator[dict[str, Any]]:
     yield from ds.as_numpy_iterator()
 
@@ -229,7 +217,7 @@ def train_iterator(
 
     _hide_accelerators()
     data = config.data
-    b = _batch_rows(config, process_index, process_count)
+    b = device_pipeline.batch_rows(config, process_index, process_count)
     global_batch = int(config.global_batch_size)
     recipes = _recipes(config)
     channels = int(data.channels)
