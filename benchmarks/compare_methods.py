@@ -106,14 +106,18 @@ def run_one(config, workdir: str, with_random: bool, pretrain_only: bool = False
     return result
 
 
-def raw_pixels(config) -> float:
-    from ssl_jax.evaluate.evaluators import probe_args, raw_pixels
-    from ssl_jax.evaluate.linear_probe import fit_linear_probe
+def raw_pixels(config) -> dict[str, float]:
+    """Probe and kNN top-1 on the raw pixels of the config's eval splits (the same probe and kNN
+    as `evaluate`'s)."""
+    from ssl_jax.evaluate.evaluators import probe_and_knn, probe_args, raw_pixels
 
     pt = config.evals.probe_table
     tr = raw_pixels(config, config.data.eval_train_split, pt.num_train, pt.batch_size)
     te = raw_pixels(config, config.data.eval_test_split, -1, pt.batch_size)
-    return fit_linear_probe(*tr, *te, **probe_args(pt))["top1"]
+    result = probe_and_knn(
+        tr, te, **probe_args(pt), knn_k=pt.knn_k, knn_temperature=pt.knn_temperature
+    )
+    return {"probe": result["top1"], "knn": result.get("knn_top1")}
 
 
 def mean_std(values, scale: float = 1.0) -> tuple[float, float]:
@@ -176,63 +180,26 @@ def compare(entries, seeds, sets, workdir: str, pretrain_only=False) -> tuple[di
     return rows, first_config
 
 
-def table(rows: dict, first_config, spread: str, extra=None) -> list[str]:
-    """Markdown rows: one per config, then random init and raw pixels. `extra(name) -> str` adds a
-    last column (the results page's paper figures)."""
-    column = (lambda name: f" {extra(name)} |") if extra else (lambda name: "")
+def table(rows: dict, first_config, spread: str) -> list[str]:
+    """Markdown rows: one per config, then random init and raw pixels."""
     lines = [
-        "| encoder | linear probe top-1 (%) | kNN top-1 (%) | pretrain time (s) |"
-        + (" paper (closest setting) |" if extra else ""),
-        "|---|---|---|---|" + ("---|" if extra else ""),
+        "| encoder | linear probe top-1 (%) | kNN top-1 (%) | pretrain time (s) |",
+        "|---|---|---|---|",
     ]
     for name, results in rows.items():
         lines.append(
             f"| {name} | {summary([r['pretrained']['probe'] for r in results], spread)} "
             f"| {summary([r['pretrained']['knn'] for r in results], spread)} "
-            f"| {np.mean([r['pretrain_s'] for r in results]):.0f} |" + column(name)
+            f"| {np.mean([r['pretrain_s'] for r in results]):.0f} |"
         )
     first = next(iter(rows.values()))
     lines.append(
         f"| random init | {summary([r['random']['probe'] for r in first], spread)} "
         f"| {summary([r['random']['knn'] for r in first], spread)} | – |"
-        + (" – |" if extra else "")
     )
-    lines.append(
-        f"| raw pixels | {100 * raw_pixels(first_config):.2f} | – | – |" + (" – |" if extra else "")
-    )
+    raw = raw_pixels(first_config)
+    lines.append(f"| raw pixels | {100 * raw['probe']:.2f} | {100 * raw['knn']:.2f} | – |")
     return lines
-
-
-def results_page(path: str, spread: str, pretrain_only: bool = False) -> None:
-    """Runs every group of `benchmarks/results_spec.py` (cached runs are reused) and writes the
-    results page: one table per embedded data set, the papers' closest figures beside each row."""
-    import subprocess
-
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import results_spec
-
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
-    ).stdout.strip()
-    out = [results_spec.HEADER.format(commit=commit or "unknown", date=time.strftime("%Y-%m-%d"))]
-    for group in results_spec.GROUPS:
-        entries = [parse_entry(e) for e, _ in group["configs"]]
-        keys = {name: key for (name, _, _), (_, key) in zip(entries, group["configs"])}
-        rows, first = compare(
-            entries, group["seeds"], group["sets"], group["workdir"], pretrain_only
-        )
-        if pretrain_only:
-            continue
-        out += [f"## {group['title']}", "", group["text"].strip(), "", "```bash"]
-        out += [results_spec.command(group), "```", ""]
-        out += table(rows, first, spread, lambda n, k=keys: results_spec.paper_cell(k[n]))
-        out += [""]
-    if pretrain_only:
-        return
-    out.append(results_spec.FOOTER.strip())
-    with open(path, "w") as f:
-        f.write("\n".join(out) + "\n")
-    print(f"wrote {path}", flush=True)
 
 
 def main() -> None:
@@ -246,18 +213,11 @@ def main() -> None:
     parser.add_argument("--workdir")
     parser.add_argument("--set", action="append", default=[], help="key=value for every config")
     parser.add_argument(
-        "--results-page",
-        metavar="PATH",
-        help="run benchmarks/results_spec.py's groups and write the results page (docs/results.md)",
-    )
-    parser.add_argument(
         "--pretrain-only", action="store_true", help="train every run, evaluate in a later call"
     )
     args = parser.parse_args()
-    if args.results_page:
-        return results_page(args.results_page, args.spread, args.pretrain_only)
     if not args.workdir:
-        raise SystemExit("give --workdir (or --results-page)")
+        raise SystemExit("give --workdir")
     seeds = [int(s) for s in args.seeds.split(",")]
     entries = [parse_entry(p) for p in args.configs.split(",") if p] + [
         parse_entry(e) for e in args.config

@@ -1,0 +1,290 @@
+"""The results campaign's grids (`benchmarks/campaign.py`): each a fixed list of cells at one budget.
+
+A grid has sections (one data set's table each); a section has methods (a config with its own
+overrides) trained at every seed, plus two baselines: the first method's encoder at random init
+(one cell per seed) and a linear probe / kNN on raw pixels (one cell). A cell is named
+`<section>.<method>.s<seed>` (`<section>.random_init.s<seed>`, `<section>.raw_pixels`) and its
+result is `docs/results/<grid>/<cell>.json`. Changing a grid's budget makes its cells stale: give
+the changed grid a new name instead, so that finished cells always mean what the grid says.
+
+- `cpu600`: the 600-step CPU tables that the results page has carried since 2026-11-24 (ResNet-18
+  with the ImageNet stem, batch 64, SGD 0.06, the first 10,000 training images), now as cells.
+- `gpu`: every method on both embedded data sets at a real budget (ResNet-18 width 1, CIFAR stem,
+  batch 512, 5 epochs of the 60,000 images, bf16, the device pipeline), sized so that one data
+  set's table fits in one quarter hour on one H100, compilation included.
+- `cpu_long`: the Fashion-MNIST methods of `gpu` at 5 × `cpu600`'s steps on the 10,000-image
+  subset, run at low priority on a CPU machine a few cells at a time (`nice`).
+- `tiny`: two `:runlocal` steps per cell, the runner's own check (`tests/test_campaign.py`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Section:
+    """One data set's table: `methods` = ((key, 'configs/X.py[:arg] key=value ...'), ...); the
+    first method's encoder is the random-init row and its data the raw-pixel row."""
+
+    key: str
+    title: str
+    text: str
+    methods: tuple[tuple[str, str], ...]
+    sets: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Grid:
+    """`sets`: the budget, applied to every cell's config before the section's and the method's
+    own overrides; `curve_points`: in-training kNN evaluations per run (the kNN curve), each on
+    the first `curve_knn` = (train, test) images of the eval splits (-1: all)."""
+
+    name: str
+    title: str
+    text: str
+    device: str  # what the grid is sized for, in words
+    sets: tuple[str, ...]
+    sections: tuple[Section, ...]
+    seeds: tuple[int, ...] = (0, 1, 2)
+    curve_points: int = 4
+    curve_knn: tuple[int, int] = (-1, -1)
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    """`kind`: 'train' (pretrain, then probe + kNN), 'random' (the section's first encoder at
+    random init) or 'raw' (raw pixels, no seed)."""
+
+    grid: str
+    section: str
+    method: str
+    kind: str
+    spec: str
+    seed: int | None
+
+    @property
+    def name(self) -> str:
+        return f"{self.section}.{self.method}" + ("" if self.seed is None else f".s{self.seed}")
+
+
+def cells(grid: Grid) -> list[Cell]:
+    """The grid's cells in run order: per section, the baselines (cheap, and what every row is
+    read against), then seed by seed every method (a partly run grid has every method at seed 0
+    first; within one process later seeds reuse the compiled step from the persistent cache)."""
+    out = []
+    for section in grid.sections:
+        first_spec = section.methods[0][1]
+        out.append(Cell(grid.name, section.key, "raw_pixels", "raw", first_spec, None))
+        for seed in grid.seeds:
+            out.append(Cell(grid.name, section.key, "random_init", "random", first_spec, seed))
+        for seed in grid.seeds:
+            for method, spec in section.methods:
+                out.append(Cell(grid.name, section.key, method, "train", spec, seed))
+    return out
+
+
+def section(grid: Grid, key: str) -> Section:
+    return next(s for s in grid.sections if s.key == key)
+
+
+# The paper orderings the results page states for each section that has both methods:
+# (better, worse, where the paper reports it).
+ORDERINGS = (
+    ("scce", "ressl", "SCE Table 5"),
+    ("ressl", "mocov2", "SCE Table 5"),
+    ("jcl", "mocov2", "JCL Table 1"),
+    ("interclr", "mocov2", "InterCLR Table 1"),
+    ("iring", "ir", "Ring Table 1"),
+    ("mocoring", "mocov2", "Ring Table 1"),
+    ("cmcring", "cmc", "Ring Table 1"),
+    ("infomin", "mocov2", "InfoMin Table 6"),
+)
+
+SUBSET = "data.train_subset=10000"
+BANK = "method_config.bank_size=10000"
+
+FASHION_TITLE = "Fashion-MNIST (28 px, grey)"
+COLOUR_TITLE = "color_fashion_mnist (32 px, tinted items on photo backgrounds)"
+
+# ---- cpu600: the CPU tables of 2026-11-24 -------------------------------------------------------
+# ResNet-18 (ImageNet stem), batch 64, 600 steps of SGD at lr 0.06 with cosine decay, on the first
+# 10,000 training images (each seen ~4 times); the logistic probe (L-BFGS on standardised frozen
+# pooled features, l2 chosen on a held-out tenth of train) and the weighted kNN (k 200, τ 0.07),
+# both on all 60k / 10k images.
+CPU600_BUDGET = (
+    "model.stem=imagenet",
+    "global_batch_size=64",
+    "total_steps=600",
+    "optim.lr_scaling=none",
+    "optim.base_lr=0.06",
+    "evals.probe_table.solver=lbfgs",
+)
+
+CPU600 = Grid(
+    name="cpu600",
+    title="600 steps on a 2-core CPU",
+    text="""
+ResNet-18 with the ImageNet stem (28 → 7 px before the first stage: cheap CPU steps), batch 64,
+600 steps of SGD at lr 0.06 with cosine decay, on the first 10,000 training images (each seen ~4
+times), tf.data input, float32. Short runs: differences smaller than the seeds' spread do not
+order the methods, and a paper's ordering is not expected to show at this budget.
+""",
+    device="the 2-core CPU development machine",
+    sets=CPU600_BUDGET,
+    curve_points=4,
+    curve_knn=(10_000, 2_000),
+    sections=(
+        Section(
+            key="fashion_mnist",
+            title=FASHION_TITLE,
+            text="""
+Every method at ResNet-18 width 1/2 with its config's views, head, temperature and queue or bank;
+EMA 0.99 where the method has a key encoder. Banks hold the 10,000 images (IR, IRing, InterCLR).
+InterCLR: `:subset=10000` (80 clusters, 128 negatives from a pool of 1,024, online labels).
+""",
+            sets=("model.width=0.5",),
+            methods=(
+                ("mocov2", f"configs/mocov2_fashion_mnist.py {SUBSET}"),
+                ("scce", f"configs/scce_fashion_mnist.py {SUBSET}"),
+                ("ressl", f"configs/ressl_fashion_mnist.py {SUBSET}"),
+                ("jcl", f"configs/jcl_fashion_mnist.py {SUBSET}"),
+                ("ir", f"configs/ir_fashion_mnist.py {SUBSET} {BANK}"),
+                ("interclr", "configs/interclr_fashion_mnist.py:subset=10000"),
+                ("iring", f"configs/iring_fashion_mnist.py {SUBSET} {BANK}"),
+                ("mocoring", f"configs/mocoring_fashion_mnist.py {SUBSET}"),
+            ),
+        ),
+        Section(
+            key="color_fashion_mnist",
+            title=COLOUR_TITLE,
+            text="""
+The methods with a `color_fashion_mnist` config on 2026-11-24, each with its own model: MoCo v2
+and InfoMin a ResNet-18 at width 1/2 on RGB; CMC and CMCRing two ResNet-18s at width 1/4 on L and
+ab, their features concatenated for the probe. The random-init row is MoCo v2's encoder; raw
+pixels are RGB.
+""",
+            methods=(
+                ("mocov2", f"configs/mocov2_color_fashion_mnist.py {SUBSET}"),
+                ("cmc", f"configs/cmc_color_fashion_mnist.py {SUBSET} {BANK}"),
+                ("infomin", f"configs/infomin_color_fashion_mnist.py {SUBSET}"),
+                ("cmcring", f"configs/cmcring_color_fashion_mnist.py {SUBSET} {BANK}"),
+            ),
+        ),
+    ),
+)
+
+# ---- gpu: both data sets at a real budget, one data set per quarter hour on one H100 -------------
+# 585 steps × 512 = 5 epochs of the 60,000 images. The estimate behind it (no H100 has run it yet):
+# the MoCo v2 step of this model runs ~55k img/s on an H200 (docs/device_pipeline.md), so a run is
+# ~6-10 s of steps plus ~30 s of compilation for a method's first seed (later seeds hit the
+# persistent compilation cache) and a few seconds of probe and kNN: 8 methods × 3 seeds +
+# baselines ≈ 8-11 minutes. The first measured cells set the runner's estimates.
+GPU_BUDGET = (
+    "data.pipeline=device",
+    "model.dtype=bfloat16",
+    "model.stem=cifar",
+    "model.width=1.0",
+    "global_batch_size=512",
+    "total_steps=585",
+    "optim.lr_scaling=linear",
+    "optim.base_lr=0.06",
+    "data.train_subset=0",
+    "evals.probe_table.solver=lbfgs",
+)
+
+GPU = Grid(
+    name="gpu",
+    title="5 epochs on one GPU",
+    text="""
+ResNet-18 width 1 with the CIFAR stem, batch 512, 585 steps (5 epochs of the 60,000 training
+images), SGD at lr 0.12 (0.06 × 512 / 256) with cosine decay, bfloat16 compute, the device-resident
+input pipeline with each method's own augmentation recipe. Banks hold all 60,000 images. The
+logistic probe on the pooled last stage (the papers' protocol) and the weighted kNN (k 200,
+τ 0.07) on all 60k / 10k images; the kNN curve on all images, 5 points per run.
+""",
+    device="one NVIDIA H100",
+    sets=GPU_BUDGET,
+    curve_points=5,
+    sections=(
+        Section(
+            key="fashion_mnist",
+            title=FASHION_TITLE,
+            text="Every method with a Fashion-MNIST config: its views, head, temperature, queue or bank.",
+            methods=(
+                ("mocov2", "configs/mocov2_fashion_mnist.py"),
+                ("scce", "configs/scce_fashion_mnist.py"),
+                ("ressl", "configs/ressl_fashion_mnist.py"),
+                ("jcl", "configs/jcl_fashion_mnist.py"),
+                ("ir", "configs/ir_fashion_mnist.py"),
+                ("interclr", "configs/interclr_fashion_mnist.py"),
+                ("iring", "configs/iring_fashion_mnist.py"),
+                ("mocoring", "configs/mocoring_fashion_mnist.py"),
+            ),
+        ),
+        Section(
+            key="color_fashion_mnist",
+            title=COLOUR_TITLE,
+            text="""
+Every method on RGB (CMC and CMCRing: two encoders of half the width on L and ab, their features
+concatenated for the probe). The random-init row is MoCo v2's encoder; raw pixels are RGB.
+""",
+            methods=(
+                ("mocov2", "configs/mocov2_color_fashion_mnist.py"),
+                ("scce", "configs/scce_color_fashion_mnist.py"),
+                ("ressl", "configs/ressl_color_fashion_mnist.py"),
+                ("jcl", "configs/jcl_color_fashion_mnist.py"),
+                ("interclr", "configs/interclr_color_fashion_mnist.py"),
+                ("iring", "configs/iring_color_fashion_mnist.py"),
+                ("mocoring", "configs/mocoring_color_fashion_mnist.py"),
+                ("cmc", "configs/cmc_color_fashion_mnist.py"),
+                ("infomin", "configs/infomin_color_fashion_mnist.py"),
+                ("cmcring", "configs/cmcring_color_fashion_mnist.py"),
+            ),
+        ),
+    ),
+)
+
+# ---- cpu_long: gpu's Fashion-MNIST methods at 5 × cpu600's steps on the 10k subset, on a CPU ----
+CPU_LONG = Grid(
+    name="cpu_long",
+    title="3,000 steps on a 2-core CPU (background, low priority)",
+    text="""
+`cpu600`'s budget at five times the steps: ResNet-18 width 1/2 with the ImageNet stem, batch 64,
+3,000 steps of SGD at lr 0.06 with cosine decay on the first 10,000 training images (~19 epochs),
+tf.data input, float32; run with `nice` while the machine does untimed work, a few cells at a
+time. Evidence of a second kind: a longer CPU budget, not the `gpu` grid's.
+""",
+    device="the 2-core CPU development machine",
+    sets=(*CPU600_BUDGET[:2], "total_steps=3000", *CPU600_BUDGET[3:], "model.width=0.5"),
+    curve_points=5,
+    curve_knn=(10_000, 2_000),
+    sections=(dataclasses.replace(CPU600.sections[0], sets=()),),
+)
+
+# ---- tiny: the runner's own check --------------------------------------------------------------
+TINY = Grid(
+    name="tiny",
+    title="two :runlocal steps (the runner's check)",
+    text="Two steps of `:runlocal` configs: checks that the cells run, the numbers mean nothing.",
+    device="any",
+    sets=("total_steps=2", "evals.probe_table.num_train=256", "evals.probe_table.iterations=5"),
+    seeds=(0, 1),
+    curve_points=2,
+    curve_knn=(128, 64),
+    sections=(
+        Section(
+            key="fashion_mnist",
+            title=FASHION_TITLE,
+            text="MoCo v2 and SCE at `:runlocal`.",
+            methods=(
+                ("mocov2", "configs/mocov2_fashion_mnist.py:runlocal"),
+                ("scce", "configs/scce_fashion_mnist.py:runlocal"),
+            ),
+        ),
+    ),
+)
+
+GRIDS = {g.name: g for g in (GPU, CPU_LONG, CPU600, TINY)}
+# the grids on the results page, in its order
+PAGE_GRIDS = ("gpu", "cpu_long", "cpu600")
