@@ -100,13 +100,14 @@ def write_archive(results_dir: str, grid: grids.Grid, archive: str) -> None:
 
 
 def commit() -> str:
-    """The checkout's short commit, '+' when the tree has uncommitted changes; 'unknown' outside
-    git (a copied tree)."""
+    """The checkout's short commit, '+' when the code a cell runs (the package, the configs, the
+    benchmarks) has uncommitted changes; 'unknown' outside git (a copied tree)."""
     run = lambda *a: subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True)
     head = run("rev-parse", "--short", "HEAD")
     if head.returncode:
         return "unknown"
-    dirty = run("status", "--porcelain", "--untracked-files=no").stdout.strip()
+    code = ("ssl_jax", "configs", "benchmarks")
+    dirty = run("status", "--porcelain", "--untracked-files=no", "--", *code).stdout.strip()
     return head.stdout.strip() + ("+" if dirty else "")
 
 
