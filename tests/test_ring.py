@@ -293,3 +293,29 @@ def test_fashion_mnist_ring_configs_differ_from_their_baseline_only_in_the_ring(
     linear = configs.load(f"configs/{ring}_fashion_mnist.py:anneal=linear,ball")
     assert linear.method_config.anneal == "linear" and linear.method_config.ring_inner == 0.0
     assert linear.method_config.max_anneal_epochs == linear.num_epochs / 2
+
+
+@pytest.mark.parametrize("ring", ["iring", "mocoring"])
+def test_color_fashion_mnist_ring_configs_share_mocov2s_data_model_and_budget(ring):
+    """On color_fashion_mnist (no IR colour config) both ring configs have MoCo v2's data, recipe,
+    encoder, head, optimiser and evals; MoCoRing also its loss numbers, queue and EMA (only the
+    method and the ring keys differ), IRing its own bank, one view and no key encoder."""
+    from ssl_jax import configs
+
+    a = configs.load(f"configs/{ring}_color_fashion_mnist.py").to_dict()
+    b = configs.load("configs/mocov2_color_fashion_mnist.py").to_dict()
+    ring_keys = {"ring_outer", "ring_inner", "anneal", "max_anneal_epochs"}
+    assert ring_keys <= set(a["method_config"])
+    if ring == "mocoring":
+        assert set(a["method_config"]) - set(b["method_config"]) == ring_keys
+        assert {k: a["method_config"][k] for k in b["method_config"]} == b["method_config"]
+    else:
+        assert a["method_config"]["bank_size"] == 60_000
+        assert a["data"].pop("views") == ("mocov2",) and b["data"].pop("views") == ("mocov2",) * 2
+        a.pop("ema"), b.pop("ema")
+    a.pop("method_config"), b.pop("method_config")
+    assert (a.pop("method"), b.pop("method")) == (ring, "mocov2")
+    assert a == b
+    linear = configs.load(f"configs/{ring}_color_fashion_mnist.py:anneal=linear,ball")
+    assert linear.method_config.anneal == "linear" and linear.method_config.ring_inner == 0.0
+    assert linear.method_config.max_anneal_epochs == linear.num_epochs / 2

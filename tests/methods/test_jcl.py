@@ -29,6 +29,7 @@ JCL_CONFIGS = (
     "jcl_imagenet100_r18",
     "jcl_cifar10",
     "jcl_fashion_mnist",
+    "jcl_color_fashion_mnist",
 )
 NUM_KEYS = 3
 STEPS = 3
@@ -383,6 +384,28 @@ def test_fashion_mnist_config_differs_from_mocov2_only_in_the_method(arg):
     }
     a_views = load_config("jcl_fashion_mnist", arg).data.views
     assert a_views == ("fashion",) * 5
+
+
+@pytest.mark.parametrize("arg", [None, "runlocal"])
+def test_color_fashion_mnist_config_differs_from_mocov2_only_in_the_method(arg):
+    """The same comparison on color_fashion_mnist: `jcl_color_fashion_mnist.py` against
+    `mocov2_color_fashion_mnist.py` (same MoCo v2 recipe at 32 px, encoder, optimiser and queue).
+    Under `:runlocal` the baseline shrinks its queue to 256; JCL keeps 4096, as `jcl_fashion_mnist`."""
+    a, b = (
+        _flat(load_config("jcl_color_fashion_mnist", arg)),
+        _flat(load_config("mocov2_color_fashion_mnist", arg)),
+    )
+    differ = {k for k in a.keys() | b.keys() if a.get(k) != b.get(k)}
+    expected = {
+        "method",
+        "data.views",
+        "method_config.num_keys",
+        "method_config.lam",
+        "method_config.lam_schedule",
+        "method_config.key_bn_group_size",
+    }
+    assert differ == (expected | {"method_config.queue_size"} if arg else expected)
+    assert load_config("jcl_color_fashion_mnist", arg).data.views == ("mocov2",) * 5
 
 
 @pytest.mark.slow

@@ -1,0 +1,91 @@
+"""SCE on color_fashion_mnist at 32 px, on RGB: `scce_fashion_mnist.py`'s method with SCE's CIFAR-10
+views, at `mocov2_color_fashion_mnist.py`'s budget.
+
+Not an official configuration. SCE's numbers as `scce_fashion_mnist.py` (SCE's CIFAR-10 method
+settings, official code CEA-LIST/SCE `resnet18_cifar10.yaml`): asymmetric loss with view 0 (weak) →
+target and view 1 (strong) → online, τ 0.1, τ_m 0.05, λ 0.5, queue 4096, momentum 0.99 constant,
+shuffle-BN as SplitBN in 8 groups on the target trunk's BN only (32 images each at batch 256, as
+`scce_cifar10.py`), projector → 256 (no bias, BN, ReLU) → 128 (bias), SGD lr 0.06 × batch/256
+(`linear`), wd 5e-4 on every parameter. Views: the official CIFAR-10 pair
+(`two_crops_soft_and_strong_pil_contrastive_cifar10.yaml`, as `scce_cifar10.py`): view 0 =
+`recipes.cifar_soft(32)` (RRC (0.2, 1), flip), view 1 = `recipes.cifar_strong(32)` (RRC (0.2, 1),
+jitter 0.4/0.4/0.4/0.1 p 0.8, grayscale p 0.2, blur σ∈[0.1, 2] p 0.5 with 13 taps, flip); the
+fashion config's strong view (`fashion_mnist_default`: brightness/contrast jitter only) leaves out
+the colour ops because its images are grey, which these are not. Data, encoder, batch, schedule
+and evals as `mocov2_color_fashion_mnist.py` (ResNet-18 CIFAR stem at width 1/2, batch 256, 3
+epochs, cosine, no warm-up; ours), in place of the fashion default job's CPU-budget choices (ImageNet
+stem at full width, batch 64, 2,400 steps, kNN monitor, probe on every stage's features).
+`ressl_color_fashion_mnist.py` is the ReSSL baseline with these numbers.
+`:runlocal`: 6 steps of 32 images at width 1/8 with a 256-entry queue.
+"""
+
+import os
+import sys
+
+import ml_collections
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
+    sys.path.insert(0, _ROOT)
+
+from configs import common  # noqa: E402
+from ssl_jax import configs  # noqa: E402
+from ssl_jax.data import recipes  # noqa: E402
+from ssl_jax.models import head_config  # noqa: E402
+
+
+def get_config(arg=None):
+    a = common.parse_arg(arg)
+    c = configs.base_config()
+    c.method = "sce"
+    c.method_config = ml_collections.ConfigDict(
+        dict(
+            temperature=0.1,
+            temperature_m=0.05,
+            coeff=0.5,
+            queue_size=4096,
+            symmetric=False,  # view 0 (weak) → target, view 1 (strong) → online
+            # SplitBN as the official one-GPU run (`simulate_n_devices: 8`): the target trunk's
+            # BatchNorm2d in 8 groups, the projector's BN and the online network on the whole batch
+            shuffle_bn=True,
+            query_bn_group_size=0,
+            key_bn_group_size=32,
+            bn_group_scope="backbone",
+        )
+    )
+    c.ema.base = 0.99
+    c.ema.schedule = "constant"
+
+    common.color_fashion_mnist_data(c, size=32)
+    c.data.train_subset = 0
+    c.data.shuffle_buffer = 60_000
+    size = c.data.image_size
+    c.data.views = ("weak", "strong")
+    c.data.recipes = ml_collections.ConfigDict(
+        {"weak": recipes.cifar_soft(size), "strong": recipes.cifar_strong(size)}
+    )
+
+    c.model.backbone = "resnet18"
+    c.model.stem = "cifar"
+    c.model.width = 0.5
+    c.model.projector = head_config((256,), 128, hidden_bias=False)
+    c.model.predictor.enabled = False
+
+    c.global_batch_size = 256
+    c.num_epochs = 3.0
+    c.optim.name = "sgd"
+    c.optim.base_lr = 0.06  # × 256/256 (linear scaling): SCE's CIFAR lr
+    c.optim.lr_scaling = "linear"
+    c.optim.weight_decay = 5e-4
+    c.optim.exclude_1d = False
+    c.optim.schedule = "cosine"
+    c.optim.warmup_epochs = 0.0
+
+    c.log_every_steps = 20
+    c.checkpoint_every_steps = 200
+    c.evals.knn.update(every_steps=-1, batch_size=512)
+    c.evals.probe_table.update(every_steps=0, num_train=-1, batch_size=512)
+    if a.runlocal:
+        c.method_config.queue_size = 256  # divides the 32 keys of a runlocal step
+        common.runlocal(c)
+    return c
