@@ -266,9 +266,17 @@ time. Evidence of a second kind: a longer CPU budget, not the `gpu` grid's.
 TINY = Grid(
     name="tiny",
     title="two :runlocal steps (the runner's check)",
-    text="Two steps of `:runlocal` configs: checks that the cells run, the numbers mean nothing.",
+    text="""
+Two steps of a `:runlocal` config through the device pipeline, as the `gpu` grid runs (and, in its
+test, without TensorFlow): checks that the cells run, the numbers mean nothing.
+""",
     device="any",
-    sets=("total_steps=2", "evals.probe_table.num_train=256", "evals.probe_table.iterations=5"),
+    sets=(
+        "data.pipeline=device",
+        "total_steps=2",
+        "evals.probe_table.num_train=256",
+        "evals.probe_table.iterations=5",
+    ),
     seeds=(0,),
     curve_points=2,
     curve_knn=(128, 64),

@@ -1,0 +1,259 @@
+"""The results campaign (`benchmarks/campaign.py`, `benchmarks/grids.py`): every grid's cells load
+at their budget; the runner writes a cell only when it finished, skips a present cell, reruns a
+killed one, keeps to its minutes; the page is made from the cells and lists the missing ones.
+One real run of the `tiny` grid, killed mid-cell and run again, in a subprocess."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ssl_jax import configs
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+
+import campaign  # noqa: E402
+import grids  # noqa: E402
+import paper_numbers  # noqa: E402
+
+from tests.data.test_no_tensorflow import BLOCK_TENSORFLOW, CHECK_NO_TENSORFLOW  # noqa: E402
+
+DEVICE = "cpu (2 cores) ×1"
+
+
+@pytest.mark.parametrize("name", sorted(grids.GRIDS))
+def test_every_cell_of_every_grid_loads_at_its_budget(name):
+    grid = grids.GRIDS[name]
+    cells = grids.cells(grid)
+    assert len({c.name for c in cells}) == len(cells)
+    trained = [c for c in cells if c.kind == "train"]
+    assert len(trained) == len(grid.seeds) * sum(len(s.methods) for s in grid.sections)
+    for cell in cells:
+        config, digest, overrides = campaign.cell_config(grid, cell, data_dir="/elsewhere")
+        configs.validate(config, num_devices=1)
+        assert config.seed == (cell.seed or 0) and config.data.data_dir == "/elsewhere"
+        assert overrides[1 : 1 + len(grid.sets)] == list(grid.sets)
+        if cell.kind == "train" and name != "tiny":
+            assert cell.method in paper_numbers.PAPER_NUMBERS, cell.method
+            assert config.evals.knn.every_steps == config.total_steps // grid.curve_points
+    # the hash names what is measured: the same with another data folder, another with a seed
+    first = next(c for c in cells if c.kind == "train")
+    assert campaign.cell_config(grid, first)[1] == campaign.cell_config(grid, first, "/x")[1]
+    other = next((c for c in cells if c.kind == "train" and c.seed != first.seed), None)
+    if other is not None:
+        assert campaign.cell_config(grid, other)[1] != campaign.cell_config(grid, first)[1]
+
+
+def test_the_grids_budgets():
+    c, _, _ = campaign.cell_config(grids.CPU600, grids.cells(grids.CPU600)[3])
+    assert (c.total_steps, c.global_batch_size, c.data.train_subset, c.model.width) == (
+        600,
+        64,
+        10_000,
+        0.5,
+    )
+    gpu = [campaign.cell_config(grids.GPU, cell)[0] for cell in grids.cells(grids.GPU)]
+    assert {(g.data.pipeline, g.model.dtype, g.model.width, g.global_batch_size) for g in gpu} == {
+        ("device", "bfloat16", 1.0, 512)
+    }
+    colour = grids.section(grids.GPU, "color_fashion_mnist")
+    assert {m for m, _ in colour.methods} >= {"mocov2", "scce", "ressl", "jcl", "interclr"}
+    assert {m for m, _ in colour.methods} >= {"iring", "mocoring", "cmc", "infomin", "cmcring"}
+    long = campaign.cell_config(grids.CPU_LONG, grids.cells(grids.CPU_LONG)[-1])[0]
+    assert (long.total_steps, long.data.train_subset) == (3000, 10_000)
+    for better, worse, _ in grids.ORDERINGS:
+        assert better in paper_numbers.PAPER_NUMBERS and worse in paper_numbers.PAPER_NUMBERS
+
+
+SMALL = grids.Grid(
+    name="small",
+    title="fake",
+    text="fake runs",
+    device="any",
+    sets=("total_steps=4",),
+    seeds=(0, 1),
+    sections=(
+        grids.Section(
+            key="fashion_mnist",
+            title="Fashion-MNIST",
+            text="",
+            methods=(
+                ("mocov2", "configs/mocov2_fashion_mnist.py:runlocal"),
+                ("scce", "configs/scce_fashion_mnist.py:runlocal"),
+            ),
+        ),
+    ),
+)
+
+
+class Clock:
+    """`campaign.time` with a clock that the fake runs move on."""
+
+    now = 1e9
+    strftime = staticmethod(time.strftime)
+
+    @classmethod
+    def time(cls):
+        return cls.now
+
+
+def fake_run(log, fail=(), seconds=None, scores=None):
+    """A `run_cell` stand-in: records the call; raises for a cell named in `fail` (a run killed
+    before it finished); a record with `seconds[kind]` of wall time (the clock moves on by as much)
+    and `scores[method]` (probe, kNN)."""
+
+    def run(grid, cell, work_root, data_dir="", code=""):
+        log.append(cell.name)
+        Clock.now += (seconds or {}).get(cell.kind, 1.0)
+        if cell.name in fail:
+            raise KeyboardInterrupt(f"killed during {cell.name}")
+        probe, knn = (scores or {}).get(cell.method, (0.5, 0.4))
+        probe += 0.01 * (cell.seed or 0)
+        return dict(
+            grid=grid.name,
+            cell=cell.name,
+            section=cell.section,
+            method=cell.method,
+            kind=cell.kind,
+            seed=cell.seed,
+            device=DEVICE,
+            date="2026-11-27",
+            commit="abc1234",
+            wall_s=(seconds or {}).get(cell.kind, 1.0),
+            probe_top1=probe,
+            knn_top1=knn,
+            knn_curve=[[2, knn - 0.1], [4, knn]] if cell.kind == "train" else None,
+        )
+
+    return run
+
+
+@pytest.fixture
+def device(monkeypatch):
+    monkeypatch.setattr(campaign, "device_kind", lambda: DEVICE)
+    monkeypatch.setattr(campaign, "time", Clock)
+
+
+def test_a_killed_cell_leaves_no_file_and_is_run_next_time(tmp_path, device):
+    results, log = str(tmp_path / "cells"), []
+    with pytest.raises(KeyboardInterrupt):
+        campaign.run_grid(
+            SMALL, results_dir=results, run=fake_run(log, fail={"fashion_mnist.scce.s0"})
+        )
+    names = [c.name for c in grids.cells(SMALL)]
+    assert log == names[:5]  # raw, random ×2, mocov2.s0, then scce.s0 was killed
+    assert sorted(os.listdir(os.path.join(results, "small"))) == sorted(
+        f"{n}.json" for n in log[:4]
+    )
+    log.clear()
+    written = campaign.run_grid(SMALL, results_dir=results, run=fake_run(log))
+    assert log == written == names[4:]  # only what had no file
+    log.clear()
+    assert campaign.run_grid(SMALL, results_dir=results, run=fake_run(log)) == [] and log == []
+    # --redo runs a present cell again (and only it)
+    campaign.run_grid(
+        SMALL, results_dir=results, redo=("fashion_mnist.mocov2.s1",), run=fake_run(log)
+    )
+    assert log == ["fashion_mnist.mocov2.s1"]
+    with pytest.raises(SystemExit, match="no cell"):
+        campaign.run_grid(SMALL, results_dir=results, redo=("nope",), run=fake_run(log))
+
+
+def test_a_cell_whose_estimate_does_not_fit_is_not_started(tmp_path, device):
+    results, log = str(tmp_path / "cells"), []
+    slow = dict(train=600.0, random=1.0, raw=1.0)
+    # the first pass: no estimates yet, the first cell of each kind runs; then the train cells'
+    # estimate (10 min) exceeds the 2 minutes: skipped, the cheap ones still run
+    campaign.run_grid(SMALL, minutes=2, results_dir=results, run=fake_run(log, seconds=slow))
+    assert log == [
+        "fashion_mnist.raw_pixels",
+        "fashion_mnist.random_init.s0",
+        "fashion_mnist.random_init.s1",
+        "fashion_mnist.mocov2.s0",
+    ]
+    done = campaign.read_cells(results, SMALL)
+    cell = {c.name: c for c in grids.cells(SMALL)}
+    assert campaign.estimate(cell["fashion_mnist.scce.s1"], done, DEVICE) == 600.0  # same kind
+    assert campaign.estimate(cell["fashion_mnist.scce.s1"], done, "another ×1") is None
+    log.clear()
+    campaign.run_grid(SMALL, minutes=11, results_dir=results, run=fake_run(log, seconds=slow))
+    assert log == ["fashion_mnist.scce.s0"]  # one 10-minute cell fits in 11 minutes, not two
+
+
+def test_the_page_shows_what_is_there_and_lists_what_is_missing(tmp_path, device, monkeypatch):
+    results, log = str(tmp_path / "cells"), []
+    scores = {"mocov2": (0.80, 0.70), "scce": (0.90, 0.60), "random_init": (0.70, 0.75)}
+    scores["raw_pixels"] = (0.85, 0.65)
+    run = fake_run(log, fail={"fashion_mnist.scce.s1"}, scores=scores)
+    with pytest.raises(KeyboardInterrupt):
+        campaign.run_grid(SMALL, results_dir=results, run=run)
+    monkeypatch.setitem(grids.GRIDS, "small", SMALL)
+    page = tmp_path / "docs" / "results.md"
+    page.parent.mkdir()
+    campaign.write_page(str(page), results, names=("small",))
+    text = page.read_text()
+    # mocov2 at seeds 0 / 1: probe 80 / 81 (mean 80.50, std 0.71); scce only seed 0
+    assert "| mocov2 | 80.50 ± 0.71 (80.00 / 81.00) | 70.00 ± 0.00 (70.00 / 70.00) | 2 |" in text
+    assert "| scce | 90.00 | 60.00 | 1 |" in text
+    assert "| raw pixels | 85.00 | 65.00 | 1 |" in text
+    assert "Missing (1): `fashion_mnist.scce.s1`." in text
+    assert "- mocov2: probe > random init, probe ≤ raw pixels, kNN ≤ random init" in text
+    figure = tmp_path / "cells" / "small" / "fashion_mnist_knn.png"
+    assert figure.stat().st_size > 0 and "](../cells/small/fashion_mnist_knn.png)" in text
+    # a grid with no cells yet is on the page too, saying so
+    empty = str(tmp_path / "empty")
+    campaign.write_page(str(page), empty, names=("small",))
+    assert (
+        "0 of 7 cells measured." in page.read_text()
+        and "| mocov2 | – | – | 0 |" in page.read_text()
+    )
+
+
+def test_verdict_reads_the_gap_against_the_spread():
+    assert campaign.verdict([0.90, 0.91, 0.92], [0.80, 0.81, 0.82]).startswith("holds")
+    assert campaign.verdict([0.80, 0.81, 0.82], [0.90, 0.91, 0.92]).startswith("does not hold")
+    assert campaign.verdict([0.80, 0.85, 0.90], [0.82, 0.83, 0.84]).startswith("within")
+    assert campaign.summary([0.5]) == "50.00"
+
+
+@pytest.mark.slow
+def test_the_tiny_grid_for_real_killed_mid_cell_then_finished(tmp_path):
+    """`campaign.py --grid=tiny` (the device pipeline) in a subprocess where TensorFlow cannot be
+    imported, as on the accelerator machines, killed (SIGKILL) while its training cell runs: the
+    baselines' files are there, the killed cell has none; run again, only that cell runs and its
+    record has the curves; `--list` reads them."""
+    results, work = str(tmp_path / "cells"), str(tmp_path / "work")
+    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=os.path.join(ROOT, ".jax_cache"))
+    env.pop("XLA_FLAGS", None)  # one CPU device, as a user's run
+    script = os.path.join(ROOT, "benchmarks", "campaign.py")
+    args = ["--grid=tiny", f"--results-dir={results}", f"--work-root={work}"]
+    run_script = f"import runpy; sys.argv = {[script, *args]!r}\n"
+    run_script += f"runpy.run_path({script!r}, run_name='__main__')\n"
+    cmd = [sys.executable, "-u", "-c", BLOCK_TENSORFLOW + run_script + CHECK_NO_TENSORFLOW]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    for line in proc.stdout:
+        if "fashion_mnist.mocov2.s0 (train" in line:
+            time.sleep(3)
+            proc.send_signal(signal.SIGKILL)
+            break
+    proc.wait(timeout=60)
+    cells = os.path.join(results, "tiny")
+    assert sorted(f for f in os.listdir(cells) if f.endswith(".json")) == [
+        "fashion_mnist.random_init.s0.json",
+        "fashion_mnist.raw_pixels.json",
+    ]
+    out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout
+    assert "2 of 3 cells done, 1 to run" in out and out.count("wrote ") == 1
+    record = json.load(open(os.path.join(cells, "fashion_mnist.mocov2.s0.json")))
+    assert record["steps"] == 2 and [s for s, _ in record["knn_curve"]] == [1, 2]
+    assert 0 < record["probe_top1"] <= 1 and record["config_hash"] and record["wall_s"] > 0
+    assert "no tensorflow: ok" in out
+    listing = subprocess.run(
+        [sys.executable, script, *args, "--list"], cwd=ROOT, capture_output=True, text=True
+    ).stdout
+    assert listing.count("done    probe") == 3
