@@ -234,6 +234,7 @@ concatenated for the probe). The random-init row is MoCo v2's encoder; raw pixel
                 ("scce", "configs/scce_color_fashion_mnist.py"),
                 ("ressl", "configs/ressl_color_fashion_mnist.py"),
                 ("jcl", "configs/jcl_color_fashion_mnist.py"),
+                ("ir", "configs/ir_color_fashion_mnist.py"),
                 ("interclr", "configs/interclr_color_fashion_mnist.py"),
                 ("iring", "configs/iring_color_fashion_mnist.py"),
                 ("mocoring", "configs/mocoring_color_fashion_mnist.py"),

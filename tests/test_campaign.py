@@ -63,7 +63,14 @@ def test_the_grids_budgets():
     }
     colour = grids.section(grids.GPU, "color_fashion_mnist")
     assert {m for m, _ in colour.methods} >= {"mocov2", "scce", "ressl", "jcl", "interclr"}
-    assert {m for m, _ in colour.methods} >= {"iring", "mocoring", "cmc", "infomin", "cmcring"}
+    assert {m for m, _ in colour.methods} >= {
+        "ir",
+        "iring",
+        "mocoring",
+        "cmc",
+        "infomin",
+        "cmcring",
+    }
     long = campaign.cell_config(grids.CPU_LONG, grids.cells(grids.CPU_LONG)[-1])[0]
     assert (long.total_steps, long.data.train_subset) == (3000, 10_000)
     for better, worse, _ in grids.ORDERINGS:

@@ -1,0 +1,65 @@
+"""IR (memory-bank instance discrimination) on color_fashion_mnist at 32 px, on RGB: the baseline of
+IRing's colour row, `ir_fashion_mnist.py`'s method at `mocov2_color_fashion_mnist.py`'s data,
+encoder and budget.
+
+Not an official configuration. IR's loss and bank as `ir_fashion_mnist.py` (τ 0.07, K 4096 uniform
+negatives, bank momentum 0.5, the bank holding all 60,000 training images). The augmentation is
+`iring_color_fashion_mnist.py`'s (the Ring code's 32-px transforms, `recipes.mocov2(32,
+blur=False)`), so that IR and IRing differ only in the method, as on Fashion-MNIST. Encoder, head,
+batch, SGD and evals as `mocov2_color_fashion_mnist.py` (ResNet-18 CIFAR stem at width 1/2, MLP
+512-128, batch 256, 3 epochs, SGD 0.06 wd 5e-4 cosine, the final probe table). `:runlocal`: 6 steps
+of 32 images, a bank of 256 and 64 negatives.
+"""
+
+import os
+import sys
+
+import ml_collections
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
+    sys.path.insert(0, _ROOT)
+
+from configs import common  # noqa: E402
+from ssl_jax import configs  # noqa: E402
+from ssl_jax.data import recipes  # noqa: E402
+from ssl_jax.models import head_config  # noqa: E402
+
+
+def get_config(arg=None):
+    a = common.parse_arg(arg)
+    c = configs.base_config()
+    c.method = "ir"
+    c.method_config = ml_collections.ConfigDict(
+        dict(temperature=0.07, num_negatives=4096, bank_size=60_000, bank_momentum=0.5)
+    )
+
+    common.color_fashion_mnist_data(c, size=32)
+    c.data.train_subset = 0
+    c.data.shuffle_buffer = 60_000
+    c.data.views = ("mocov2",)
+    c.data.recipes = ml_collections.ConfigDict(
+        {"mocov2": recipes.mocov2(c.data.image_size, blur=False)}
+    )
+
+    c.model.backbone = "resnet18"
+    c.model.stem = "cifar"
+    c.model.width = 0.5
+    c.model.projector = head_config((512,), 128, use_bn=False)  # MLP 512-512-128
+
+    c.global_batch_size = 256
+    c.num_epochs = 3.0
+    c.optim.name = "sgd"
+    c.optim.base_lr = 0.06
+    c.optim.weight_decay = 5e-4
+    c.optim.schedule = "cosine"
+    c.optim.warmup_epochs = 0.0
+
+    c.log_every_steps = 20
+    c.checkpoint_every_steps = 200
+    c.evals.knn.update(every_steps=-1, batch_size=512)
+    c.evals.probe_table.update(every_steps=0, num_train=-1, batch_size=512)
+    if a.runlocal:
+        c.method_config.update(bank_size=256, num_negatives=64)
+        common.runlocal(c)
+    return c
