@@ -343,7 +343,10 @@ def paper_cell(key: str) -> str:
 
 def verdict(better: list[float], worse: list[float]) -> str:
     """'holds' when mean(better) − mean(worse) exceeds the sum of the two sample stds, 'does not
-    hold' when it is below minus that sum, else 'within the seeds' spread'."""
+    hold' when it is below minus that sum, else 'within the seeds' spread'; not judged on fewer
+    than two seeds a side (no spread to read the gap against)."""
+    if min(len(better), len(worse)) < 2:
+        return "not judged yet (fewer than 2 seeds)"
     (mb, sb), (mw, sw) = mean_std(better), mean_std(worse)
     gap = mb - mw
     if gap > sb + sw:
@@ -456,6 +459,14 @@ def knn_figure(grid: grids.Grid, section: grids.Section, done: dict, path: str) 
     return True
 
 
+def missing_text(missing: list[grids.Cell]) -> str:
+    """'`mocov2` s1, s2; `raw_pixels`': the missing cells by method, in grid order."""
+    by_method: dict[str, list[str]] = {}
+    for cell in missing:
+        by_method.setdefault(cell.method, []).append("" if cell.seed is None else f"s{cell.seed}")
+    return "; ".join(f"`{m}` {', '.join(seeds)}".strip() for m, seeds in by_method.items())
+
+
 def grid_page(grid: grids.Grid, done: dict, results_dir: str, page_dir: str) -> list[str]:
     all_cells = grids.cells(grid)
     devices = sorted({r["device"] for r in done.values()})
@@ -472,21 +483,21 @@ def grid_page(grid: grids.Grid, done: dict, results_dir: str, page_dir: str) -> 
             else "."
         )
     )
-    out += [
-        "",
-        "```bash",
-        f"python benchmarks/campaign.py --grid={grid.name} --minutes=12",
-        "```",
-        "",
-    ]
+    out += ["", "```bash", grid.command or f"python benchmarks/campaign.py --grid={grid.name}"]
+    out += ["```", ""]
     for section in grid.sections:
-        out += [f"### {grid.name} · {section.title}", "", section.text.strip(), ""]
+        out += [f"### {grid.name} · {section.title}", ""]
+        out += [section.text.strip(), ""] if section.text.strip() else []
         if section.sets:
             out += [f"This section's overrides: `{' '.join(section.sets)}`.", ""]
+        cells = [c for c in all_cells if c.section == section.key]
+        missing = [c for c in cells if c.name not in done]
+        if len(missing) == len(cells):
+            out += [f"No cell measured yet ({len(cells)} cells).", ""]
+            continue
         out += section_table(grid, section, done)
-        missing = [c.name for c in all_cells if c.section == section.key and c.name not in done]
         if missing:
-            out += ["", f"Missing ({len(missing)}): " + ", ".join(f"`{m}`" for m in missing) + "."]
+            out += ["", f"Missing ({len(missing)}): {missing_text(missing)}."]
         figure = os.path.join(results_dir, grid.name, f"{section.key}_knn.png")
         if knn_figure(grid, section, done, figure):
             out += ["", f"![kNN curves]({os.path.relpath(figure, page_dir)})"]

@@ -47,6 +47,7 @@ class Grid:
     sets: tuple[str, ...]
     sections: tuple[Section, ...]
     seeds: tuple[int, ...] = (0, 1, 2)
+    command: str = ""  # how the page says to advance it (default: the runner's plain command)
     curve_points: int = 4
     curve_knn: tuple[int, int] = (-1, -1)
 
@@ -204,6 +205,7 @@ logistic probe on the pooled last stage (the papers' protocol) and the weighted 
 τ 0.07) on all 60k / 10k images; the kNN curve on all images, 5 points per run.
 """,
     device="one NVIDIA H100",
+    command="bash benchmarks/campaign_device.sh run gpu 11   # on the lent machine",
     sets=GPU_BUDGET,
     curve_points=5,
     sections=(
@@ -257,6 +259,7 @@ tf.data input, float32; run with `nice` while the machine does untimed work, a f
 time. Evidence of a second kind: a longer CPU budget, not the `gpu` grid's.
 """,
     device="the 2-core CPU development machine",
+    command="nice -n 19 python benchmarks/campaign.py --grid=cpu_long --minutes=60",
     sets=(*CPU600_BUDGET[:2], "total_steps=3000", *CPU600_BUDGET[3:], "model.width=0.5"),
     curve_points=5,
     curve_knn=(10_000, 2_000),

@@ -208,23 +208,22 @@ def test_the_page_shows_what_is_there_and_lists_what_is_missing(tmp_path, device
     assert "| mocov2 | 80.50 ± 0.71 (80.00 / 81.00) | 70.00 ± 0.00 (70.00 / 70.00) | 2 |" in text
     assert "| scce | 90.00 | 60.00 | 1 |" in text
     assert "| raw pixels | 85.00 | 65.00 | 1 |" in text
-    assert "Missing (1): `fashion_mnist.scce.s1`." in text
+    assert "Missing (1): `scce` s1." in text
     assert "- mocov2: probe > random init, probe ≤ raw pixels, kNN ≤ random init" in text
     figure = tmp_path / "cells" / "small" / "fashion_mnist_knn.png"
     assert figure.stat().st_size > 0 and "](../cells/small/fashion_mnist_knn.png)" in text
     # a grid with no cells yet is on the page too, saying so
     empty = str(tmp_path / "empty")
     campaign.write_page(str(page), empty, names=("small",))
-    assert (
-        "0 of 7 cells measured." in page.read_text()
-        and "| mocov2 | – | – | 0 |" in page.read_text()
-    )
+    assert "0 of 7 cells measured." in page.read_text()
+    assert "No cell measured yet (7 cells)." in page.read_text()
 
 
 def test_verdict_reads_the_gap_against_the_spread():
     assert campaign.verdict([0.90, 0.91, 0.92], [0.80, 0.81, 0.82]).startswith("holds")
     assert campaign.verdict([0.80, 0.81, 0.82], [0.90, 0.91, 0.92]).startswith("does not hold")
     assert campaign.verdict([0.80, 0.85, 0.90], [0.82, 0.83, 0.84]).startswith("within")
+    assert campaign.verdict([0.9], [0.8, 0.81]).startswith("not judged")
     assert campaign.summary([0.5]) == "50.00"
 
 
