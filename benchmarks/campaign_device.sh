@@ -4,15 +4,18 @@
 #
 #   bash benchmarks/campaign_device.sh prepare          # here: .whl/ (ml_collections, clu) and
 #                                                        # .data/fashion_mnist/ (the IDX files)
-#   bash benchmarks/campaign_device.sh run gpu 11       # there, carrying .whl and .data: the next
-#                                                        # cells of grid `gpu` that fit in 11 min
+#   bash benchmarks/campaign_device.sh run gpu 9        # there, carrying .whl and .data: the next
+#                                                        # cells of grid `gpu` that fit in 9 min
 #   bash benchmarks/campaign_device.sh unpack DIR       # here: DIR/cells.tar -> docs/results/,
 #                                                        # then the page
 #
-# `run` starts from the grid's cells in docs/results/ (the cells done are skipped, and the earlier
-# cells on this device kind give the estimates), and rewrites $OUT/cells.tar (all the grid's cells)
-# after each finished one, so a call stopped at its time limit still brings back every finished
-# cell; $OUT/campaign.log is the whole output. Compilations are cached in /tmp for the call (a method's later seeds reuse them).
+# One command may run 10 minutes there and a quarter hour of device time includes the machine's
+# start: `run gpu 9` with a 600 s limit, then, if time is left, a second `run` with the minutes left
+# less three. `run` starts from the grid's cells in docs/results/ (the cells done are skipped, and
+# the earlier cells on this device kind give the estimates) and rewrites $OUT/cells.tar (all the
+# grid's cells) after each finished one, so a call stopped at its time limit still brings back
+# every finished cell; $OUT/campaign.log is the whole output. Compilations are cached in /tmp for
+# the call (a method's later seeds reuse them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

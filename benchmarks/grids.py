@@ -205,7 +205,7 @@ logistic probe on the pooled last stage (the papers' protocol) and the weighted 
 τ 0.07) on all 60k / 10k images; the kNN curve on all images, 5 points per run.
 """,
     device="one NVIDIA H100",
-    command="bash benchmarks/campaign_device.sh run gpu 11   # on the lent machine",
+    command="bash benchmarks/campaign_device.sh run gpu 9   # on the lent machine",
     sets=GPU_BUDGET,
     curve_points=5,
     sections=(
