@@ -182,10 +182,12 @@ def run_cell(
     )
     if cell.kind == "raw":
         scores = compare_methods.raw_pixels(config)
+        record["knn_subset_top1"] = baseline_subset_knn(grid, config)
     else:
         exp = train.build_experiment(config)
         if cell.kind == "random":
             variables = _variables(train.init_or_restore(exp, None))
+            record["knn_subset_top1"] = baseline_subset_knn(grid, config, exp, variables)
         else:
             workdir = os.path.join(work_root, grid.name, cell.name)
             _fresh_workdir(workdir, digest)
@@ -202,6 +204,28 @@ def run_cell(
     record["knn_top1"] = None if scores.get("knn") is None else round(float(scores["knn"]), 6)
     record["wall_s"] = round(time.time() - t0, 1)
     return record
+
+
+def baseline_subset_knn(grid: grids.Grid, config, exp=None, variables=None) -> float | None:
+    """A baseline's kNN on the images the grid's kNN curves use (`grid.curve_knn`, the first
+    train / test images), so that the curves' figure compares like with like; None when the curves
+    use every image (the baseline's `knn_top1` is then the same thing)."""
+    from ssl_jax import train
+    from ssl_jax.evaluate import evaluators, knn
+
+    num_train, num_test = grid.curve_knn
+    if num_train <= 0:
+        return None
+    data, k = config.data, config.evals.knn
+    if exp is None:  # raw pixels
+        read = lambda split, n: evaluators.raw_pixels(config, split, n, k.batch_size)
+    else:
+        read = lambda split, n: train.extract_features(
+            exp, variables, split, n, batch_size=k.batch_size
+        )
+    train_xy, test_xy = read(data.eval_train_split, num_train), read(data.eval_test_split, num_test)
+    result = knn.weighted_knn(*train_xy, *test_xy, k=k.k, temperature=k.temperature)
+    return round(float(result["top1"]), 6)
 
 
 def _fresh_workdir(workdir: str, digest: str) -> None:
@@ -438,11 +462,13 @@ def knn_figure(grid: grids.Grid, section: grids.Section, done: dict, path: str) 
         steps = [c[0] for c in runs[0][:length]]
         mean = np.mean([[100 * v for _, v in c[:length]] for c in runs], axis=0)
         ax.plot(steps, mean, marker="o", label=f"{method} ({len(runs)} seeds)")
-    for method, style in (("random_init", ":"), ("raw_pixels", "--")):
-        if rows.get(method):
-            level = mean_std([r["knn_top1"] for r in rows[method]])[0]
-            ax.axhline(level, color="grey", linestyle=style, label=method.replace("_", " "))
     train_n, test_n = grid.curve_knn
+    key = "knn_subset_top1" if train_n > 0 else "knn_top1"  # the curves' images
+    for method, style in (("random_init", ":"), ("raw_pixels", "--")):
+        levels = [r[key] for r in rows.get(method, []) if r.get(key) is not None]
+        if levels:
+            level = mean_std(levels)[0]
+            ax.axhline(level, color="grey", linestyle=style, label=method.replace("_", " "))
     images = "all images" if train_n < 0 else f"{train_n:,} train / {test_n:,} test images"
     ax.set(
         xlabel="step",

@@ -258,6 +258,9 @@ def test_the_tiny_grid_for_real_killed_mid_cell_then_finished(tmp_path):
     record = json.load(open(os.path.join(cells, "fashion_mnist.mocov2.s0.json")))
     assert record["steps"] == 2 and [s for s, _ in record["knn_curve"]] == [1, 2]
     assert 0 < record["probe_top1"] <= 1 and record["config_hash"] and record["wall_s"] > 0
+    for baseline in ("random_init.s0", "raw_pixels"):  # kNN on the curves' 128 / 64 images too
+        base = json.load(open(os.path.join(cells, f"fashion_mnist.{baseline}.json")))
+        assert 0 < base["knn_subset_top1"] <= 1 and base["knn_subset_top1"] != base["knn_top1"]
     assert "no tensorflow: ok" in out
     listing = subprocess.run(
         [sys.executable, script, *args, "--list"], cwd=ROOT, capture_output=True, text=True
