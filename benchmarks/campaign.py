@@ -254,6 +254,28 @@ def estimate(cell: grids.Cell, done: dict[str, dict], device: str) -> float | No
     return None
 
 
+def _lock(work_root: str, grid: grids.Grid):
+    """An exclusive lock on `<work_root>/<grid>.lock`: two runners of one grid would train the
+    same cells in the same folders. Raises SystemExit naming the other runner's pid."""
+    import fcntl
+
+    os.makedirs(work_root, exist_ok=True)
+    handle = open(os.path.join(work_root, f"{grid.name}.lock"), "a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        raise SystemExit(
+            f"grid {grid.name}: another runner holds {handle.name} (pid {handle.read().strip()}); "
+            "wait for it or stop it"
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
+
+
 def run_grid(
     grid: grids.Grid,
     *,
@@ -268,6 +290,7 @@ def run_grid(
     """Runs the grid's missing cells in order (and `redo`'s) within `minutes`; returns the names
     of the cells it wrote."""
     all_cells = {c.name: c for c in grids.cells(grid)}
+    lock = _lock(work_root, grid)  # noqa: F841  (held while this function runs)
     unknown = [name for name in redo if name not in all_cells]
     if unknown:
         raise SystemExit(f"--redo: no cell {unknown} in grid {grid.name} (see --list)")

@@ -171,6 +171,19 @@ def test_a_killed_cell_leaves_no_file_and_is_run_next_time(tmp_path, device):
         campaign.run_grid(SMALL, results_dir=results, redo=("nope",), run=fake_run(log))
 
 
+def test_one_runner_per_grid(tmp_path, device):
+    held = campaign._lock(str(tmp_path), SMALL)
+    with pytest.raises(SystemExit, match=f"another runner .* \\(pid {os.getpid()}\\)"):
+        campaign.run_grid(SMALL, work_root=str(tmp_path), results_dir=str(tmp_path), run=None)
+    held.close()
+    assert (
+        campaign.run_grid(
+            SMALL, minutes=0, work_root=str(tmp_path), results_dir=str(tmp_path), run=None
+        )
+        == []
+    )
+
+
 def test_a_cell_whose_estimate_does_not_fit_is_not_started(tmp_path, device):
     results, log = str(tmp_path / "cells"), []
     slow = dict(train=600.0, random=1.0, raw=1.0)
