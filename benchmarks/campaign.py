@@ -101,11 +101,15 @@ def write_archive(results_dir: str, grid: grids.Grid, archive: str) -> None:
 
 def commit() -> str:
     """The checkout's short commit, '+' when the code a cell runs (the package, the configs, the
-    benchmarks) has uncommitted changes; 'unknown' outside git (a copied tree)."""
+    benchmarks) has uncommitted changes; outside git (a tree copied to another machine)
+    `$SSL_JAX_COMMIT` (`campaign_device.sh` sets it), else 'unknown'."""
     run = lambda *a: subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True)
-    head = run("rev-parse", "--short", "HEAD")
-    if head.returncode:
-        return "unknown"
+    try:
+        head = run("rev-parse", "--short", "HEAD")
+    except FileNotFoundError:  # no git
+        head = None
+    if head is None or head.returncode:
+        return os.environ.get("SSL_JAX_COMMIT", "unknown")
     code = ("ssl_jax", "configs", "benchmarks")
     dirty = run("status", "--porcelain", "--untracked-files=no", "--", *code).stdout.strip()
     return head.stdout.strip() + ("+" if dirty else "")

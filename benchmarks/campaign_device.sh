@@ -2,8 +2,9 @@
 # Advance a results-campaign grid on a lent accelerator machine whose image has JAX but neither
 # TensorFlow nor ml_collections / clu, and whose files come back only from $OUT (8 files at most).
 #
-#   bash benchmarks/campaign_device.sh prepare          # here: .whl/ (ml_collections, clu) and
+#   bash benchmarks/campaign_device.sh prepare          # here: .whl/ (ml_collections, clu),
 #                                                        # .data/fashion_mnist/ (the IDX files)
+#                                                        # and .data/COMMIT (the code's commit)
 #   bash benchmarks/campaign_device.sh run gpu 9        # there, carrying .whl and .data: the next
 #                                                        # cells of grid `gpu` that fit in 9 min
 #   bash benchmarks/campaign_device.sh unpack DIR       # here: DIR/cells.tar -> docs/results/,
@@ -27,6 +28,9 @@ prepare)
     --platform any -d .whl "ml-collections>=1.1,<2" "clu>=0.0.12,<0.1"
   mkdir -p .data/fashion_mnist
   cp "${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}"/*-ubyte.gz .data/fashion_mnist/
+  # the tree travels without .git: the cells name the commit read here (run this just before)
+  .venv/bin/python -c "import sys; sys.path.insert(0, 'benchmarks'); import campaign; print(campaign.commit())" >.data/COMMIT
+  echo "commit $(cat .data/COMMIT)"
   ls -la .whl .data/fashion_mnist
   ;;
 run)
@@ -34,6 +38,8 @@ run)
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl
   export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=2
+  SSL_JAX_COMMIT="$(cat .data/COMMIT 2>/dev/null || echo unknown)"
+  export SSL_JAX_COMMIT
   nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
   mkdir -p /tmp/cells && cp -r docs/results/. /tmp/cells/
   python3 benchmarks/campaign.py --grid="$grid" --minutes="$minutes" \
