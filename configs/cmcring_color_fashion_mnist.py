@@ -48,31 +48,14 @@ def get_config(arg=None):
         )
     )
 
-    common.color_fashion_mnist_data(c, size=32)
-    c.data.train_subset = 0
-    c.data.shuffle_buffer = 60_000
+    common.color_fashion_mnist_budget(c)
     c.data.views = ("cmc",)  # one crop; the model splits it into L and ab
     c.data.recipes = ml_collections.ConfigDict(
         {"cmc": recipes.cmc(c.data.image_size, a.space, scale=(0.2, 1.0))}
     )
 
-    c.model.backbone = "resnet18"
-    c.model.stem = "cifar"
-    c.model.width = 0.5  # two encoders of width 1/4 each
     c.model.projector = head_config((), 128, use_bn=False)  # CMC: linear head to 128
 
-    c.global_batch_size = 256
-    c.num_epochs = 3.0
-    c.optim.name = "sgd"
-    c.optim.base_lr = 0.06
-    c.optim.weight_decay = 5e-4
-    c.optim.schedule = "cosine"
-    c.optim.warmup_epochs = 0.0
-
-    c.log_every_steps = 20
-    c.checkpoint_every_steps = 200
-    c.evals.knn.update(every_steps=-1, batch_size=512)
-    c.evals.probe_table.update(every_steps=0, num_train=-1, batch_size=512)
     if a.runlocal:
         c.method_config.update(bank_size=256, num_negatives=64)
         common.runlocal(c)

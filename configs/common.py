@@ -109,6 +109,32 @@ def color_fashion_mnist_data(c: ml_collections.ConfigDict, *, size: int = 32) ->
     c.data.cache = True
 
 
+def color_fashion_mnist_budget(c: ml_collections.ConfigDict) -> None:
+    """The small colour runs' shared part, every `*_color_fashion_mnist.py` config's (ours, not a
+    paper's; `mocov2_color_fashion_mnist.py` is the baseline): the 60,000 32-px images
+    (`color_fashion_mnist_data`), ResNet-18 with the CIFAR stem at width 1/2, batch 256, 3 epochs
+    of SGD (lr 0.06, wd 5e-4, cosine, no warm-up), a log line every 20 steps and a checkpoint every
+    200, the final probe table and no kNN monitor (eval batches of 512). A config sets its method,
+    views, recipes and heads, and changes what its method needs."""
+    color_fashion_mnist_data(c, size=32)
+    c.data.train_subset = 0
+    c.data.shuffle_buffer = 60_000
+    c.model.backbone = "resnet18"
+    c.model.stem = "cifar"
+    c.model.width = 0.5
+    c.global_batch_size = 256
+    c.num_epochs = 3.0
+    c.optim.name = "sgd"
+    c.optim.base_lr = 0.06
+    c.optim.weight_decay = 5e-4
+    c.optim.schedule = "cosine"
+    c.optim.warmup_epochs = 0.0
+    c.log_every_steps = 20
+    c.checkpoint_every_steps = 200
+    c.evals.knn.update(every_steps=-1, batch_size=512)
+    c.evals.probe_table.update(every_steps=0, num_train=-1, batch_size=512)
+
+
 def cifar10_data(c: ml_collections.ConfigDict) -> None:
     """CIFAR-10 at 32 px: evaluation on the 'test' split without a centre crop, the MoCo/SCE CIFAR
     code's mean/std (`CIFAR10_MEAN/STD`), decoded images cached in host memory."""

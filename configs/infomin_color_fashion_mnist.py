@@ -45,28 +45,11 @@ def get_config(arg=None):
     c.ema.base = 0.99
     c.ema.schedule = "constant"
 
-    common.color_fashion_mnist_data(c, size=32)
-    c.data.train_subset = 0
-    c.data.shuffle_buffer = 60_000
+    common.color_fashion_mnist_budget(c)
     common.infomin_views(c, jigsaw=a.jigsaw)
 
-    c.model.backbone = "resnet18"
-    c.model.stem = "cifar"
-    c.model.width = 0.5
     c.model.projector = head_config((512,), 128, use_bn=False)  # MLP 512-512-128
 
-    c.global_batch_size = 256
-    c.num_epochs = 3.0
-    c.optim.name = "sgd"
-    c.optim.base_lr = 0.06
-    c.optim.weight_decay = 5e-4
-    c.optim.schedule = "cosine"
-    c.optim.warmup_epochs = 0.0
-
-    c.log_every_steps = 20
-    c.checkpoint_every_steps = 200
-    c.evals.knn.update(every_steps=-1, batch_size=512)
-    c.evals.probe_table.update(every_steps=0, num_train=-1, batch_size=512)
     if a.runlocal:
         c.method_config.queue_size = 256
         common.runlocal(c)

@@ -51,35 +51,19 @@ def get_config(arg=None):
     c.ema.base = 0.99
     c.ema.schedule = "constant"
 
-    common.color_fashion_mnist_data(c, size=32)
-    c.data.train_subset = 0
-    c.data.shuffle_buffer = 60_000
+    common.color_fashion_mnist_budget(c)
     size = c.data.image_size
     c.data.views = ("weak", "strong")
     c.data.recipes = ml_collections.ConfigDict(
         {"weak": recipes.cifar_soft(size), "strong": recipes.cifar_strong(size)}
     )
 
-    c.model.backbone = "resnet18"
-    c.model.stem = "cifar"
-    c.model.width = 0.5
     c.model.projector = head_config((256,), 128, hidden_bias=False)
     c.model.predictor.enabled = False
 
-    c.global_batch_size = 256
-    c.num_epochs = 3.0
-    c.optim.name = "sgd"
-    c.optim.base_lr = 0.06  # × 256/256 (linear scaling): SCE's CIFAR lr
     c.optim.lr_scaling = "linear"
-    c.optim.weight_decay = 5e-4
     c.optim.exclude_1d = False
-    c.optim.schedule = "cosine"
-    c.optim.warmup_epochs = 0.0
 
-    c.log_every_steps = 20
-    c.checkpoint_every_steps = 200
-    c.evals.knn.update(every_steps=-1, batch_size=512)
-    c.evals.probe_table.update(every_steps=0, num_train=-1, batch_size=512)
     if a.runlocal:
         c.method_config.queue_size = 256  # divides the 32 keys of a runlocal step
         common.runlocal(c)
