@@ -433,7 +433,11 @@ def section_table(grid: grids.Grid, section: grids.Section, done: dict) -> list[
             f"| {summary([r['knn_top1'] for r in records])} | {len(records)} "
             f"| {np.mean([r['wall_s'] for r in records]):.0f} | {paper_cell(method)} |"
         )
-    for method, label in (("random_init", "random init"), ("raw_pixels", "raw pixels")):
+    baselines = [("random_init", "random init")]
+    baselines += [
+        (f"random_init_{m}", f"random init ({m}'s model)") for m, _ in section.own_random_init
+    ]
+    for method, label in [*baselines, ("raw_pixels", "raw pixels")]:
         records = rows.get(method, [])
         cells = [
             summary([r[k] for r in records]) if records else "–" for k in ("probe_top1", "knn_top1")
@@ -446,17 +450,19 @@ def evidence(grid: grids.Grid, section: grids.Section, done: dict) -> list[str]:
     """Does every method beat random init and raw pixels (mean over its seeds, probe and kNN), and
     each paper ordering of `grids.ORDERINGS` whose two methods are in the section."""
     rows = _rows(grid, section, done)
-    base = {m: rows.get(m) for m in ("random_init", "raw_pixels")}
     lines = []
     for method, _ in section.methods:
         if not rows.get(method):
             continue
         parts = []
+        random_init = section.random_init_row(method)
+        owner = random_init.removeprefix("random_init").lstrip("_")
+        random_name = "random init" + (f" ({owner}'s model)" if owner else "")
         for key, label in (("probe_top1", "probe"), ("knn_top1", "kNN")):
             mine = mean_std([r[key] for r in rows[method]])[0]
-            for other, name in (("random_init", "random init"), ("raw_pixels", "raw pixels")):
-                if base[other]:
-                    ref = mean_std([r[key] for r in base[other]])[0]
+            for other, name in ((random_init, random_name), ("raw_pixels", "raw pixels")):
+                if rows.get(other):
+                    ref = mean_std([r[key] for r in rows[other]])[0]
                     parts.append(f"{label} {'>' if mine > ref else '≤'} {name}")
         lines.append(f"- {method}: " + ", ".join(parts))
     for better, worse, source in grids.ORDERINGS:
@@ -576,7 +582,7 @@ over the seeds, then every seed's value. The probe is the papers' protocol: mult
 regression (L-BFGS) on standardised frozen features of the backbone's pooled last stage, l2 chosen
 on a held-out tenth of train, trained on all training images and scored on the test split; the
 kNN is weighted (k 200, τ 0.07, cosine). Random init is the first method's encoder before
-training, one per seed. An ordering *holds* when the gap of the means exceeds the sum of the two
+training, one per seed (a method with another model, CMC's two encoders, also has its own). An ordering *holds* when the gap of the means exceeds the sum of the two
 sample stds, *does not hold* when it is below minus that sum, else it is *within the seeds'
 spread*. The last column is the paper's figure for the method in the closest setting it reports:
 none of the papers uses these data sets or budgets, so it says what the method reaches when

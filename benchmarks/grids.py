@@ -25,13 +25,23 @@ import dataclasses
 @dataclasses.dataclass(frozen=True)
 class Section:
     """One data set's table: `methods` = ((key, 'configs/X.py[:arg] key=value ...'), ...); the
-    first method's encoder is the random-init row and its data the raw-pixel row."""
+    first method's encoder is the random-init row and its data the raw-pixel row. `own_random_init`
+    = ((method, (methods read against it), ...): methods whose model differs from the first's
+    (CMC's two encoders) get a random-init row of their own encoder, `random_init_<method>`."""
 
     key: str
     title: str
     text: str
     methods: tuple[tuple[str, str], ...]
     sets: tuple[str, ...] = ()
+    own_random_init: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def random_init_row(self, method: str) -> str:
+        """The random-init row `method` is read against."""
+        for owner, readers in self.own_random_init:
+            if method in readers:
+                return f"random_init_{owner}"
+        return "random_init"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,9 +86,14 @@ def cells(grid: Grid) -> list[Cell]:
     out = []
     for section in grid.sections:
         first_spec = section.methods[0][1]
+        specs = dict(section.methods)
         out.append(Cell(grid.name, section.key, "raw_pixels", "raw", first_spec, None))
         for seed in grid.seeds:
             out.append(Cell(grid.name, section.key, "random_init", "random", first_spec, seed))
+        for owner, _ in section.own_random_init:
+            for seed in grid.seeds:
+                name = f"random_init_{owner}"
+                out.append(Cell(grid.name, section.key, name, "random", specs[owner], seed))
         for seed in grid.seeds:
             for method, spec in section.methods:
                 out.append(Cell(grid.name, section.key, method, "train", spec, seed))
@@ -162,7 +177,8 @@ InterCLR: `:subset=10000` (80 clusters, 128 negatives from a pool of 1,024, onli
             text="""
 The methods with a `color_fashion_mnist` config on 2026-11-24, each with its own model: MoCo v2
 and InfoMin a ResNet-18 at width 1/2 on RGB; CMC and CMCRing two ResNet-18s at width 1/4 on L and
-ab, their features concatenated for the probe. The random-init row is MoCo v2's encoder; raw
+ab, their features concatenated for the probe. The random-init row is MoCo v2's encoder, and CMC
+and CMCRing are read against their own two encoders at random init (`random_init_cmc`); raw
 pixels are RGB.
 """,
             methods=(
@@ -171,6 +187,7 @@ pixels are RGB.
                 ("infomin", f"configs/infomin_color_fashion_mnist.py {SUBSET}"),
                 ("cmcring", f"configs/cmcring_color_fashion_mnist.py {SUBSET} {BANK}"),
             ),
+            own_random_init=(("cmc", ("cmc", "cmcring")),),
         ),
     ),
 )
@@ -229,7 +246,8 @@ logistic probe on the pooled last stage (the papers' protocol) and the weighted 
             title=COLOUR_TITLE,
             text="""
 Every method on RGB (CMC and CMCRing: two encoders of half the width on L and ab, their features
-concatenated for the probe). The random-init row is MoCo v2's encoder; raw pixels are RGB.
+concatenated for the probe). The random-init row is MoCo v2's encoder, and CMC and CMCRing are read
+against their own two encoders at random init (`random_init_cmc`); raw pixels are RGB.
 """,
             methods=(
                 ("mocov2", "configs/mocov2_color_fashion_mnist.py"),
@@ -244,6 +262,7 @@ concatenated for the probe). The random-init row is MoCo v2's encoder; raw pixel
                 ("infomin", "configs/infomin_color_fashion_mnist.py"),
                 ("cmcring", "configs/cmcring_color_fashion_mnist.py"),
             ),
+            own_random_init=(("cmc", ("cmc", "cmcring")),),
         ),
     ),
 )

@@ -279,3 +279,27 @@ def test_the_tiny_grid_for_real_killed_mid_cell_then_finished(tmp_path):
         [sys.executable, script, *args, "--list"], cwd=ROOT, capture_output=True, text=True
     ).stdout
     assert listing.count("done    probe") == 3
+
+
+def test_a_method_with_another_model_is_read_against_its_own_random_init(tmp_path, device):
+    import dataclasses
+
+    section = dataclasses.replace(SMALL.sections[0], own_random_init=(("scce", ("scce",)),))
+    grid = dataclasses.replace(SMALL, sections=(section,))
+    names = [c.name for c in grids.cells(grid)]
+    assert names[3:5] == ["fashion_mnist.random_init_scce.s0", "fashion_mnist.random_init_scce.s1"]
+    scores = {"mocov2": (0.80, 0.70), "scce": (0.75, 0.60), "random_init": (0.70, 0.65)}
+    scores |= {"random_init_scce": (0.78, 0.55), "raw_pixels": (0.85, 0.65)}
+    campaign.run_grid(grid, results_dir=str(tmp_path), run=fake_run([], scores=scores))
+    config = campaign.cell_config(grid, grids.cells(grid)[3])[0]
+    assert config.method == "sce"  # SCE's own model at random init
+    lines = campaign.evidence(grid, section, campaign.read_cells(str(tmp_path), grid))
+    assert "- mocov2: probe > random init, probe ≤ raw pixels, kNN > random init" in "\n".join(
+        lines
+    )
+    # scce's probe (75.5) is above the first random init (70.5) but not its own model's (78.5)
+    assert "- scce: probe ≤ random init (scce's model), probe ≤ raw pixels" in "\n".join(lines)
+    table = "\n".join(
+        campaign.section_table(grid, section, campaign.read_cells(str(tmp_path), grid))
+    )
+    assert "| random init (scce's model) | 78.50 ± 0.71 (78.00 / 79.00) |" in table
