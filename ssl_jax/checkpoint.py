@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
+import time
 
 import jax
 import ml_collections
 import orbax.checkpoint as ocp
 
 CHECKPOINT_DIR = "checkpoints"
+DAMAGED_DIR = "damaged_checkpoints"  # checkpoints that could not be restored, kept for a look
 CONFIG_FILE = "config.json"
 
 
@@ -57,8 +61,72 @@ class Checkpointer:
         check_shardable(abstract_state, self.directory)
         return self.manager.restore(step, args=ocp.args.StandardRestore(abstract_state))
 
+    def restore_intact(self, abstract_state):
+        """`(state, step)` of the newest checkpoint that restores. A damaged one (a truncated or
+        missing file: orbax or TensorStore cannot read it) is said in one line naming its step and
+        what could not be read, moved aside to `<workdir>/damaged_checkpoints/<step>` (kept, and out
+        of the way of the run's next save of that step) and the next older one is tried, which is
+        said too. CheckpointError when none restores, or when a checkpoint is of another model."""
+        damaged = []
+        for step in sorted(self.manager.all_steps(), reverse=True):
+            try:
+                metadata = self.manager.item_metadata(step)
+            except Exception as err:  # noqa: BLE001 - any unreadable metadata is damage
+                damaged.append(self._set_aside(step, err))
+                continue
+            check_compatible(metadata, abstract_state, self.directory)
+            check_shardable(abstract_state, self.directory)
+            try:
+                state = self.manager.restore(step, args=ocp.args.StandardRestore(abstract_state))
+            except Exception as err:  # noqa: BLE001 - any unreadable array is damage
+                damaged.append(self._set_aside(step, err))
+                continue
+            if damaged:
+                print(
+                    f"resuming from the newest intact checkpoint, step {step} "
+                    f"(set aside: step {', '.join(map(str, damaged))})",
+                    flush=True,
+                )
+            return state, step
+        if not damaged:
+            raise CheckpointError(f"no checkpoint in {self.directory}")
+        raise CheckpointError(
+            f"no checkpoint in {self.directory} can be restored: step "
+            f"{', '.join(map(str, damaged))} damaged (moved to "
+            f"{os.path.join(os.path.dirname(self.directory), DAMAGED_DIR)}). Start the run in "
+            "another --workdir, or remove this one's checkpoints/ to start it again."
+        )
+
+    def _set_aside(self, step: int, err: Exception) -> int:
+        """Says why checkpoint `step` cannot be restored, moves it to `damaged_checkpoints/`."""
+        source = os.path.join(self.directory, str(step))
+        target = os.path.join(os.path.dirname(self.directory), DAMAGED_DIR, str(step))
+        print(
+            f"the checkpoint at step {step} cannot be restored: {describe_damage(err, source)}; "
+            f"moved to {target}",
+            flush=True,
+        )
+        if jax.process_index() == 0:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            if os.path.exists(target):
+                target += f".{int(time.time())}"
+            shutil.move(source, target)
+        self.manager.reload()
+        return step
+
     def close(self) -> None:
         self.manager.close()
+
+
+def describe_damage(err: Exception, step_dir: str) -> str:
+    """One line for an error reading a checkpoint: the file it names (orbax and TensorStore name
+    it in their messages; the step folder otherwise) and the error's first line, shortened."""
+    text = str(err).strip()
+    found = re.search(re.escape(step_dir.rstrip("/")) + r"[^\s'\"\],)]*", text)
+    where = found.group(0) if found else step_dir
+    first = (text.splitlines() or [type(err).__name__])[0]
+    first = first if len(first) <= 160 else first[:157] + "..."
+    return f"{where} ({type(err).__name__}: {first})"
 
 
 def _path_shapes(tree, is_leaf=None) -> dict[str, tuple]:

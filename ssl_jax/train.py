@@ -296,10 +296,10 @@ def init_or_restore(exp: Experiment, ckpt: checkpoint.Checkpointer | None) -> Tr
     latest = ckpt.latest_step() if ckpt is not None else None
     if latest is None:
         return init(rng)
-    abstract = abstract_state(exp)
-    logging.info("Resuming from the checkpoint at step %d in %s", latest, ckpt.directory)
-    print(f"Resuming from the checkpoint at step {latest} in {ckpt.directory}", flush=True)
-    return ckpt.restore(abstract, latest)
+    state, step = ckpt.restore_intact(abstract_state(exp))  # a damaged newest one is set aside
+    logging.info("Resuming from the checkpoint at step %d in %s", step, ckpt.directory)
+    print(f"Resuming from the checkpoint at step {step} in {ckpt.directory}", flush=True)
+    return state
 
 
 def prepare_fresh_state(exp: Experiment, state: TrainState) -> TrainState:
@@ -430,6 +430,15 @@ def _run_evaluators(evaluators, state: TrainState, step: int, writer) -> None:
         writer.flush()
 
 
+def _finish_saves(ckpt: checkpoint.Checkpointer) -> None:
+    """Waits for an in-flight save; a failure to finish it is logged, not raised (the exception
+    that stopped the loop is the one to report)."""
+    try:
+        ckpt.wait()
+    except Exception:  # noqa: BLE001
+        logging.exception("the checkpoint being saved when the run stopped could not be finished")
+
+
 PREFETCH_BATCHES = 2  # global batches transferred ahead of the running step
 # The loop's own transfers are explicit (prefetched global batches, `jax.device_get` of metrics and
 # the stop vote); checkpoint saves and evaluators run under 'allow'. Tests set 'disallow' to prove
@@ -451,6 +460,10 @@ def train_and_evaluate(
     os.makedirs(workdir, exist_ok=True)
     checkpoint.check_same_model(workdir, config)
     ckpt = checkpoint.Checkpointer(workdir, keep=config.keep_checkpoints)
+    # A resumed run starts from its newest intact checkpoint (restoring compiles nothing), and its
+    # data from that step.
+    state = init_or_restore(exp, ckpt) if ckpt.latest_step() is not None else None
+    resume_step = 0 if state is None else int(jax.device_get(state.step))
     # The data comes first: a missing or corrupt dataset is reported before anything compiles.
     table = None
     if exp.pipeline == "device":  # the split in device memory; the host sends indices
@@ -464,23 +477,22 @@ def train_and_evaluate(
         data = device_pipeline.index_batches(
             config,
             table.labels,
-            start_step=ckpt.latest_step() or 0,
+            start_step=resume_step,
             process_index=jax.process_index(),
             process_count=jax.process_count(),
         )
     else:
         data = pipeline.train_iterator(
             config,
-            start_step=ckpt.latest_step() or 0,
+            start_step=resume_step,
             process_index=jax.process_index(),
             process_count=jax.process_count(),
         )
     first_batch = next(data)
     # evaluator config errors come before anything compiles
     evaluators = build_evaluators(config, eval_context(exp, workdir))
-    state = init_or_restore(exp, ckpt)
-    if ckpt.latest_step() is None:
-        state = prepare_fresh_state(exp, state)
+    if state is None:
+        state = prepare_fresh_state(exp, init_or_restore(exp, None))
     if jax.process_index() == 0:
         checkpoint.write_config(workdir, config)
     writer = create_writer(workdir)
@@ -505,55 +517,62 @@ def train_and_evaluate(
     window: list[dict] = []
     last_good_step = start_step
     tick, tick_step = time.time(), start_step
-    with _StopRequest(exp.mesh) as stop, jax.transfer_guard(LOOP_TRANSFER_GUARD):
-        for step in range(start_step, end_step):
-            state, metrics = step_fn(state, next(batches))
-            window.append(metrics)
-            done = step + 1
-            if step == start_step:  # img/s and ETA without the compilation time
-                jax.block_until_ready(metrics)
-                tick, tick_step = time.time(), done
-            is_last = done == end_step
-            due = [e for e in evaluators if e.should_run(done, total)]
-            log_due = done % config.log_every_steps == 0 or is_last
-            save_due = done % config.checkpoint_every_steps == 0 or is_last
-            # Every process reads the (agreed) stop request once per step: a signal that arrives
-            # later is handled at the next step, never after this step's save decision.
-            stopping = stop.poll(sync=bool(log_due or save_due or due))
-            if log_due or save_due or stopping:
-                scalars, finite = _mean_metrics(window)
-                window = []
-                if not finite:
-                    ckpt.wait()
-                    raise TrainingError(
-                        f"non-finite loss between steps {last_good_step} and {done}; "
-                        f"the run stopped and the last good checkpoint (step {ckpt.latest_step()}) "
-                        f"is kept in {ckpt.directory}. Lower the learning rate or check the data."
+    try:
+        with _StopRequest(exp.mesh) as stop, jax.transfer_guard(LOOP_TRANSFER_GUARD):
+            for step in range(start_step, end_step):
+                state, metrics = step_fn(state, next(batches))
+                window.append(metrics)
+                done = step + 1
+                if step == start_step:  # img/s and ETA without the compilation time
+                    jax.block_until_ready(metrics)
+                    tick, tick_step = time.time(), done
+                is_last = done == end_step
+                due = [e for e in evaluators if e.should_run(done, total)]
+                log_due = done % config.log_every_steps == 0 or is_last
+                save_due = done % config.checkpoint_every_steps == 0 or is_last
+                # Every process reads the (agreed) stop request once per step: a signal that arrives
+                # later is handled at the next step, never after this step's save decision.
+                stopping = stop.poll(sync=bool(log_due or save_due or due))
+                if log_due or save_due or stopping:
+                    scalars, finite = _mean_metrics(window)
+                    window = []
+                    if not finite:
+                        ckpt.wait()
+                        raise TrainingError(
+                            f"non-finite loss between steps {last_good_step} and {done}; "
+                            f"the run stopped and the last good checkpoint (step {ckpt.latest_step()}) "
+                            f"is kept in {ckpt.directory}. Lower the learning rate or check the data."
+                        )
+                    last_good_step = done
+                    elapsed = time.time() - tick
+                    rate = (done - tick_step) * config.global_batch_size / max(elapsed, 1e-9)
+                    speed = "compiled"  # the first step of a process: compilation, no rate yet
+                    if done > tick_step:
+                        scalars["train/img_per_sec"] = rate
+                        eta = (total - done) * config.global_batch_size / max(rate, 1e-9)
+                        speed = f"{rate:.1f} img/s | ETA {_format_eta(eta)}"
+                    writer.write_scalars(done, scalars)
+                    print(
+                        f"step {done}/{total} | loss {scalars['train/loss']:.4f} | {speed}",
+                        flush=True,
                     )
-                last_good_step = done
-                elapsed = time.time() - tick
-                rate = (done - tick_step) * config.global_batch_size / max(elapsed, 1e-9)
-                speed = "compiled"  # the first step of a process: compilation, no rate yet
-                if done > tick_step:
-                    scalars["train/img_per_sec"] = rate
-                    eta = (total - done) * config.global_batch_size / max(rate, 1e-9)
-                    speed = f"{rate:.1f} img/s | ETA {_format_eta(eta)}"
-                writer.write_scalars(done, scalars)
-                print(
-                    f"step {done}/{total} | loss {scalars['train/loss']:.4f} | {speed}", flush=True
-                )
-                tick, tick_step = time.time(), done
-            if save_due or stopping:
-                with jax.transfer_guard("allow"):  # orbax copies to the host its own way
-                    ckpt.save(state, force=True)
-            if stopping:
-                ckpt.wait()
-                writer.flush()
-                print(f"{stopping}: saved the checkpoint at step {done}; exiting.", flush=True)
-                raise StopRequested(done, stopping)
-            if due:
-                _run_evaluators(due, state, done, writer)
-                tick = time.time()
+                    tick, tick_step = time.time(), done
+                if save_due or stopping:
+                    with jax.transfer_guard("allow"):  # orbax copies to the host its own way
+                        ckpt.save(state, force=True)
+                if stopping:
+                    ckpt.wait()
+                    writer.flush()
+                    print(f"{stopping}: saved the checkpoint at step {done}; exiting.", flush=True)
+                    raise StopRequested(done, stopping)
+                if due:
+                    _run_evaluators(due, state, done, writer)
+                    tick = time.time()
+    except BaseException:
+        # Whatever stopped the loop (bad input, a bug, an interrupt), a save in flight completes
+        # before the exception leaves: the checkpoints written so far are never lost.
+        _finish_saves(ckpt)
+        raise
     if start_step == total:  # resumed a finished run (e.g. stopped at its last step): final evals
         _run_evaluators([e for e in evaluators if e.should_run(total, total)], state, total, writer)
     ckpt.wait()

@@ -1,0 +1,130 @@
+"""Nothing lost: a crash in the loop lets the save in flight finish; a damaged newest checkpoint
+is named, set aside, and the run resumes from the newest intact one (and says so); when none is
+intact, one error says so."""
+
+import glob
+import os
+
+import numpy as np
+import pytest
+
+from ssl_jax import checkpoint, train, writers
+from tests.helpers import tiny_config
+
+
+def _losses(workdir: str) -> dict[int, float]:
+    return {r["step"]: r["train/loss"] for r in writers.read_metrics(workdir) if "train/loss" in r}
+
+
+def _truncate_largest_file(step_dir: str) -> str:
+    """Cuts the biggest array file of one checkpoint to half its size; returns its path."""
+    files = [f for f in glob.glob(os.path.join(step_dir, "**", "*"), recursive=True)]
+    files = [f for f in files if os.path.isfile(f) and "METADATA" not in os.path.basename(f)]
+    path = max(files, key=os.path.getsize)
+    with open(path, "r+b") as f:
+        f.truncate(os.path.getsize(path) // 2)
+    return path
+
+
+@pytest.fixture(scope="module")
+def six_steps(tmp_path_factory):
+    """A run stopped after 4 of 6 steps, checkpoints at steps 2 and 4 (a copy per test)."""
+    workdir = str(tmp_path_factory.mktemp("damage") / "run")
+    config = tiny_config("mocov2")
+    config.total_steps = 6
+    train.train_and_evaluate(config, workdir, stop_after_steps=4)
+    assert checkpoint.Checkpointer(workdir).manager.all_steps() == [2, 4]
+    return config, workdir
+
+
+def _copy(src: str, dst: str) -> str:
+    import shutil
+
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_a_damaged_newest_checkpoint_is_set_aside_and_the_run_resumes_from_the_intact_one(
+    six_steps, tmp_path, capsys
+):
+    config, source = six_steps
+    workdir = _copy(source, str(tmp_path / "run"))
+    damaged = _truncate_largest_file(os.path.join(workdir, "checkpoints", "4"))
+    state = train.train_and_evaluate(config, workdir)
+    out = capsys.readouterr().out
+    assert int(state.step) == 6
+    line = next(x for x in out.splitlines() if x.startswith("the checkpoint at step 4"))
+    assert "cannot be restored" in line and os.path.join(workdir, "checkpoints", "4") in line
+    assert "resuming from the newest intact checkpoint, step 2 (set aside: step 4)" in out
+    assert "Resuming from the checkpoint at step 2" in out
+    # kept for a look, out of the way: the run saved its own step 4 and 6 again
+    assert os.path.isfile(damaged.replace("checkpoints", "damaged_checkpoints", 1))
+    assert checkpoint.Checkpointer(workdir).manager.all_steps()[-2:] == [4, 6]
+    # steps 3..6 trained again from step 2's state: the same losses as the first attempt's 3, 4
+    losses = _losses(workdir)
+    assert sorted(losses) == [1, 2, 3, 4, 5, 6]
+    first = _losses(source)
+    np.testing.assert_allclose([losses[3], losses[4]], [first[3], first[4]], rtol=1e-6)
+
+
+def test_when_no_checkpoint_is_intact_one_error_says_so(six_steps, tmp_path, capsys):
+    config, source = six_steps
+    workdir = _copy(source, str(tmp_path / "run"))
+    for step in (2, 4):
+        _truncate_largest_file(os.path.join(workdir, "checkpoints", str(step)))
+    with pytest.raises(
+        checkpoint.CheckpointError, match="no checkpoint in .* can be restored: step 4, 2"
+    ):
+        train.train_and_evaluate(config, workdir)
+    out = capsys.readouterr().out
+    assert out.count("cannot be restored") == 2
+
+
+def test_unreadable_metadata_is_damage_too(six_steps, tmp_path, capsys):
+    config, source = six_steps
+    workdir = _copy(source, str(tmp_path / "run"))
+    metadata = glob.glob(
+        os.path.join(workdir, "checkpoints", "4", "**", "_METADATA"), recursive=True
+    )
+    assert metadata
+    for path in metadata:
+        with open(path, "r+b") as f:
+            f.truncate(os.path.getsize(path) // 2)
+    config = config.copy_and_resolve_references()
+    config.total_steps = 4  # only the restore: step 2, then steps 3 and 4
+    state = train.train_and_evaluate(config, workdir)
+    assert int(state.step) == 4
+    assert "resuming from the newest intact checkpoint, step 2" in capsys.readouterr().out
+
+
+def test_a_crash_in_the_loop_lets_the_save_in_flight_finish(tmp_path, monkeypatch):
+    """The data raises two steps after a save (the prefetch reads ahead): the loop waits for that
+    save before the exception leaves, so its checkpoint is complete and restorable."""
+    events = []
+    real_iterator = train.pipeline.train_iterator
+
+    def failing_iterator(*args, **kwargs):
+        for index, batch in enumerate(real_iterator(*args, **kwargs)):
+            if index == 5:
+                events.append("raise")
+                raise OSError("the disk went away")
+            yield batch
+
+    save, wait = checkpoint.Checkpointer.save, checkpoint.Checkpointer.wait
+    monkeypatch.setattr(train.pipeline, "train_iterator", failing_iterator)
+    monkeypatch.setattr(
+        checkpoint.Checkpointer,
+        "save",
+        lambda self, *a, **k: (events.append("save"), save(self, *a, **k))[1],
+    )
+    monkeypatch.setattr(
+        checkpoint.Checkpointer, "wait", lambda self: (events.append("wait"), wait(self))[1]
+    )
+    config = tiny_config("mocov2")
+    config.total_steps = 10
+    workdir = str(tmp_path / "run")
+    with pytest.raises(OSError, match="the disk went away"):
+        train.train_and_evaluate(config, workdir)
+    assert events[-3:] == ["save", "raise", "wait"]
+    assert checkpoint.Checkpointer(workdir).latest_step() == 2
+    assert not glob.glob(os.path.join(workdir, "checkpoints", "*tmp*"))
