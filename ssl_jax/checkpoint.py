@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import time
 
@@ -118,15 +117,19 @@ class Checkpointer:
         self.manager.close()
 
 
-def describe_damage(err: Exception, step_dir: str) -> str:
-    """One line for an error reading a checkpoint: the file it names (orbax and TensorStore name
-    it in their messages; the step folder otherwise) and the error's first line, shortened."""
-    text = str(err).strip()
-    found = re.search(re.escape(step_dir.rstrip("/")) + r"[^\s'\"\],)]*", text)
-    where = found.group(0) if found else step_dir
-    first = (text.splitlines() or [type(err).__name__])[0]
-    first = first if len(first) <= 160 else first[:157] + "..."
-    return f"{where} ({type(err).__name__}: {first})"
+def describe_damage(err: BaseException, step_dir: str) -> str:
+    """One line for an error reading a checkpoint: the innermost cause's first line (TensorStore's
+    names the array and the file, e.g. 'OUT_OF_RANGE: Error reading "buffers.queue/0.0" in OCDBT
+    database at local file ...'), shortened, with the step folder where it names none."""
+    seen = []
+    while err is not None and err not in seen and len(seen) < 10:
+        seen.append(err)
+        err = err.__cause__ or err.__context__
+    inner = seen[-1]
+    first = (str(inner).strip().splitlines() or [type(inner).__name__])[0]
+    first = first if len(first) <= 240 else first[:237] + "..."
+    where = "" if step_dir.rstrip("/") in first else f"{step_dir}: "
+    return f"{where}{type(inner).__name__}: {first}"
 
 
 def _path_shapes(tree, is_leaf=None) -> dict[str, tuple]:
