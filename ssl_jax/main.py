@@ -115,12 +115,14 @@ def _flag_error(argv: list[str], error: Exception) -> str | None:
 
 
 def parse_flags(argv: list[str]) -> list[str]:
-    """absl's flag parsing, with a command-line mistake (unknown `--config.` key, a value of the
-    wrong type, an unknown `:arg`) reported as one `error:` line and exit status 2 — as the
+    """absl's flag parsing, with a command-line mistake (a config file that does not exist, an
+    unknown `--config.` key, a value of the wrong type, an unknown `:arg`) reported as one `error:` line and exit status 2 — as the
     validation errors — instead of a traceback."""
     try:
-        return FLAGS(argv)
-    except (flags.Error, KeyError, AttributeError, TypeError, ValueError) as e:
+        rest = FLAGS(argv)
+        hasattr(FLAGS.config, "job")  # the file loads lazily: a missing one raises OSError here
+        return rest
+    except (flags.Error, KeyError, AttributeError, TypeError, ValueError, OSError) as e:
         message = _flag_error(argv, e)
         if message is None:
             raise

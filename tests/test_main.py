@@ -191,10 +191,15 @@ def _error_lines(stderr: str) -> list[str]:
             "--config=configs/mocov2_fashion_mnist.py:runlocall",
             "error: config argument 'runlocall' is not known; allowed: 'runlocal'",
         ),
+        (
+            "--config=configs/no_such_config.py",
+            "error: config file 'configs/no_such_config.py' does not exist",
+        ),
     ],
 )
 def test_command_line_mistakes_are_one_error_line(tmp_path, arg, message):
-    """A mistyped `--config.` key, a value of the wrong type or an unknown `:arg`: one `error:` line
+    """A config file that does not exist, a mistyped `--config.` key, a value of the wrong type or an
+    unknown `:arg`: one `error:` line
     on stderr and exit status 2, as the validation errors, not a traceback from flag parsing."""
     config = "--config=configs/mocov2_fashion_mnist.py:runlocal"
     args = [arg] if arg.startswith("--config=") else [config, arg]
