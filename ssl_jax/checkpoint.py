@@ -69,15 +69,10 @@ class Checkpointer:
         damaged = []
         for step in sorted(self.manager.all_steps(), reverse=True):
             try:
-                metadata = self.manager.item_metadata(step)
-            except Exception as err:  # noqa: BLE001 - any unreadable metadata is damage
-                damaged.append(self._set_aside(step, err))
-                continue
-            check_compatible(metadata, abstract_state, self.directory)
-            check_shardable(abstract_state, self.directory)
-            try:
-                state = self.manager.restore(step, args=ocp.args.StandardRestore(abstract_state))
-            except Exception as err:  # noqa: BLE001 - any unreadable array is damage
+                state = self.restore(abstract_state, step)
+            except CheckpointError:  # another model, or shards that do not fit: not damage
+                raise
+            except Exception as err:  # noqa: BLE001 - unreadable metadata or array: damage
                 damaged.append(self._set_aside(step, err))
                 continue
             if damaged:
