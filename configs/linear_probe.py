@@ -22,6 +22,13 @@ from the pretraining run (`config.init`) unless `--config.data.<key>=` overrides
   ridge regression onto one-hot labels (`'ridge'`); the L2 penalty is picked on a held-out 10% of
   the training features from `probe.l2_grid` (empty: `linear_probe.L2_GRIDS[solver]`).
 
+`probe.features` (every preset): what is probed. 'pooled' (default): the last stage's global average
+pool (512-d for a ResNet-18), the papers' protocol. 'stages': every stage's pool, concatenated
+(960-d for a ResNet-18). The default job's probe table (`configs/scce_fashion_mnist.py`) probes
+'stages', so its pretrained row is this job's 'fast' preset with `--config.probe.features=stages`
+(same solver, l2 grid, held-out split and 60k / 10k images); 'pooled' gives a lower number there.
+The job's first and last lines and `probe_result.json` name the features.
+
 `runlocal`: a few epochs on the first 512 training and 1000 test images (CPU smoke run).
 """
 
@@ -77,6 +84,7 @@ def get_config(arg=None):
     p.preset = preset
     p.protocol = "sgd"  # 'sgd' | 'fast'
     p.input = "images"  # sgd: 'images' (augmented, frozen forward per step) | 'features' (cached)
+    p.features = "pooled"  # 'pooled' (last stage: the papers' protocol) | 'stages' (every stage's)
     p.num_epochs = 100.0
     p.batch_size = 256
     p.optim = _optim()

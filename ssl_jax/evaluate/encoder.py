@@ -11,7 +11,13 @@ concatenation): nothing here knows the parameter tree's layout.
 enc = load_encoder("runs/mocov2")              # online weights of the latest checkpoint
 f = enc.features(x)                            # x: float32 [N, H, W, C], normalised model input
 f = enc.features(enc.normalize(uint8_images))  # ... or uint8 pixels normalised as in pretraining
+f = enc.features(x, stages=True)               # every stage's pool, concatenated (the probe table's)
 ```
+
+What is probed is named in two words (`FEATURES`), printed by every probe and kNN output as
+`describe_features`: 'pooled' (the last stage's global average pool, `[N, feature_dim]`: the
+papers' protocol) or 'stages' (every stage's pool, concatenated, `[N, stage_feature_dim]`, 960 for
+a ResNet-18; the model's `features(x, stages=True)`, the same call the probe table makes).
 
 Extraction over a dataset split (`split_features`, `sharded_split_features`) walks
 `pipeline.eval_iterator` batches turned into global arrays sharded `P('data')`; the last batch is
@@ -47,6 +53,19 @@ _STATE_KEYS = {
 # (variables, uint8 images [B, H, W, C]) -> features [B, D] float32; jitted.
 FeatureFn = Callable[[Any, jax.Array], jax.Array]
 
+# What a probe / kNN reads of the backbone (`config.probe.features`, `config.knn.features`,
+# `evals.probe_table.features`), in the words every output prints (`describe_features`).
+FEATURES = {
+    "pooled": "last stage",  # the last stage's global average pool: the papers' protocol
+    "stages": "every stage's pool",  # every stage's global average pool, concatenated
+}
+
+
+def describe_features(features: str, dim: int) -> str:
+    """`'stages (every stage's pool, 960-d)'`, `'pooled (last stage, 512-d)'`: how every probe and
+    kNN output names what it probed (after `features: `)."""
+    return f"{features} ({FEATURES[features]}, {dim}-d)"
+
 
 @dataclasses.dataclass
 class Encoder:
@@ -71,18 +90,34 @@ class Encoder:
     mesh: Mesh
 
     def __post_init__(self):
-        self._apply = _jitted_apply(self.model)
         data = self.config.data
         dtype = compute_dtype(self.config.model.dtype)
         self._normalize = jax.jit(lambda x: device_augment.eval_input(x, data, dtype))
+        self._stage_dim: int | None = None
 
     @property
     def feature_dim(self) -> int:
+        """D of `features(x)`: the last stage's pool (512 for a ResNet-18)."""
         return self.model.feature_dim
 
-    def apply(self, variables, x: jax.Array) -> jax.Array:
-        """Pure forward (for use inside other jitted code): normalised `[N, H, W, C]` → `[N, D]`."""
-        return self.model.apply(variables, x, train=False, method="features")
+    @property
+    def stage_feature_dim(self) -> int:
+        """D of `features(x, stages=True)`: the sum of the stage widths (960 for a ResNet-18)."""
+        if self._stage_dim is None:
+            size, channels = int(self.config.data.image_size), int(self.config.data.channels)
+            x = jax.ShapeDtypeStruct((1, size, size, channels), jnp.float32)
+            out = jax.eval_shape(features_apply(self.model, stages=True), self.variables, x)
+            self._stage_dim = int(out.shape[-1])
+        return self._stage_dim
+
+    def feature_dim_of(self, stages: bool) -> int:
+        """`stage_feature_dim` if `stages` else `feature_dim`."""
+        return self.stage_feature_dim if stages else self.feature_dim
+
+    def apply(self, variables, x: jax.Array, *, stages: bool = False) -> jax.Array:
+        """Pure forward (for use inside other jitted code): normalised `[N, H, W, C]` → `[N, D]`
+        (`stages`: every stage's pool, concatenated)."""
+        return features_apply(self.model, stages=stages)(variables, x)
 
     def encoder_variables(self) -> dict[str, dict]:
         """`{name: {'params', 'batch_stats'}}` of each ResNet encoder of the model (`ENCODERS`: one
@@ -100,23 +135,27 @@ class Encoder:
         `data.std`, or its recipe's colour space (`device_augment.eval_input`)."""
         return self._normalize(jnp.asarray(images))
 
-    def features(self, images) -> jax.Array:
-        """Global-average-pooled backbone features `[N, D]` float32 of normalised float images
-        `[N, H, W, C]`. A numpy input is padded to a multiple of the device count and sharded over
-        the mesh; a jax.Array input (e.g. a global batch) is used with its own sharding."""
+    def features(self, images, *, stages: bool = False) -> jax.Array:
+        """Global-average-pooled backbone features `[N, feature_dim]` float32 of normalised float
+        images `[N, H, W, C]`; `stages`: every stage's pool, concatenated `[N, stage_feature_dim]`
+        (the probe table's `features='stages'`). A numpy input is padded to a multiple of the
+        device count and sharded over the mesh; a jax.Array input (e.g. a global batch) is used
+        with its own sharding."""
+        apply = _jitted_apply(self.model, stages)
         if isinstance(images, jax.Array):
-            return self._apply(self.variables, images)
+            return apply(self.variables, images)
         images = np.asarray(images, np.float32)
         n = images.shape[0]
         pad = (-n) % self.mesh.size
         if pad:
             images = np.concatenate([images, np.zeros((pad, *images.shape[1:]), images.dtype)])
         x = jax.device_put(images, sharding.batch_sharding(self.mesh))
-        return self._apply(self.variables, x)[:n]
+        return apply(self.variables, x)[:n]
 
-    def feature_fn(self, data_config=None) -> FeatureFn:
-        """jitted `(variables, uint8 images) → features`, normalising with `data_config`'s (default:
-        the run's) mean/std or colour space; what `split_features` / `sharded_split_features` take."""
+    def feature_fn(self, data_config=None, *, stages: bool = False) -> FeatureFn:
+        """jitted `(variables, uint8 images) → features` (`stages`: every stage's pool), normalising
+        with `data_config`'s (default: the run's) mean/std or colour space; what `split_features` /
+        `sharded_split_features` take."""
         data = data_config or self.config.data
         key = (
             _model_key(self.model),
@@ -124,18 +163,27 @@ class Encoder:
             tuple(data.std),
             repr(device_augment.eval_ops(data)),
             self.config.model.dtype,
+            bool(stages),
         )
         if key not in _FEATURE_FNS:
-            _FEATURE_FNS[key] = uint8_feature_fn(features_apply(self.model), data, self.config)
+            apply = features_apply(self.model, stages=stages)
+            _FEATURE_FNS[key] = uint8_feature_fn(apply, data, self.config)
         return _FEATURE_FNS[key]
 
     def split_features(
-        self, split: str, *, data_config=None, batch_size: int = 256, limit: int = -1
+        self,
+        split: str,
+        *,
+        data_config=None,
+        batch_size: int = 256,
+        limit: int = -1,
+        stages: bool = False,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """`(features [n, D], labels [n])` of a split on every host (small data only)."""
+        """`(features [n, D], labels [n])` of a split on every host (small data only); `stages`:
+        every stage's pool, concatenated."""
         config = _with_data(self.config, data_config)
         return split_features(
-            self.feature_fn(config.data),
+            self.feature_fn(config.data, stages=stages),
             self.variables,
             config,
             split,
@@ -154,17 +202,21 @@ def _model_key(model) -> tuple:
     return (type(model).__name__, repr(model))
 
 
-def features_apply(model) -> Callable:
-    """`(variables, x, train) → model.features(x)`: the one way every evaluator gets features."""
+def features_apply(model, *, stages: bool = False) -> Callable:
+    """`(variables, x, train) → model.features(x)`: the one way every evaluator gets features;
+    `stages`: `model.features(x, stages=True)`, every stage's pool concatenated (the probe table's
+    `stage_feature_fn` calls the same model method)."""
+    kw = {"stages": True} if stages else {}  # pooled: the protocol's plain `features(x)`
     return lambda variables, x, train=False: model.apply(
-        variables, x, train=train, method="features"
+        variables, x, train=train, method="features", **kw
     )
 
 
-def _jitted_apply(model) -> Callable:
-    key = _model_key(model)
+def _jitted_apply(model, stages: bool = False) -> Callable:
+    key = (*_model_key(model), bool(stages))
     if key not in _APPLY_FNS:
-        _APPLY_FNS[key] = jax.jit(functools.partial(features_apply(model), train=False))
+        apply = features_apply(model, stages=stages)
+        _APPLY_FNS[key] = jax.jit(functools.partial(apply, train=False))
     return _APPLY_FNS[key]
 
 

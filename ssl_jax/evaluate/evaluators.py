@@ -36,7 +36,13 @@ from ssl_jax import configs
 from ssl_jax.configs import ConfigError, check_allowed, check_range
 from ssl_jax.data import datasets, pipeline
 from ssl_jax.evaluate import knn
-from ssl_jax.evaluate.encoder import FeatureFn, sharded_split_features, split_features
+from ssl_jax.evaluate.encoder import (
+    FEATURES,
+    FeatureFn,
+    describe_features,
+    sharded_split_features,
+    split_features,
+)
 from ssl_jax.evaluate.linear_probe import L2_GRIDS, SOLVER_NAMES, SOLVERS, fit_linear_probe
 
 PROBE_TABLE_FILE = "probe_table.txt"
@@ -251,11 +257,9 @@ class ProbeTableEvaluator(_Schedule):
         "raw pixels": "probe/raw_pixels_knn_top1",
     }
     SOLVERS = SOLVERS
-    # what the encoder rows are probed on: the papers' protocol, or the multi-scale variant
-    FEATURES = {
-        "pooled": "the pooled backbone output",
-        "stages": "every backbone stage's pooled output, concatenated",
-    }
+    # what the encoder rows are probed on: 'pooled' (the papers' protocol) or 'stages', in the
+    # words of the probe and kNN jobs (`encoder.describe_features`)
+    FEATURES = FEATURES
 
     def __init__(
         self,
@@ -337,13 +341,14 @@ class ProbeTableEvaluator(_Schedule):
             knn_temperature=self.knn_temperature,
         )
 
-    def title(self, num_train: int, num_test: int) -> str:
-        """The table's first line: the probe, its l2 grid and selection, the sizes, the kNN."""
+    def title(self, num_train: int, num_test: int, feature_dim: int) -> str:
+        """The table's first line: the probe, the encoder rows' features (`feature_dim` wide), its
+        l2 grid and selection, the sizes, the kNN."""
         data = self.config.data
         grid = ", ".join(f"{v:g}" for v in sorted(self.l2_grid))
         line = (
-            f"Linear probe: {SOLVER_NAMES[self.solver]} on standardised frozen features "
-            f"({self.FEATURES[self.features]}), "
+            f"Linear probe: {SOLVER_NAMES[self.solver]} on standardised frozen features; "
+            f"features: {describe_features(self.features, feature_dim)}; "
             f"l2 chosen from ({grid}) on a held-out 10% of train; {data.name}: "
             f"train {num_train} ({data.eval_train_split}), test {num_test} "
             f"({data.eval_test_split})"
@@ -365,7 +370,7 @@ class ProbeTableEvaluator(_Schedule):
             flush=True,
         )
         results, timings = {}, {}
-        sizes = (0, 0)
+        sizes = (0, 0, 0)
         for name, variables in encoders.items():
             print(f"  probe: {name} …", flush=True)
             t0 = time.time()
@@ -373,7 +378,7 @@ class ProbeTableEvaluator(_Schedule):
             te = self._features(variables, test_split, self.num_test)
             results[name] = self._evaluate(tr, te)
             timings[name] = time.time() - t0
-            sizes = (len(tr[1]), len(te[1]))
+            sizes = (len(tr[1]), len(te[1]), tr[0].shape[1])
         print("  probe: raw pixels …", flush=True)
         t0 = time.time()
         results["raw pixels"] = self._evaluate(

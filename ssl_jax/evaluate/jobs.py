@@ -9,12 +9,15 @@ config.seed       int
 config.encoder.weights   'online' | 'target' (EMA / momentum encoder)
 config.model.dtype       None = the run's; 'float32' | 'bfloat16'
 config.data.<key>        None = the pretraining run's value; see DATA_OVERRIDES
+config.<probe|knn>.features  'pooled' (last stage) | 'stages' (every stage's pool, concatenated)
 ```
 Nothing is written before every check has passed (run found, same architecture, labelled splits).
+Long phases (loading the encoder, embedding a split) print `progress.phase` lines.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -22,9 +25,9 @@ import os
 import ml_collections
 from ml_collections import config_dict
 
-from ssl_jax import configs
+from ssl_jax import configs, progress
 from ssl_jax.data import datasets
-from ssl_jax.evaluate.encoder import Encoder, load_encoder
+from ssl_jax.evaluate.encoder import FEATURES, Encoder, FeatureFn, describe_features, load_encoder
 
 # config.data keys a job may override (None = keep the pretraining run's value). The normalisation
 # (mean, std) and channels stay the encoder's: they are part of the model.
@@ -39,6 +42,9 @@ DATA_OVERRIDES = {
     "cache": bool,
     "shuffle_buffer": int,
 }
+
+# The config block of each job that holds its own keys, `features` among them.
+JOB_BLOCKS = {"linear_probe": "probe", "knn": "knn"}
 
 # Classes of the labelled splits (image_folder: its class sub-folders).
 NUM_CLASSES = {
@@ -70,6 +76,34 @@ class JobInputs:
     encoder: Encoder
     config: ml_collections.ConfigDict  # the pretraining config with the job's data overrides
     num_classes: int
+    features: str = "pooled"  # what is probed: a key of `encoder.FEATURES`
+
+    @property
+    def stages(self) -> bool:
+        return self.features == "stages"
+
+    @property
+    def feature_dim(self) -> int:
+        return self.encoder.feature_dim_of(self.stages)
+
+    def feature_fn(self) -> FeatureFn:
+        """The encoder's jitted `(variables, uint8 images) → features` of the job's features."""
+        return self.encoder.feature_fn(self.config.data, stages=self.stages)
+
+    def describe_features(self) -> str:
+        """`features: stages (every stage's pool, 960-d)`: how the job's lines name them."""
+        return f"features: {describe_features(self.features, self.feature_dim)}"
+
+    def embedding(self, key: str, limit: int) -> contextlib.AbstractContextManager:
+        """The progress phase of embedding split `config.data.<key>` (its first `limit` images
+        when > 0); the first one also compiles the encoder's forward."""
+        data = self.config.data
+        split = data[key]
+        total = datasets.num_examples(data, split)
+        count = min(limit, total) if limit > 0 else total
+        return progress.phase(
+            f"embedding {data.name} {split} ({count} images, {self.features} features)"
+        )
 
 
 def eval_data_config(
@@ -103,19 +137,32 @@ def check_labelled(config, splits: tuple[str, ...], job: str) -> None:
             )
 
 
+def job_features(job_config: ml_collections.ConfigDict) -> str:
+    """`config.<probe|knn>.features` of a job ('pooled' when the key is absent); `ConfigError`
+    naming the allowed values otherwise."""
+    block = JOB_BLOCKS[job_config.job]
+    value = job_config[block].get("features", "pooled")
+    configs.check_allowed(f"{block}.features", value, tuple(FEATURES))
+    return value
+
+
 def prepare(job_config: ml_collections.ConfigDict, mesh=None) -> JobInputs:
     """Validate the job, load the encoder, resolve the data; writes nothing."""
     configs.validate(job_config, num_devices=(mesh.size if mesh is not None else _device_count()))
-    encoder = load_encoder(
-        job_config.init,
-        weights=job_config.encoder.weights,
-        model_config={"dtype": job_config.model.get("dtype")},
-        mesh=mesh,
-    )
+    features = job_features(job_config)
+    what = f"loading the encoder from {job_config.init} ({job_config.job}, features: {features})"
+    with progress.phase(what):
+        encoder = load_encoder(
+            job_config.init,
+            weights=job_config.encoder.weights,
+            model_config={"dtype": job_config.model.get("dtype")},
+            mesh=mesh,
+        )
     config = eval_data_config(job_config, encoder.config)
     _allowed_name(config.data.name)
     check_labelled(config, ("eval_train_split", "eval_test_split"), job_config.job)
-    return JobInputs(encoder, config, num_classes(config.data, config.data.eval_train_split))
+    classes = num_classes(config.data, config.data.eval_train_split)
+    return JobInputs(encoder, config, classes, features)
 
 
 def _allowed_name(name: str) -> None:

@@ -5,7 +5,8 @@ training split is the memory, the test split the queries.
 - `weighted_knn`: host arrays (the pretraining monitor, small data);
 - `sharded_weighted_knn`: memory and queries stay sharded over the devices (ImageNet-size memories,
   several hosts); each device ranks its own rows and only k candidates per query leave it;
-- `run(config, workdir)`: the `knn` job (`configs/knn.py`).
+- `run(config, workdir)`: the `knn` job (`configs/knn.py`) on `knn.features` ('pooled': the last
+  stage; 'stages': every stage's pool, concatenated), named in its result line and json.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
-from ssl_jax import memory, sharding
+from ssl_jax import memory, progress, sharding
 from ssl_jax.evaluate import jobs
 from ssl_jax.evaluate.encoder import ShardedFeatures, _replicated_scalar, sharded_split_features
 from ssl_jax.sharding import DATA_AXIS
@@ -168,28 +169,37 @@ def run(config, workdir: str, *, mesh=None) -> dict:
     enc, data = inputs.encoder, inputs.config
     main = jax.process_index() == 0
     t0 = time.time()
-    fn = enc.feature_fn(data.data)
-    common = dict(mesh=mesh, batch_size=int(config.knn.batch_size), feature_dim=enc.feature_dim)
-    bank = sharded_split_features(
-        fn,
-        enc.variables,
-        data,
-        data.data.eval_train_split,
-        limit=int(config.knn.num_train),
-        **common,
-    )
-    queries = sharded_split_features(
-        fn, enc.variables, data, data.data.eval_test_split, limit=int(config.knn.num_test), **common
-    )
+    fn = inputs.feature_fn()
+    common = dict(mesh=mesh, batch_size=int(config.knn.batch_size), feature_dim=inputs.feature_dim)
+    with inputs.embedding("eval_train_split", int(config.knn.num_train)):
+        bank = sharded_split_features(
+            fn,
+            enc.variables,
+            data,
+            data.data.eval_train_split,
+            limit=int(config.knn.num_train),
+            **common,
+        )
+    with inputs.embedding("eval_test_split", int(config.knn.num_test)):
+        queries = sharded_split_features(
+            fn,
+            enc.variables,
+            data,
+            data.data.eval_test_split,
+            limit=int(config.knn.num_test),
+            **common,
+        )
     t1 = time.time()
-    result = sharded_weighted_knn(
-        bank,
-        queries,
-        mesh=mesh,
-        ks=tuple(config.knn.ks),
-        temperature=float(config.knn.temperature),
-        num_classes=inputs.num_classes,
-    )
+    ks = tuple(config.knn.ks)
+    with progress.phase(f"weighted kNN (k {', '.join(map(str, ks))})"):
+        result = sharded_weighted_knn(
+            bank,
+            queries,
+            mesh=mesh,
+            ks=ks,
+            temperature=float(config.knn.temperature),
+            num_classes=inputs.num_classes,
+        )
     t2 = time.time()
     scalars = {}
     for k, r in result.items():
@@ -205,6 +215,8 @@ def run(config, workdir: str, *, mesh=None) -> dict:
         "pretrain_step": enc.step,
         "weights": enc.weights,
         "dataset": data.data.name,
+        "features": inputs.features,
+        "feature_dim": inputs.feature_dim,
         "features_seconds": t1 - t0,
         "knn_seconds": t2 - t1,
     }
@@ -217,7 +229,8 @@ def run(config, workdir: str, *, mesh=None) -> dict:
         jobs.write_json(os.path.join(workdir, RESULT_FILE), record)
         lines = [
             f"weighted kNN (τ {config.knn.temperature}) of {enc.checkpoint} on {data.data.name}: "
-            f"{bank.num_valid} memory rows, {queries.num_valid} queries"
+            f"{bank.num_valid} memory rows, {queries.num_valid} queries; "
+            f"{inputs.describe_features()}"
         ]
         for k, r in result.items():
             lines.append(

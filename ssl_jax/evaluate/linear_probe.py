@@ -11,10 +11,14 @@
   counts exactly once on any number of devices and hosts. Logs `probe/top1`, `probe/top5`,
   `probe/train_loss`, `probe/lr` to metrics.jsonl and TensorBoard; saves the head
   (`probe_head.npz`: `kernel [D, C]`, `bias [C]` applied to the raw backbone features).
+  `probe.features` picks what is probed ('pooled': the last stage, the papers' protocol; 'stages':
+  every stage's pool, concatenated, as the default job's probe table); the first and last lines and
+  `probe_result.json` name it (`encoder.describe_features`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -29,7 +33,7 @@ from jax.experimental import multihost_utils
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from ssl_jax import optim, sharding
+from ssl_jax import optim, progress, sharding
 from ssl_jax.data import device_augment, pipeline
 from ssl_jax.evaluate import jobs
 from ssl_jax.evaluate.encoder import _replicated_scalar, sharded_split_features
@@ -186,6 +190,7 @@ def fit_linear_probe(
     seed: int = 0,
     return_head: bool = False,
     solver: str = "lbfgs",
+    progress_lines: bool = False,
 ) -> dict:
     """A linear classifier on features standardised with the training statistics, its L2 penalty
     chosen from `l2_grid` (default `L2_GRIDS[solver]`) by the accuracy on a held-out 10% of the
@@ -194,7 +199,8 @@ def fit_linear_probe(
     at most `iterations` L-BFGS iterations, stopped when the gradient norm is below `tol`) or
     'ridge' (closed form). Returns {'top1', 'top5', 'l2', 'held_out_top1'} on the test features
     (lbfgs also 'iterations' and 'grad_norm' of the final fit); with `return_head` also `kernel`
-    `[D, C]` and `bias` `[C]` with the standardisation folded in (they apply to raw features)."""
+    `[D, C]` and `bias` `[C]` with the standardisation folded in (they apply to raw features).
+    `progress_lines`: `progress.phase` lines around the l2 selection and the final fit (the job)."""
     if solver not in L2_GRIDS:
         raise ValueError(f"solver={solver!r}; allowed: {list(SOLVERS)}")
     grid = sorted((float(v) for v in (l2_grid or L2_GRIDS[solver])), reverse=True)
@@ -207,21 +213,32 @@ def fit_linear_probe(
     fit = np.sort(order[len(held) :])
     held_x, held_y = tr[jnp.asarray(held)], train_y[held]
     scores, extra = {}, {}
+
+    def phase(what):
+        quiet = contextlib.nullcontext()
+        return progress.phase(f"probe fit ({solver}): {what}") if progress_lines else quiet
+
+    every = np.arange(len(tr))
+    choosing = f"l2 grid of {len(grid)} on {len(fit)} train rows, scored on {len(held)} held out"
     if solver == "ridge":
         fit_fn = ridge_fitter(np.asarray(tr), np.eye(num_classes)[train_y])
-        for l2 in grid:
-            scores[l2] = _accuracy(fit_fn(fit, l2), held_x, held_y)[0]
+        with phase(choosing):
+            for l2 in grid:
+                scores[l2] = _accuracy(fit_fn(fit, l2), held_x, held_y)[0]
         best = max(grid, key=scores.get)  # ties: the largest l2
-        params = fit_fn(np.arange(len(tr)), best)
+        with phase(f"l2 {best:g} on all {len(every)} train rows"):
+            params = fit_fn(every, best)
     else:
         fit_fn = _softmax_fitter(tr, train_y, num_classes, iterations, tol)
         solutions, init = {}, None
-        for l2 in grid:  # largest first: each solution warm-starts the next, smaller l2
-            init, _, _ = fit_fn(fit, l2, init)
-            solutions[l2] = init
-            scores[l2] = _accuracy(init, held_x, held_y)[0]
+        with phase(choosing):
+            for l2 in grid:  # largest first: each solution warm-starts the next, smaller l2
+                init, _, _ = fit_fn(fit, l2, init)
+                solutions[l2] = init
+                scores[l2] = _accuracy(init, held_x, held_y)[0]
         best = max(grid, key=scores.get)
-        params, count, grad_norm = fit_fn(np.arange(len(tr)), best, solutions[best])
+        with phase(f"l2 {best:g} on all {len(every)} train rows"):
+            params, count, grad_norm = fit_fn(every, best, solutions[best])
         extra = {"iterations": count, "grad_norm": grad_norm}
     top1, top5 = _accuracy(params, te, test_y)
     result = {"top1": top1, "top5": top5, "l2": best, "held_out_top1": scores[best], **extra}
@@ -345,7 +362,7 @@ class _Trainer:
         rep = NamedSharding(mesh, P())
         head = init_head(
             jax.random.PRNGKey(int(inputs.config.seed)),
-            inputs.encoder.feature_dim,
+            inputs.feature_dim,
             inputs.num_classes,
             float(probe.head_init_std),
         )
@@ -361,7 +378,7 @@ def _images_epochs(trainer: _Trainer, inputs, probe, mesh):
     # the pretraining run's model input (mean/std or colour space), not the probe data's
     run_data = config.data
     dtype = compute_dtype(config.model.dtype)
-    tx = trainer.tx
+    tx, stages = trainer.tx, inputs.stages
     rep, batch = NamedSharding(mesh, P()), sharding.batch_sharding(mesh)
 
     @functools.partial(
@@ -372,7 +389,7 @@ def _images_epochs(trainer: _Trainer, inputs, probe, mesh):
     )
     def step(head, opt_state, variables, images, y):
         x = device_augment.eval_input(images, run_data, dtype)
-        f = jax.lax.stop_gradient(encoder.apply(variables, x))
+        f = jax.lax.stop_gradient(encoder.apply(variables, x, stages=stages))
         return _update(tx, head, opt_state, f, y)
 
     data = pipeline.train_iterator(
@@ -424,18 +441,19 @@ def _feature_epochs(trainer: _Trainer, train, probe, mesh, seed: int):
         yield float(loss)
 
 
-def _cache(inputs, split: str, *, mesh, batch_size: int, limit: int):
-    enc = inputs.encoder
-    return sharded_split_features(
-        enc.feature_fn(inputs.config.data),
-        enc.variables,
-        inputs.config,
-        split,
-        mesh=mesh,
-        batch_size=batch_size,
-        limit=limit,
-        feature_dim=enc.feature_dim,
-    )
+def _cache(inputs, key: str, *, mesh, batch_size: int, limit: int):
+    """Features of split `config.data.<key>` cached sharded on the devices (a progress phase)."""
+    with inputs.embedding(key, limit):
+        return sharded_split_features(
+            inputs.feature_fn(),
+            inputs.encoder.variables,
+            inputs.config,
+            inputs.config.data[key],
+            mesh=mesh,
+            batch_size=batch_size,
+            limit=limit,
+            feature_dim=inputs.feature_dim,
+        )
 
 
 def run_sgd(inputs, probe, *, mesh, writer=None, log=print) -> dict:
@@ -443,7 +461,7 @@ def run_sgd(inputs, probe, *, mesh, writer=None, log=print) -> dict:
     config = inputs.config
     test = _cache(
         inputs,
-        config.data.eval_test_split,
+        "eval_test_split",
         mesh=mesh,
         batch_size=int(probe.eval_batch_size),
         limit=int(probe.num_test),
@@ -451,7 +469,7 @@ def run_sgd(inputs, probe, *, mesh, writer=None, log=print) -> dict:
     if probe.input == "features":
         train = _cache(
             inputs,
-            config.data.eval_train_split,
+            "eval_train_split",
             mesh=mesh,
             batch_size=int(probe.eval_batch_size),
             limit=int(probe.num_train),
@@ -489,13 +507,15 @@ def run_sgd(inputs, probe, *, mesh, writer=None, log=print) -> dict:
 def run_fast(inputs, probe, *, mesh) -> dict:
     """Protocol 'fast': `fit_linear_probe` on features gathered on the host (small data)."""
     enc, config = inputs.encoder, inputs.config
-    kw = dict(data_config=config.data, batch_size=int(probe.eval_batch_size))
-    train_x, train_y = enc.split_features(
-        config.data.eval_train_split, limit=int(probe.num_train), **kw
-    )
-    test_x, test_y = enc.split_features(
-        config.data.eval_test_split, limit=int(probe.num_test), **kw
-    )
+    kw = dict(data_config=config.data, batch_size=int(probe.eval_batch_size), stages=inputs.stages)
+    with inputs.embedding("eval_train_split", int(probe.num_train)):
+        train_x, train_y = enc.split_features(
+            config.data.eval_train_split, limit=int(probe.num_train), **kw
+        )
+    with inputs.embedding("eval_test_split", int(probe.num_test)):
+        test_x, test_y = enc.split_features(
+            config.data.eval_test_split, limit=int(probe.num_test), **kw
+        )
     r = fit_linear_probe(
         train_x,
         train_y,
@@ -506,6 +526,7 @@ def run_fast(inputs, probe, *, mesh) -> dict:
         seed=int(config.seed),
         return_head=True,
         solver=probe.solver,
+        progress_lines=True,
     )
     return {**r, "count": len(test_y), "steps": 0}
 
@@ -522,7 +543,8 @@ def run(config: ml_collections.ConfigDict, workdir: str, *, mesh=None) -> dict:
         f"linear probe ({probe.protocol}, {probe.input if probe.protocol == 'sgd' else 'cached'}) "
         f"of {enc.config.model.backbone} ({enc.weights} weights, step {enc.step}) from "
         f"{enc.checkpoint} on {inputs.config.data.name} {inputs.config.data.eval_train_split} → "
-        f"{inputs.config.data.eval_test_split}, {inputs.num_classes} classes"
+        f"{inputs.config.data.eval_test_split}, {inputs.num_classes} classes; "
+        f"{inputs.describe_features()}"
     )
     from ssl_jax.writers import create_writer  # clu's TensorBoard writer: the job's only
 
@@ -551,7 +573,8 @@ def run(config: ml_collections.ConfigDict, workdir: str, *, mesh=None) -> dict:
         "weights": enc.weights,
         "dataset": inputs.config.data.name,
         "num_classes": inputs.num_classes,
-        "feature_dim": enc.feature_dim,
+        "features": inputs.features,
+        "feature_dim": inputs.feature_dim,
         "seconds": seconds,
     }
     if "l2" in r:
@@ -562,7 +585,8 @@ def run(config: ml_collections.ConfigDict, workdir: str, *, mesh=None) -> dict:
         writer.flush()
     log(
         f"probe/top1 {100 * record['top1']:.2f}%  probe/top5 {100 * record['top5']:.2f}%  "
-        f"({record['num_test']} test images, {seconds:.1f}s); head → {workdir}/{HEAD_FILE}"
+        f"{inputs.describe_features()}  ({record['num_test']} test images, {seconds:.1f}s); "
+        f"head → {workdir}/{HEAD_FILE}"
     )
     return record
 

@@ -101,6 +101,7 @@ def test_probe_table_names_the_probe_and_has_the_knn_column(run, capsys):
     first, header, *rows = text.splitlines()
     for words in ("multinomial logistic regression", "l2 chosen from (0.01)", "held-out 10%"):
         assert words in first
+    assert "features: pooled (last stage, 64-d)" in first  # the probe and kNN jobs' words
     assert "train 96 (train), test 48 (test)" in first and "kNN: weighted, k 200, τ 0.07" in first
     assert "kNN top-1" in header
     assert [r.split("  ")[0] for r in rows] == ["pretrained", "random init", "raw pixels"]
@@ -116,8 +117,9 @@ def test_probe_table_ridge_stays_an_option(run):
     table = dict(type="probe_table", every_steps=0, solver="ridge", knn_k=0, batch_size=16)
     (ev,) = evaluators.build_evaluators(_with_evals(config, probe_table=table), ctx)
     assert ev.l2_grid == linear_probe.L2_GRIDS["ridge"]  # an empty grid: the solver's own
-    title = ev.title(60000, 10000)
+    title = ev.title(60000, 10000, 512)
     assert title.startswith("Linear probe: ridge regression") and "kNN" not in title
+    assert "features: pooled (last stage, 512-d)" in title
     assert "train 60000 (train), test 10000 (test)" in title
 
 
@@ -127,7 +129,7 @@ def test_probe_table_on_stage_features(run):
     config, exp, state, ctx = run
     table = dict(type="probe_table", every_steps=0, features="stages", knn_k=0, batch_size=16)
     (ev,) = evaluators.build_evaluators(_with_evals(config, probe_table=table), ctx)
-    assert "(every backbone stage's pooled output, concatenated)" in ev.title(96, 48)
+    assert "features: stages (every stage's pool, 960-d)" in ev.title(96, 48, 960)
     variables = {"params": state.params, "batch_stats": state.batch_stats}
     f, _ = ev._features(variables, "train", 32)
     pooled, _ = split_features(
@@ -138,7 +140,7 @@ def test_probe_table_on_stage_features(run):
     np.testing.assert_allclose(f[:, -d:], pooled, rtol=1e-5, atol=1e-6)
     default = dict(type="probe_table", every_steps=0, knn_k=0, batch_size=16)
     (ev,) = evaluators.build_evaluators(_with_evals(config, probe_table=default), ctx)
-    assert ev.features == "pooled" and "(the pooled backbone output)" in ev.title(96, 48)
+    assert ev.features == "pooled" and "features: pooled (last stage, 64-d)" in ev.title(96, 48, 64)
     no_stages = dataclasses.replace(ctx, stage_feature_fn=None)  # refused when built, not at use
     with pytest.raises(ValueError, match="features='stages': this run has no stage features"):
         evaluators.build_evaluators(_with_evals(config, probe_table=table), no_stages)
