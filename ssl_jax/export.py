@@ -11,31 +11,39 @@ online one.
 - torchvision: `torch.save` of `{key: tensor}` with torchvision's ResNet names and layouts (conv
   OIHW; BN `weight`, `bias`, `running_mean`, `running_var`, `num_batches_tracked` = the training
   step). No `fc` unless `--head` names a linear-probe workdir (its `probe_head.npz` becomes
-  `fc.weight [C, D]`, `fc.bias [C]`). Loads with `torchvision.models.resnet50()
-  .load_state_dict(sd, strict=False)` (only `fc.*` missing) or strictly with `--head`.
+  `fc.weight [C, D]`, `fc.bias [C]`). A stock `torchvision.models.resnetNN()` takes it only
+  for a 3-channel ImageNet-stem run at width 1, and then with `m.fc = torch.nn.Identity()`: the
+  export prints, and writes beside the weights as `<out without extension>.json`
+  (`loading_facts`), the lines that build the run's model and load it with `strict=True` (the
+  `conv1` of its input channels and stem, no `maxpool` for the CIFAR stem, the stages rebuilt at
+  another width, `fc`) and its input: NCHW float32, `(pixels / 255 - mean) / std` with the run's
+  `data.mean` / `data.std`, or the colour space a CMC-like recipe converts to.
 - detectron2: the pickle MoCo's `detection/convert-pretrain-to-detectron2.py` writes:
   `{"model": {name: float32 numpy array}, "__author__": "ssl_jax", "matching_heuristics": True}`,
   names from the torchvision ones by its rules (`layer1..4` → `res2..5`, `bn1..3` → `conv1..3.norm`,
   `downsample.0` → `shortcut`, `downsample.1` → `shortcut.norm`, stem `conv1` / `bn1` →
   `stem.conv1` / `stem.conv1.norm`), without `num_batches_tracked`. Fine-tune with
   `configs/detectron2/*.yaml` (RGB input, ImageNet pixel mean/std in 0-255 units,
-  `STRIDE_IN_1X1: False`, SyncBN), see docs/evaluation.md.
+  `STRIDE_IN_1X1: False`, SyncBN), see docs/evaluation.md. Its facts go to the `.json` too.
 
 A model of several ResNet encoders (`model.ENCODERS`, e.g. CMC's one per colour split) is exported
-one torchvision file per encoder, `encoder_path(out, name)` (`enc.pth` → `enc.<name>.pth`), and says
-so; such a model has no Detectron2 export (each encoder reads its own input channels).
+one torchvision file per encoder, `encoder_path(out, name)` (`enc.pth` → `enc.<name>.pth`, with its
+own `enc.<name>.json`), and says so; such a model has no Detectron2 export (each encoder reads its
+own input channels).
 
 Files are written to a temporary name in the same folder and renamed: never half-written.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import sys
 
 import numpy as np
 
+from ssl_jax.models.resnet import STAGES, base_width
 from ssl_jax.models.torch_names import flax_to_torchvision_state_dict
 
 FORMATS = ("torchvision", "detectron2")
@@ -132,6 +140,197 @@ def detectron2_checkpoint(encoder) -> dict:
     return {"model": weights, "__author__": "ssl_jax", "matching_heuristics": True}
 
 
+# The stems of `models/resnet.py` as torch modules: conv1 (kernel, stride, padding), max-pool or None.
+STEM_LAYERS = {
+    "imagenet": (
+        {"kernel_size": 7, "stride": 2, "padding": 3},
+        {"kernel_size": 3, "stride": 2, "padding": 1},
+    ),
+    "cifar": ({"kernel_size": 3, "stride": 1, "padding": 1}, None),
+}
+# channels of torchvision's stem and first stage
+TORCHVISION_BASE = 64
+
+
+def facts_path(out: str) -> str:
+    """`enc.pth` → `enc.json`: where the export writes how to load `out`."""
+    return os.path.splitext(out)[0] + ".json"
+
+
+def _model_input(encoder, lo: int, hi: int) -> dict:
+    """Channels `[lo, hi)` of the model input: what they are, their mean/std and layout."""
+    from ssl_jax.data import color, device_augment
+
+    data = encoder.config.data
+    ops = device_augment.eval_ops(data)
+    if not ops:
+        return {
+            "input": "pixels",
+            "mean": [float(v) for v in tuple(data.mean)[lo:hi]],
+            "std": [float(v) for v in tuple(data.std)[lo:hi]],
+            "layout": "NCHW float32, x = (uint8 pixels / 255 - mean) / std per channel",
+        }
+    by_ssl_jax = (
+        f"no torchvision transform computes it; ssl_jax does: "
+        f"ssl_jax.load_encoder({encoder.checkpoint!r}).normalize(uint8 RGB [N, H, W, 3])"
+        f"[..., {lo}:{hi}], transposed to NCHW"
+    )
+    if ops[-1]["op"] == "color_space":
+        space = color.check_space(ops[-1]["space"])
+        return {
+            "input": f"color_space:{space.name}",
+            "mean": list(space.mean[lo:hi]),
+            "std": list(space.std[lo:hi]),
+            "layout": (
+                f"NCHW float32, channels {lo}:{hi} of {space.name} normalised by its mean / std "
+                f"(ssl_jax.data.color.convert(RGB pixels / 255, {space.name!r})): {by_ssl_jax}"
+            ),
+        }
+    return {
+        "input": ops[-1]["op"],
+        "mean": None,
+        "std": None,
+        "layout": f"NCHW float32, channels {lo}:{hi} of the learned colour space: {by_ssl_jax}",
+    }
+
+
+def _torchvision_lines(f: dict, depth: int) -> list[str]:
+    """Python lines that build the torchvision ResNet of facts `f`, load `f['file']` strictly and
+    run it on `images` (uint8 NCHW) → `features` (or `logits` with a head)."""
+    conv, pool, base, stem_c = f["conv1"], f["maxpool"], f["base_channels"], f["stem_channels"]
+    num_classes = f["num_classes"]
+    lines = ["import torch", "import torchvision", f"m = torchvision.models.{f['backbone']}()"]
+    if (conv["in_channels"], conv["kernel_size"], stem_c) != (3, 7, TORCHVISION_BASE):
+        lines.append(
+            f"m.conv1 = torch.nn.Conv2d({conv['in_channels']}, {stem_c}, "
+            f"kernel_size={conv['kernel_size']}, stride={conv['stride']}, "
+            f"padding={conv['padding']}, bias=False)"
+        )
+    if stem_c != TORCHVISION_BASE:
+        lines.append(f"m.bn1 = torch.nn.BatchNorm2d({stem_c})")
+    if pool is None:
+        lines.append("m.maxpool = torch.nn.Identity()")
+    if base != TORCHVISION_BASE:
+        kind, blocks = STAGES[depth]
+        block = {"basic": "BasicBlock", "bottleneck": "Bottleneck"}[kind]
+        lines += [
+            f"# width {f['width']}: stages of {base}, {2 * base}, {4 * base}, {8 * base} channels "
+            "(torchvision has no width multiplier)",
+            f"m.inplanes = {stem_c}",
+        ]
+        for i, n in enumerate(blocks):
+            stride = 1 if i == 0 else 2
+            lines.append(
+                f"m.layer{i + 1} = m._make_layer(torchvision.models.resnet.{block}, "
+                f"{base * 2**i}, {n}, stride={stride})"
+            )
+    fc = (
+        f"torch.nn.Linear({f['feature_dim']}, {num_classes})"
+        if num_classes
+        else "torch.nn.Identity()"
+    )
+    lines += [
+        f"m.fc = {fc}",
+        f"m.load_state_dict(torch.load({f['file']!r}), strict=True)",
+        "m.eval()",
+    ]
+    c, size, out = conv["in_channels"], f["input_size"], "logits" if num_classes else "features"
+    dims = f"[N, {num_classes}]" if num_classes else f"[N, {f['feature_dim']}]"
+    if f["input"] == "pixels":
+        lines += [
+            f"mean = torch.tensor({f['mean']}).view(1, -1, 1, 1)",
+            f"std = torch.tensor({f['std']}).view(1, -1, 1, 1)",
+            f"# images: uint8 [N, {c}, {size}, {size}] (NCHW); {out}: {dims}",
+            "with torch.no_grad():",
+            f"    {out} = m((images.float() / 255 - mean) / std)",
+        ]
+    else:
+        lines += [
+            f"# x: float32 [N, {c}, {size}, {size}] (see 'layout'); {out}: {dims}",
+            "with torch.no_grad():",
+            f"    {out} = m(x)",
+        ]
+    return lines
+
+
+def loading_facts(
+    encoder, fmt: str, out: str, *, name: str | None = None, num_classes: int = 0
+) -> dict:
+    """How to load the file `out` that holds ResNet `name` (default: the only one) of `encoder`,
+    as the export prints it and writes it to `facts_path(out)`: the architecture (backbone, width,
+    stem, conv1 / maxpool specs), the input (channels, mean / std, layout, size), where the weights
+    come from, and for torchvision the Python lines that build and load it (`strict=True`).
+    `input_channels` `[lo, hi]`: the channels of the model input this ResNet reads (all but for a
+    model of several encoders)."""
+    import jax
+
+    names = encoder_names(encoder)
+    name = name or names[0]
+    # conv1 kernels are HWIO: each encoder reads the next I channels of the model input
+    kernels = {
+        n: jax.device_get(encoder.encoder_variables()[n]["params"]["conv1"]["kernel"]).shape
+        for n in names
+    }
+    lo = sum(kernels[n][2] for n in names[: names.index(name)])
+    k, _, c_in, stem_c = kernels[name]
+    resnet = getattr(encoder.model, name)
+    conv, pool = STEM_LAYERS[resnet.stem]
+    if conv["kernel_size"] != k:
+        raise ExportError(f"{name}: conv1 is {k}x{k}, not the {resnet.stem} stem's")
+    data = encoder.config.data
+    facts = {
+        "format": fmt,
+        "file": out,
+        "encoder": name,
+        "backbone": f"resnet{resnet.depth}",
+        "width": float(resnet.width),
+        "stem": resnet.stem,
+        "in_channels": int(c_in),
+        "input_channels": [lo, lo + int(c_in)],
+        "stem_channels": int(stem_c),
+        "base_channels": base_width(resnet.width),
+        "feature_dim": int(resnet.feature_dim),
+        "conv1": {"in_channels": int(c_in), "out_channels": int(stem_c), **conv, "bias": False},
+        "maxpool": pool,
+        **_model_input(encoder, lo, lo + int(c_in)),
+        "input_size": int(data.image_size),
+        "eval_crop_fraction": float(data.eval_crop_fraction),
+        "num_classes": int(num_classes),
+        "step": int(encoder.step),
+        "weights": encoder.weights,
+        "checkpoint": encoder.checkpoint,
+    }
+    if fmt == "torchvision":
+        facts["python"] = _torchvision_lines(facts, resnet.depth)
+    return facts
+
+
+def _short(values) -> list[float]:
+    return [float(f"{v:.6g}") for v in values]
+
+
+def describe(facts: dict) -> str:
+    """The printed form of `loading_facts`: its Python lines (torchvision) and its input."""
+    size, fraction = facts["input_size"], facts["eval_crop_fraction"]
+    lines = [f"load {facts['file']} in PyTorch (also in {facts_path(facts['file'])}):"]
+    lines += [f"  {line}" for line in facts.get("python", ())]
+    norm = f", mean {_short(facts['mean'])}, std {_short(facts['std'])}" if facts["mean"] else ""
+    lines.append(
+        f"input: {facts['layout']}{norm}; {size} px as pretraining's eval view (shorter side "
+        f"resized to {round(size / fraction)}, centre crop {size})"
+    )
+    return "\n".join(lines)
+
+
+def _write_facts(facts: dict) -> None:
+    def write(tmp):
+        with open(tmp, "w") as f:
+            json.dump(facts, f, indent=1)
+            f.write("\n")
+
+    _atomic_write(facts_path(facts["file"]), write)
+
+
 def _atomic_write(out: str, write) -> None:
     folder = os.path.dirname(os.path.abspath(out))
     os.makedirs(folder, exist_ok=True)
@@ -154,6 +353,8 @@ def export(
 
     if fmt not in FORMATS:
         raise ExportError(f"--format={fmt!r} is not known; allowed: {list(FORMATS)}")
+    if os.path.splitext(out)[1] == ".json":
+        raise ExportError(f"--out={out!r}: the export writes how to load it to <out>.json")
     if head and fmt != "torchvision":
         raise ExportError("--head is only for --format=torchvision (Detectron2 has no classifier)")
     if fmt == "torchvision":
@@ -177,11 +378,15 @@ def export(
         return _export_each_encoder(encoder, out, names, probe_head, torch)
     if fmt == "torchvision":
         sd = torchvision_state_dict(encoder, probe_head)
+        facts = loading_facts(encoder, fmt, out, num_classes=len(sd.get("fc.bias", ())))
         tensors = {k: torch.from_numpy(np.array(v, copy=True)) for k, v in sd.items()}
         _atomic_write(out, lambda tmp: torch.save(tensors, tmp))
+        _write_facts(facts)
         print(f"wrote {len(sd)} tensors (torchvision names) of step {encoder.step} to {out}")
+        print(describe(facts))
     else:
         ckpt = detectron2_checkpoint(encoder)
+        facts = loading_facts(encoder, fmt, out)
 
         def write(tmp):
             with open(tmp, "wb") as f:
@@ -190,10 +395,14 @@ def export(
         _atomic_write(out, write)
         mean = [round(255 * m, 3) for m in encoder.config.data.mean]
         std = [round(255 * s, 3) for s in encoder.config.data.std]
+        facts["detectron2_options"] = (
+            f"MODEL.WEIGHTS {out} INPUT.FORMAT RGB MODEL.RESNETS.STRIDE_IN_1X1 False "
+            f"MODEL.PIXEL_MEAN {mean} MODEL.PIXEL_STD {std}"
+        )
+        _write_facts(facts)
         print(
             f"wrote {len(ckpt['model'])} arrays (Detectron2 names) of step {encoder.step} "
-            f"to {out}\nfine-tune with MODEL.WEIGHTS {out} INPUT.FORMAT RGB "
-            f"MODEL.RESNETS.STRIDE_IN_1X1 False MODEL.PIXEL_MEAN {mean} MODEL.PIXEL_STD {std} "
+            f"to {out}\nfine-tune with {facts['detectron2_options']} "
             "(configs/detectron2/*.yaml)"
         )
     return out
@@ -209,17 +418,21 @@ def _export_each_encoder(encoder, out: str, names, probe_head, torch) -> list[st
     """A model of several encoders: one torchvision state_dict per encoder, said on stdout."""
     if probe_head is not None:
         torchvision_state_dict(encoder, probe_head)  # raises: one head, several encoders
-    paths = []
+    paths, described = [], []
     for name in names:
         sd = torchvision_state_dict(encoder, name=name)
-        tensors = {k: torch.from_numpy(np.array(v, copy=True)) for k, v in sd.items()}
         path = encoder_path(out, name)
+        facts = loading_facts(encoder, "torchvision", path, name=name)
+        tensors = {k: torch.from_numpy(np.array(v, copy=True)) for k, v in sd.items()}
         _atomic_write(path, lambda tmp, t=tensors: torch.save(t, tmp))
+        _write_facts(facts)
         paths.append(path)
+        described.append(describe(facts))
     print(
         f"this run's model has {len(names)} encoders ({', '.join(names)}); wrote each "
         f"(torchvision names, step {encoder.step}): {', '.join(paths)}"
     )
+    print("\n".join(described))
     return paths
 
 
@@ -243,7 +456,13 @@ if __name__ == "__main__":
 
     flags.DEFINE_string("workdir", None, "Pretraining workdir or checkpoint folder.")
     flags.DEFINE_enum("format", "torchvision", list(FORMATS), "Output format.")
-    flags.DEFINE_string("out", None, "Output file (.pth for torchvision, .pkl for detectron2).")
+    flags.DEFINE_string(
+        "out",
+        None,
+        "Output file (.pth for torchvision, .pkl for detectron2); <out without extension>.json "
+        "gets how to load it (torchvision: the lines that build the run's ResNet and load it with "
+        "strict=True, and its input's mean/std), also printed.",
+    )
     flags.DEFINE_string(
         "head", None, "torchvision only: linear-probe workdir whose head becomes fc."
     )
