@@ -123,7 +123,7 @@ def describe_damage(err: BaseException, step_dir: str) -> str:
     inner = seen[-1]
     first = (str(inner).strip().splitlines() or [type(inner).__name__])[0]
     first = first if len(first) <= 240 else first[:237] + "..."
-    where = "" if step_dir.rstrip("/") in first else f"{step_dir}: "
+    where = "" if step_dir.rstrip("/") in first else f"{step_dir}: "  # the shortened text names it
     return f"{where}{type(inner).__name__}: {first}"
 
 
@@ -197,8 +197,14 @@ def read_config(workdir: str) -> ml_collections.ConfigDict:
     path = os.path.join(workdir, CONFIG_FILE)
     if not os.path.exists(path):
         raise CheckpointError(f"{path} not found: {workdir} is not an ssl_jax pretraining workdir")
-    with open(path) as f:
-        return ml_collections.ConfigDict(json.load(f))
+    try:
+        with open(path) as f:
+            return ml_collections.ConfigDict(json.load(f))
+    except (OSError, ValueError) as e:  # json.JSONDecodeError is a ValueError
+        raise CheckpointError(
+            f"{path} cannot be read ({type(e).__name__}: {e}): the run's config is damaged; "
+            "restore it from a copy (it is the config the run was started with, as JSON)"
+        ) from e
 
 
 def check_same_model(workdir: str, config: ml_collections.ConfigDict) -> None:
@@ -281,11 +287,60 @@ def _committed_steps(directory: str) -> list[int]:
 
 
 def metadata_tree(step_dir: str) -> dict:
-    """Stored tree of one checkpoint: nested dicts of leaves with `.shape` / `.dtype`."""
+    """Stored tree of one checkpoint: nested dicts of leaves with `.shape` / `.dtype`. A checkpoint
+    whose metadata cannot be read is one CheckpointError (`damage_error`)."""
+    try:
+        return _read_metadata(step_dir)
+    except Exception as err:  # noqa: BLE001 - unreadable metadata: damage, said in one line
+        raise damage_error(step_dir, err) from err
+
+
+def _read_metadata(step_dir: str) -> dict:
     from etils import epath
 
     meta = ocp.PyTreeCheckpointHandler().metadata(epath.Path(step_dir) / ITEM_DIR)
     return getattr(meta, "tree", meta)
+
+
+def _restore_arrays(step_dir: str, abstract: dict) -> dict:
+    restore_args = ocp.checkpoint_utils.construct_restore_args(abstract)
+    return ocp.PyTreeCheckpointer().restore(
+        os.path.join(step_dir, ITEM_DIR),
+        args=ocp.args.PyTreeRestore(item=abstract, restore_args=restore_args, partial_restore=True),
+    )
+
+
+def damage_error(
+    step_dir: str, err: BaseException, abstract: dict | None = None
+) -> CheckpointError:
+    """One CheckpointError for a checkpoint that cannot be read (export, `load_encoder`, the probe
+    and kNN jobs): the step, what could not be read (`describe_damage`), and the other steps of the
+    same run that can be (their metadata and, given `abstract`, those arrays), newest first, with
+    the folder to pass instead."""
+    step_dir = os.path.abspath(step_dir.rstrip("/"))
+    directory, name = os.path.split(step_dir)
+    readable = []
+    for step in reversed(_committed_steps(directory)):
+        if str(step) == name:
+            continue
+        other = os.path.join(directory, str(step))
+        try:
+            _read_metadata(other)
+            if abstract is not None:
+                _restore_arrays(other, abstract)
+        except Exception:  # noqa: BLE001 - damaged too: not offered
+            continue
+        readable.append(step)
+    if readable:
+        hint = (
+            f"steps that can be read: {', '.join(map(str, readable))}; pass one's folder instead "
+            f"of the workdir, e.g. {os.path.join(directory, str(readable[0]))}"
+        )
+    else:
+        hint = "no other checkpoint of this run can be read"
+    return CheckpointError(
+        f"the checkpoint at step {name} cannot be read: {describe_damage(err, step_dir)}. {hint}"
+    )
 
 
 def restore_subtree(step_dir: str, abstract: dict, *, describe: str = "this config") -> dict:
@@ -325,8 +380,7 @@ def restore_subtree(step_dir: str, abstract: dict, *, describe: str = "this conf
                         f"the checkpoint {step_dir} is not one of {describe}: "
                         f"{path} has shape {a[path]} there but {b[path]} in {describe}"
                     )
-    restore_args = ocp.checkpoint_utils.construct_restore_args(abstract)
-    return ocp.PyTreeCheckpointer().restore(
-        os.path.join(step_dir, ITEM_DIR),
-        args=ocp.args.PyTreeRestore(item=abstract, restore_args=restore_args, partial_restore=True),
-    )
+    try:
+        return _restore_arrays(step_dir, abstract)
+    except Exception as err:  # noqa: BLE001 - a truncated or missing array file: damage
+        raise damage_error(step_dir, err, abstract) from err

@@ -440,9 +440,11 @@ def main(argv) -> None:
     del argv
     from absl import flags
 
+    from ssl_jax import progress
     from ssl_jax.checkpoint import CheckpointError
 
     f = flags.FLAGS
+    progress.quiet_logs(verbose=f["verbosity"].present > 0)  # orbax's INFO lines: --verbosity=0
     try:
         export(f.workdir, f.format, f.out, head=f.head, weights=f.weights)
     except (CheckpointError, ExportError, ValueError) as e:

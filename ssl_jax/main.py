@@ -24,8 +24,10 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import app, flags, logging  # noqa: E402
+from absl import app, flags  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
+
+from ssl_jax import progress  # noqa: E402
 
 FLAGS = flags.FLAGS
 config_flags.DEFINE_config_file("config", None, "ml_collections config file (path[:arg]).")
@@ -52,9 +54,24 @@ def _ran_probe_table(config) -> bool:
     )
 
 
+def exit_now(code: int) -> None:
+    """Exit after a stop request, its checkpoint written: one process skips the interpreter's
+    teardown (TensorFlow's and XLA's, seconds that a scheduler's grace period may not have);
+    several processes exit normally, so `jax.distributed` shuts down in step."""
+    import jax
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if jax.process_count() == 1:
+        os._exit(code)
+    sys.exit(code)
+
+
 def main(argv) -> None:
     del argv
     initialize_distributed()  # first: a dry run exits here, before the heavy imports
+    # TensorFlow's start-up lines and orbax / clu INFO logs only with absl's --verbosity
+    progress.quiet_logs(verbose=FLAGS["verbosity"].present > 0)
 
     from ssl_jax import train
     from ssl_jax.checkpoint import CheckpointError
@@ -62,8 +79,6 @@ def main(argv) -> None:
     from ssl_jax.data.datasets import DataError
     from ssl_jax.evaluate import knn, linear_probe, pictures
 
-    # orbax and clu are chatty at INFO; progress lines are printed
-    logging.set_verbosity(logging.WARNING)
     config = FLAGS.config
     try:
         if config.job == "pretrain":
@@ -71,7 +86,7 @@ def main(argv) -> None:
                 train.train_and_evaluate(config, FLAGS.workdir)
             except train.StopRequested as stop:  # checkpoint saved: exit now, inside the grace time
                 print(f"{stop}", flush=True)
-                sys.exit(FLAGS.stop_exit_code)
+                exit_now(FLAGS.stop_exit_code)
             if _ran_probe_table(config):  # a completed default-job-style run: its pictures
                 pictures.write_all(FLAGS.workdir)  # on every process (t-SNE features are sharded)
         elif config.job == "linear_probe":

@@ -1,6 +1,7 @@
-"""Progress lines for the long phases of a job (compiling, embedding a split, probe fits, kNN,
-pictures): one line when the phase starts, one with its duration when it ends, so no phase longer
-than a few seconds is silent.
+"""What a command-line job prints: progress lines for its long phases (compiling, embedding a
+split, probe fits, kNN, pictures) — one line when the phase starts, one with its duration when it
+ends, so no phase longer than a few seconds is silent — and, by default, no third-party log lines
+(`quiet_logs`).
 
 ```
 with progress.phase("compiling the train step"):
@@ -14,7 +15,10 @@ Printed by process 0 only (every process runs the same phases). Imports nothing 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
+import os
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 
@@ -51,3 +55,50 @@ def format_seconds(seconds: float) -> str:
         return f"{seconds:.1f} s"
     minutes, rest = divmod(int(round(seconds)), 60)
     return f"{minutes} min {rest:02d} s"
+
+
+def quiet_logs(*, verbose: bool = False) -> None:
+    """A job's default console: only its own lines and warnings. absl logging (orbax, clu) at
+    WARNING, and TensorFlow imported here with the process's stderr captured: its C++ start-up
+    lines (oneDNN, 'All log messages before absl::InitializeLog()') are written before its logger
+    starts, so `TF_CPP_MIN_LOG_LEVEL` does not stop them; an import that fails replays them.
+    `verbose` (absl's `--verbosity` given) changes nothing: every library logs as it would."""
+    if verbose:
+        return
+    from absl import logging
+
+    logging.set_verbosity(logging.WARNING)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if "tensorflow" in sys.modules or importlib.util.find_spec("tensorflow") is None:
+        return
+    with _captured_stderr() as captured:
+        try:
+            import tensorflow  # noqa: F401
+        except BaseException:
+            captured.replay = True
+            raise
+
+
+class _Captured:
+    replay = False
+
+
+@contextlib.contextmanager
+def _captured_stderr() -> Iterator[_Captured]:
+    """File descriptor 2 (C++ libraries write there directly) into a temporary file; written back
+    to stderr when `.replay` is set."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    captured = _Captured()
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield captured
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            if captured.replay:
+                tmp.seek(0)
+                sys.stderr.write(tmp.read().decode(errors="replace"))
+                sys.stderr.flush()

@@ -128,3 +128,110 @@ def test_a_crash_in_the_loop_lets_the_save_in_flight_finish(tmp_path, monkeypatc
     assert events[-3:] == ["save", "raise", "wait"]
     assert checkpoint.Checkpointer(workdir).latest_step() == 2
     assert not glob.glob(os.path.join(workdir, "checkpoints", "*tmp*"))
+
+
+# --------------------------------------------------------------------------------------------------
+# Read-only users (export, load_encoder, the probe and kNN jobs): one error naming the damage and
+# the steps that can still be read.
+
+
+def _truncate_every_array_file(step_dir: str) -> None:
+    """Every array data file of one checkpoint cut to half (which file holds the encoder's arrays
+    varies): the encoder cannot be read."""
+    files = glob.glob(os.path.join(step_dir, "**", "*"), recursive=True)
+    files = [f for f in files if os.path.isfile(f) and "METADATA" not in os.path.basename(f)]
+    for path in files:
+        with open(path, "r+b") as f:
+            f.truncate(os.path.getsize(path) // 2)
+
+
+def _truncate_metadata(step_dir: str) -> None:
+    paths = glob.glob(os.path.join(step_dir, "**", "_METADATA"), recursive=True)
+    assert paths
+    for path in paths:
+        with open(path, "r+b") as f:
+            f.truncate(os.path.getsize(path) // 2)
+
+
+@pytest.mark.parametrize("damage", ["array", "metadata"])
+def test_load_encoder_names_the_damaged_step_and_the_readable_ones(six_steps, tmp_path, damage):
+    from ssl_jax.evaluate.encoder import load_encoder
+
+    _, source = six_steps
+    workdir = _copy(source, str(tmp_path / "run"))
+    step4 = os.path.join(workdir, "checkpoints", "4")
+    if damage == "array":
+        _truncate_every_array_file(step4)
+    else:
+        _truncate_metadata(step4)
+    with pytest.raises(checkpoint.CheckpointError) as info:
+        load_encoder(workdir)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("the checkpoint at step 4 cannot be read: ") and step4 in message
+    assert message.endswith(
+        "steps that can be read: 2; pass one's folder instead of the workdir, "
+        f"e.g. {os.path.join(workdir, 'checkpoints', '2')}"
+    )
+    # ... and the folder it names loads
+    assert load_encoder(os.path.join(workdir, "checkpoints", "2")).step == 2
+
+
+def test_no_readable_step_is_said(six_steps, tmp_path):
+    from ssl_jax.evaluate.encoder import load_encoder
+
+    _, source = six_steps
+    workdir = _copy(source, str(tmp_path / "run"))
+    for step in (2, 4):
+        _truncate_every_array_file(os.path.join(workdir, "checkpoints", str(step)))
+    with pytest.raises(checkpoint.CheckpointError, match="no other checkpoint of this run can be"):
+        load_encoder(workdir)
+
+
+def test_a_damaged_config_json_is_one_error_naming_it(six_steps, tmp_path):
+    _, source = six_steps
+    workdir = _copy(source, str(tmp_path / "run"))
+    path = os.path.join(workdir, "config.json")
+    with open(path, "r+b") as f:
+        f.truncate(os.path.getsize(path) // 2)
+    with pytest.raises(checkpoint.CheckpointError, match=f"{path} cannot be read .*damaged"):
+        checkpoint.read_config(workdir)
+
+
+def test_export_and_knn_job_print_one_error_line(six_steps, tmp_path):
+    """The commands a user runs: one `error:` line on stderr, exit status 2, no traceback."""
+    import subprocess
+    import sys
+
+    _, source = six_steps
+    workdir = _copy(source, str(tmp_path / "run"))
+    _truncate_metadata(os.path.join(workdir, "checkpoints", "4"))
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    commands = {
+        "export": ["-m", "ssl_jax.export", f"--workdir={workdir}", f"--out={tmp_path}/e.pth"],
+        "knn": [
+            "-m",
+            "ssl_jax.main",
+            "--config=configs/knn.py:runlocal",
+            f"--config.init={workdir}",
+            f"--workdir={tmp_path}/knn",
+        ],
+    }
+    for name, args in commands.items():
+        done = subprocess.run(
+            [sys.executable, *args], cwd=repo, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 2, (name, done.stderr[-2000:])
+        lines = [x for x in done.stderr.splitlines() if x.strip()]
+        assert len(lines) == 1 and "Traceback" not in done.stderr, (name, done.stderr[-2000:])
+        assert lines[0].startswith("error: the checkpoint at step 4 cannot be read"), lines
+        assert "steps that can be read: 2" in lines[0]
+    # absl's --verbosity brings the libraries' logs back (orbax's INFO lines)
+    done = subprocess.run(
+        [sys.executable, *commands["export"], "--verbosity=0"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2 and "checkpoint" in done.stderr.split("error:")[0], done.stderr

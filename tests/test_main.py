@@ -54,6 +54,9 @@ def test_runlocal_config_runs_from_the_command_line(tmp_path, config):
     out, _ = proc.communicate(timeout=900)
     assert proc.returncode == 0, out
     assert "step 2/2" in out
+    # quiet by default: no TensorFlow start-up lines, no orbax / clu INFO lines
+    assert "oneDNN" not in out and "InitializeLog" not in out, out
+    assert "checkpoint_manager.py" not in out and "] " not in out.split("step 2/2")[0], out
     assert os.path.exists(tmp_path / "metrics.jsonl")
     assert glob.glob(str(tmp_path / "checkpoints" / "2"))
 
@@ -79,7 +82,17 @@ def test_sigterm_saves_a_checkpoint_and_exits(tmp_path):
             proc.send_signal(signal.SIGTERM)
             break
         assert time.time() < deadline, "".join(lines)
+    for line in proc.stdout:
+        lines.append(line)
+        if "; exiting." in line:
+            saved = time.time()
+            break
     out = "".join(lines) + proc.communicate(timeout=300)[0]
+    # gone within a second of its save (the interpreter's teardown of TensorFlow and XLA took
+    # seconds, which a scheduler's grace period may not leave)
+    exit_seconds = time.time() - saved
+    print(f"exited {exit_seconds:.2f} s after the save")
+    assert exit_seconds < 1.0, out
     assert proc.returncode == 0, out
     assert "SIGTERM: saved the checkpoint" in out and "rerun to resume" in out
     steps = [int(os.path.basename(p)) for p in glob.glob(str(workdir / "checkpoints" / "[0-9]*"))]
