@@ -4,7 +4,8 @@
 #   - Fashion-MNIST: Debian's dataset-fashion-mnist (apt, with sudo when not root), unless it is
 #     installed or FASHION_MNIST_DIR is given;
 #   - .venv with requirements-dev.txt (requirements.txt + pytest + ruff + nbclient/ipykernel for
-#     tests/test_colab.py, which executes colab/*.ipynb: the README's test command);
+#     tests/test_colab.py, which executes colab/*.ipynb: the README's test command) and the package
+#     itself (`pip install -e .`, so `import ssl_jax` works outside the repository);
 #   - torch==2.13.0 (CPU) for the export parity tests, best effort: without it they skip.
 # Usage: bash launch/setup.sh [FASHION_MNIST_DIR]
 #   FASHION_MNIST_DIR: a folder with the four IDX .gz files (then nothing is installed with apt).
@@ -19,6 +20,8 @@ fi
 if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q -r requirements-dev.txt
+# the package itself, editable: `import ssl_jax` and `python -m ssl_jax.main` work from any folder
+.venv/bin/pip install -q --no-deps -e .
 # the CPU build where pip finds one (an extra index set in PIP_EXTRA_INDEX_URL is honoured)
 .venv/bin/pip install -q torch==2.13.0 \
   || echo "torch==2.13.0 not installable here: the export parity tests will be skipped"

@@ -242,3 +242,18 @@ def test_launcher_trains_two_processes_to_one_process_losses(tmp_path, reference
     np.testing.assert_allclose(
         [losses[s] for s in sorted(losses)], [reference[s] for s in sorted(reference)], rtol=2e-4
     )
+
+
+def test_the_set_up_installs_the_package_so_it_imports_from_any_folder(tmp_path):
+    """launch/setup.sh installs ssl_jax (editable): `import ssl_jax` outside the repository."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [sys.executable, "-c", "import ssl_jax.configs, ssl_jax; print(ssl_jax.__file__)"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == os.path.join(ROOT, "ssl_jax", "__init__.py")
