@@ -182,7 +182,8 @@ def colour_ops_on_device(c: ml_collections.ConfigDict) -> None:
 
 def image_folder_data(c: ml_collections.ConfigDict, *, test_split: str = "val") -> None:
     """An image folder with one sub-folder per class under `train/` and `<test_split>/`; set the
-    folder with `--config.data.data_dir=`."""
+    folder with `--config.data.data_dir=`. A file tf cannot decode stops the run before it
+    compiles, named (`--config.data.bad_images=skip`: left out with a warning)."""
     c.data.name = "image_folder"
     c.data.data_dir = ""
     c.data.train_split = "train"

@@ -84,6 +84,10 @@ def base_config() -> ml_collections.ConfigDict:
     c.data.pipeline = "tfdata"
     c.data.shuffle_buffer = 50_000
     c.data.cache = False
+    # name='image_folder': every file is decoded once when the folder is first opened (cached by
+    # size and mtime); one tf cannot decode stops the run before anything compiles, naming it
+    # ('error'), or is left out with a warning line ('skip')
+    c.data.bad_images = "error"
     # The generator of name='color_fashion_mnist' (data/color_fashion_mnist.py; ignored otherwise):
     # native size 32 or 64 px, seed, tint 'independent' | 'background' | 'fixed' (hue, turns), the
     # skimage photos used as backgrounds (() = all), the fraction of a photo's side a crop covers,
@@ -437,6 +441,9 @@ def validate(config: ml_collections.ConfigDict, *, num_devices: int) -> None:
         from ssl_jax.data import color_fashion_mnist  # the generator owns its options' values
 
         color_fashion_mnist.check_config(data.get("color_fashion_mnist"))
+    from ssl_jax.data import datasets  # the loader owns data.bad_images' values
+
+    datasets.bad_images_policy(data)
     check_allowed("data.channels", data.channels, (1, 3))
     check_range("data.image_size", data.image_size, low=1, integer=True)
     check_range("data.train_subset", data.train_subset, low=0, integer=True)

@@ -27,7 +27,10 @@ Layouts:
   (label -1, `has_labels` False). JPEG / PNG / BMP / GIF of any size, in sorted path order,
   decoded by tf to `channels` channels (grayscale and RGBA files are converted). Images keep their
   size: the recipe's crop / resize fixes the view size. With `cache` the files' bytes are held in
-  memory.
+  memory. Every file is decoded once when the folder is first opened (`unreadable_images`, the
+  decoder training uses; results cached per file by size and mtime): an unreadable one raises
+  `DataError` naming it (`data.bad_images='error'`, default) or is left out with a warning
+  (`'skip'`), before anything compiles.
 
 TensorFlow (and tfds) are imported on first use of a tf.data stream: `load_arrays`, `num_examples`
 and `has_labels` of the numpy-held sets (`NUMPY_NAMES`) run without them.
@@ -35,17 +38,26 @@ and `has_labels` of the numpy-held sets (`NUMPY_NAMES`) run without them.
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import dataclasses
 import functools
 import gzip
+import hashlib
+import json
 import os
+import re
+import socket
 import struct
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from absl import logging
 
+from ssl_jax import progress
+from ssl_jax.configs import check_allowed
 from ssl_jax.data import color_fashion_mnist
 
 if TYPE_CHECKING:
@@ -79,6 +91,12 @@ KNOWN_NUM_EXAMPLES = {
 _UNLABELLED_SPLITS = {"stl10": ("unlabelled",), "imagenet2012": ("test",)}
 _SPLIT_ALIASES = {"stl10": {"unlabeled": "unlabelled"}}
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif")
+# config.data.bad_images: an image_folder file tf cannot decode raises DataError, or is left out
+BAD_IMAGES = ("error", "skip")
+CHECK_FILE = ".ssl_jax_image_check.json"  # per-file check results, in the image folder if writable
+_CHECK_VERSION = 1
+_CHECK_PROGRESS_FILES = 1000  # a check of at least this many files prints progress lines
+_LISTED_BAD_IMAGES = 10  # files named in the DataError of bad_images='error'
 
 
 class DataError(ValueError):
@@ -459,6 +477,7 @@ def clear_cache() -> None:
     _fashion_arrays.cache_clear()
     _color_fashion_arrays.cache_clear()
     _list_folder.cache_clear()
+    _readable_listing.cache_clear()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -514,10 +533,162 @@ def _list_folder(folder: str) -> tuple[tuple[str, ...], tuple[int, ...], bool]:
     return tuple(paths), tuple(labels), True
 
 
+def bad_images_policy(data_config: Any) -> str:
+    """`data.bad_images` ('error' when absent); another value raises ConfigError naming the
+    allowed ones."""
+    policy = _get(data_config, "bad_images", "error")
+    check_allowed("data.bad_images", policy, BAD_IMAGES)
+    return policy
+
+
+def _decode_folder_image(image: tf.Tensor, channels: int) -> tf.Tensor:
+    """Encoded bytes → uint8 `[H, W, channels]`: how training and the check decode a folder's file."""
+    import tensorflow as tf
+
+    return tf.io.decode_image(image, channels=channels, expand_animations=False)
+
+
+def image_error(path: str, channels: int) -> str | None:
+    """Why tf cannot read and decode the file at `path` as training does (its error's first line),
+    or None when it can."""
+    import tensorflow as tf
+
+    try:
+        _decode_folder_image(tf.io.read_file(path), channels)
+    except tf.errors.OpError as e:
+        message = re.sub(r"\{\{[^}]*\}\}\s*", "", e.message or type(e).__name__)
+        return re.sub(r"\s*\[Op:.*$", "", message.strip().splitlines()[0]) or type(e).__name__
+    return None
+
+
+def _check_cache_path(folder: str) -> str:
+    """Where the check of `folder` is cached: `CHECK_FILE` in the folder when it is writable, else
+    `$XDG_CACHE_HOME/ssl_jax/image_check/<hash of its path>.json` (default `~/.cache`)."""
+    if os.access(folder, os.W_OK):
+        return os.path.join(folder, CHECK_FILE)
+    digest = hashlib.sha256(os.path.abspath(folder).encode()).hexdigest()[:20]
+    return os.path.join(color_fashion_mnist.cache_dir(None), "image_check", f"{digest}.json")
+
+
+def _read_check_cache(path: str, channels: int) -> dict[str, list]:
+    """`{relative path: [size, mtime_ns, error or None]}` of an earlier check ({} when none)."""
+    try:
+        with open(path) as f:
+            cached = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(cached, dict) or cached.get("version") != _CHECK_VERSION:
+        return {}
+    files = cached.get("files")
+    return files if cached.get("channels") == channels and isinstance(files, dict) else {}
+
+
+def _write_check_cache(path: str, channels: int, records: dict[str, list]) -> None:
+    """Replace the cache file at once (concurrent processes each write a whole file)."""
+    tmp = f"{path}.{socket.gethostname()}.{os.getpid()}.tmp"
+    body = {"version": _CHECK_VERSION, "channels": channels, "files": records}
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(tmp, "w") as f:
+            json.dump(body, f, separators=(",", ":"))
+        os.replace(tmp, path)
+    except OSError as e:  # the next open checks again
+        logging.warning("image check of %s not cached: %s", os.path.dirname(path), e)
+
+
+def unreadable_images(folder: str, paths: Sequence[str], channels: int) -> dict[str, str]:
+    """`{path: why}` of the files of `paths` (under `folder`) that tf cannot decode as training does.
+
+    Each file is decoded once (`image_error`, in threads); the results are cached
+    (`_check_cache_path`) per relative path, size and mtime, so opening an unchanged folder again
+    costs its listing and a `stat` per file, and a changed one re-decodes only the changed files.
+    """
+    cache_path = _check_cache_path(folder)
+    cached = _read_check_cache(cache_path, channels)
+    records: dict[str, list] = {}  # the cache file's, for every file that has a stat
+    rels: dict[str, str] = {}
+    errors: dict[str, str] = {}
+    todo: list[str] = []
+    prefix = os.path.join(folder, "")  # the listing's paths start with it (relpath is slow)
+    for path in paths:
+        rel = path[len(prefix) :] if path.startswith(prefix) else os.path.relpath(path, folder)
+        try:
+            stat = os.stat(path)
+        except OSError as e:  # vanished, broken link: reported, not cached
+            errors[path] = e.strerror or str(e)
+            continue
+        key = [stat.st_size, stat.st_mtime_ns]
+        hit = cached.get(rel)
+        if isinstance(hit, list) and len(hit) == 3 and hit[:2] == key:
+            records[rel] = hit
+        else:
+            records[rel] = [*key, None]
+            todo.append(path)
+        rels[path] = rel
+    if todo:
+        many = len(todo) >= _CHECK_PROGRESS_FILES
+        phase = progress.phase(f"checking {len(todo)} images in {folder}")
+        with phase if many else contextlib.nullcontext():
+            with concurrent.futures.ThreadPoolExecutor() as pool:
+                for path, error in zip(todo, pool.map(image_error, todo, [channels] * len(todo))):
+                    records[rels[path]][2] = error
+    if todo or records.keys() != cached.keys():
+        _write_check_cache(cache_path, channels, records)
+    for path, rel in rels.items():
+        if records[rel][2] is not None:
+            errors[path] = records[rel][2]
+    return {path: errors[path] for path in paths if path in errors}
+
+
+@functools.lru_cache(maxsize=8)
+def _readable_listing(
+    folder: str, channels: int, policy: str
+) -> tuple[tuple[str, ...], tuple[int, ...], bool]:
+    """`_list_folder` without the files tf cannot decode: DataError naming them ('error'), or
+    one warning per file and their count ('skip'; once per process)."""
+    paths, labels, has_labels = _list_folder(folder)
+    bad = unreadable_images(folder, paths, channels)
+    if not bad:
+        return paths, labels, has_labels
+    if policy == "error":
+        lines = [f"  {path}: {why}" for path, why in list(bad.items())[:_LISTED_BAD_IMAGES]]
+        if len(bad) > _LISTED_BAD_IMAGES:
+            lines.append(f"  ... and {len(bad) - _LISTED_BAD_IMAGES} more")
+        raise DataError(
+            f"{len(bad)} of {len(paths)} files in image folder {folder!r} cannot be decoded:\n"
+            + "\n".join(lines)
+            + f"\nReplace or delete them, or pass --config.data.bad_images=skip to leave them out "
+            f"and use the other {len(paths) - len(bad)}."
+        )
+    for path, why in bad.items():
+        logging.warning("skipped unreadable image %s: %s", path, why)
+    if len(bad) == len(paths):
+        raise DataError(
+            f"none of the {len(paths)} files in image folder {folder!r} can be decoded."
+        )
+    logging.warning(
+        "image folder %s: %d of %d files skipped (config.data.bad_images='skip'), %d used",
+        folder,
+        len(bad),
+        len(paths),
+        len(paths) - len(bad),
+    )
+    keep = [i for i, path in enumerate(paths) if path not in bad]
+    return tuple(paths[i] for i in keep), tuple(labels[i] for i in keep), has_labels
+
+
+def _folder_listing(data_config: Any, split: str) -> tuple[tuple[str, ...], tuple[int, ...], bool]:
+    """`(paths, labels, has_labels)` of a split's decodable files, per `data.bad_images`: everything
+    that reads an image folder (both pipelines, `num_examples`, `has_labels`) goes through here."""
+    policy = bad_images_policy(data_config)
+    folder = _folder_for_split(data_config, split)
+    return _readable_listing(folder, int(_get(data_config, "channels", 3)), policy)
+
+
 def _folder_source(data_config: Any, split: str) -> Source:
     import tensorflow as tf
 
-    paths, labels, has_labels = _list_folder(_folder_for_split(data_config, split))
+    paths, labels, has_labels = _folder_listing(data_config, split)
     channels = int(_get(data_config, "channels", 3))
     if _get(data_config, "cache", False):
         encoded = np.array([tf.io.gfile.GFile(p, "rb").read() for p in paths], dtype=object)
@@ -542,8 +713,7 @@ def _folder_source(data_config: Any, split: str) -> Source:
         )
 
     def decode(image):
-        image = tf.io.decode_image(image, channels=channels, expand_animations=False)
-        return tf.ensure_shape(image, (None, None, channels))
+        return tf.ensure_shape(_decode_folder_image(image, channels), (None, None, channels))
 
     return dataclasses.replace(src, channels=channels, decode=decode)
 
@@ -566,12 +736,12 @@ def open_source(data_config: Any, split: str) -> Source:
 
 def num_examples(data_config: Any, split: str) -> int:
     """Examples in `split` without decoding pixels: IDX header, tfds info (or the published size
-    while a tfds set is not prepared), or the file count of an image folder."""
+    while a tfds set is not prepared), or the decodable file count of an image folder."""
     name = _name(data_config)
     if name in FASHION_NAMES:
         return _fashion_num_examples(data_config, split)
     if name == "image_folder":
-        return len(_list_folder(_folder_for_split(data_config, split))[0])
+        return len(_folder_listing(data_config, split)[0])
     return _tfds_num_examples(data_config, split)
 
 
@@ -582,7 +752,7 @@ def has_labels(data_config: Any, split: str) -> bool:
         _fashion_paths(data_config, split)
         return True
     if name == "image_folder":
-        return _list_folder(_folder_for_split(data_config, split))[2]
+        return _folder_listing(data_config, split)[2]
     split = _split_name(name, split)
     _check_tfds_split(name, split)
     return split not in _UNLABELLED_SPLITS.get(name, ())
@@ -622,7 +792,7 @@ def load_arrays(data_config: Any, split: str) -> tuple[np.ndarray, np.ndarray]:
         return _tfds_arrays(data_config, split)
     key = (*_cache_key(data_config, split), int(_get(data_config, "channels", 3)))
     if key not in _ARRAYS:
-        paths = _list_folder(_folder_for_split(data_config, split))[0]
+        paths = _folder_listing(data_config, split)[0]
         images, labels = [], []
         for k, ex in enumerate(load_source(data_config, split).as_numpy_iterator()):
             if images and ex["image"].shape != images[0].shape:
