@@ -228,6 +228,31 @@ def check_same_model(workdir: str, config: ml_collections.ConfigDict) -> None:
             )
 
 
+def config_changes(workdir: str, config: ml_collections.ConfigDict) -> list[str]:
+    """`'key: old → new'` for every config value that differs from the run's stored `config.json`
+    (compared as JSON, so a tuple equals its list), e.g. a resume with another `total_steps`,
+    whose schedules then follow the new value; [] when nothing differs or nothing is stored."""
+    if not os.path.exists(os.path.join(workdir, CONFIG_FILE)):
+        return []
+    before = _flat(read_config(workdir).to_dict())
+    after = _flat(json.loads(config.to_json_best_effort()))
+    return [
+        f"{key}: {before.get(key, '(absent)')} → {after.get(key, '(absent)')}"
+        for key in sorted(set(before) | set(after))
+        if before.get(key) != after.get(key)
+    ]
+
+
+def _flat(tree: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
 # --------------------------------------------------------------------------------------------------
 # Read-only access for evaluation and export: one step's arrays, restored by name.
 

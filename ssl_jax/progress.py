@@ -20,7 +20,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 
 def _is_first_process() -> bool:
@@ -43,10 +43,17 @@ def say(line: str) -> None:
 def phase(what: str) -> Iterator[None]:
     """`what ...` before the block and `what: N.N s` after it (not when the block raises: the
     error is the line to read)."""
-    say(f"{what} ...")
-    start = time.perf_counter()
+    done = start(what)
     yield
-    say(f"{what}: {format_seconds(time.perf_counter() - start)}")
+    done()
+
+
+def start(what: str) -> Callable[[], None]:
+    """`what ...` now; the returned function says `what: N.N s` (for a phase that ends inside a
+    loop, e.g. the compilation that the first step pays)."""
+    say(f"{what} ...")
+    began = time.perf_counter()
+    return lambda: say(f"{what}: {format_seconds(time.perf_counter() - began)}")
 
 
 def format_seconds(seconds: float) -> str:

@@ -22,7 +22,7 @@ import numpy as np
 import optax
 from absl import logging
 
-from ssl_jax import checkpoint, configs, optim, sharding
+from ssl_jax import checkpoint, configs, optim, progress, sharding
 from ssl_jax.data import datasets, device_augment, device_pipeline, pipeline
 from ssl_jax.evaluate.encoder import RowEmbedder, split_features, uint8_feature_fn
 from ssl_jax.evaluate.evaluators import EvalContext, build_evaluators
@@ -296,10 +296,27 @@ def init_or_restore(exp: Experiment, ckpt: checkpoint.Checkpointer | None) -> Tr
     latest = ckpt.latest_step() if ckpt is not None else None
     if latest is None:
         return init(rng)
-    state, step = ckpt.restore_intact(abstract_state(exp))  # a damaged newest one is set aside
+    with progress.phase(f"restoring the checkpoint at step {latest}"):
+        state, step = ckpt.restore_intact(abstract_state(exp))  # a damaged one is set aside
     logging.info("Resuming from the checkpoint at step %d in %s", step, ckpt.directory)
     print(f"Resuming from the checkpoint at step {step} in {ckpt.directory}", flush=True)
     return state
+
+
+def say_config_changes(exp: Experiment, workdir: str, step: int) -> None:
+    """One line when a run resumes with a config that differs from the one it started with
+    (`config.json`): the changed values, and the learning rate the step after the checkpoint now
+    gets — a new `total_steps` re-stretches the schedules from here on. Allowed (extending a run is
+    a normal thing to do), but never silent."""
+    changes = checkpoint.config_changes(workdir, exp.config)
+    if not changes:
+        return
+    shown = "; ".join(changes[:6]) + (f"; and {len(changes) - 6} more" if len(changes) > 6 else "")
+    lr = float(exp.lr_schedule(step))
+    progress.say(
+        f"resuming step {step} with a config that differs from the run's {checkpoint.CONFIG_FILE}: "
+        f"{shown}. The schedules follow the new values from here (lr {lr:.4g} at step {step})."
+    )
 
 
 def prepare_fresh_state(exp: Experiment, state: TrainState) -> TrainState:
@@ -464,6 +481,8 @@ def train_and_evaluate(
     # data from that step.
     state = init_or_restore(exp, ckpt) if ckpt.latest_step() is not None else None
     resume_step = 0 if state is None else int(jax.device_get(state.step))
+    if state is not None:
+        say_config_changes(exp, workdir, resume_step)
     # The data comes first: a missing or corrupt dataset is reported before anything compiles.
     table = None
     if exp.pipeline == "device":  # the split in device memory; the host sends indices
@@ -492,7 +511,8 @@ def train_and_evaluate(
     # evaluator config errors come before anything compiles
     evaluators = build_evaluators(config, eval_context(exp, workdir))
     if state is None:
-        state = prepare_fresh_state(exp, init_or_restore(exp, None))
+        with progress.phase(f"initialising {config.method}'s state"):  # a bank embeds the split
+            state = prepare_fresh_state(exp, init_or_restore(exp, None))
     if jax.process_index() == 0:
         checkpoint.write_config(workdir, config)
     writer = create_writer(workdir)
@@ -517,6 +537,7 @@ def train_and_evaluate(
     window: list[dict] = []
     last_good_step = start_step
     tick, tick_step = time.time(), start_step
+    compiled = progress.start("compiling the train step (and running the first)")
     try:
         with _StopRequest(exp.mesh) as stop, jax.transfer_guard(LOOP_TRANSFER_GUARD):
             for step in range(start_step, end_step):
@@ -525,6 +546,7 @@ def train_and_evaluate(
                 done = step + 1
                 if step == start_step:  # img/s and ETA without the compilation time
                     jax.block_until_ready(metrics)
+                    compiled()
                     tick, tick_step = time.time(), done
                 is_last = done == end_step
                 due = [e for e in evaluators if e.should_run(done, total)]

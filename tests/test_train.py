@@ -1,5 +1,7 @@
 """The train step on 1 vs 8 devices, sharded buffers, validation and failure handling."""
 
+import re
+
 import jax
 import numpy as np
 import pytest
@@ -136,9 +138,11 @@ def test_make_mesh_uses_the_given_devices():
 
 
 @pytest.mark.slow
-def test_resume_is_exact(tmp_path, monkeypatch):
+def test_resume_is_exact(tmp_path, monkeypatch, capsys):
     """Stopped at step 3 and restarted, the run logs the same losses as an uninterrupted run. The
-    loop runs under `transfer_guard('disallow')` (saves and evaluators excepted)."""
+    loop runs under `transfer_guard('disallow')` (saves and evaluators excepted). The long phases
+    say when they start and how long they took; a resume with the same config says nothing more,
+    one with another `total_steps` says so in one line."""
     monkeypatch.setattr(train, "LOOP_TRANSFER_GUARD", "disallow")
     config = tiny_config("mocov2")
     config.total_steps = RESUME_STEPS
@@ -147,12 +151,31 @@ def test_resume_is_exact(tmp_path, monkeypatch):
     interrupted = str(tmp_path / "interrupted")
     train.train_and_evaluate(config, interrupted, stop_after_steps=3)
     assert _losses_by_step(interrupted).keys() == {1, 2, 3}
+    capsys.readouterr()
     train.train_and_evaluate(config, interrupted)
+    out = capsys.readouterr().out
+    for phase in (
+        "restoring the checkpoint at step 3",
+        "compiling the train step (and running the first)",
+    ):
+        assert f"{phase} ...\n" in out and re.search(f"{re.escape(phase)}: [0-9.]+ s\n", out), out
+    assert "differs" not in out
     straight, resumed = _losses_by_step(str(tmp_path / "straight")), _losses_by_step(interrupted)
     assert sorted(resumed) == list(range(1, RESUME_STEPS + 1))
     np.testing.assert_allclose(
         [resumed[s] for s in sorted(resumed)], [straight[s] for s in sorted(straight)], rtol=1e-6
     )
+    # extended: the schedules re-stretch, and the run says so
+    longer = config.copy_and_resolve_references()
+    longer.total_steps = RESUME_STEPS + 2
+    train.train_and_evaluate(longer, interrupted)
+    lines = [x for x in capsys.readouterr().out.splitlines() if "differs" in x]
+    lr = float(train.build_experiment(longer).lr_schedule(RESUME_STEPS))
+    assert lines == [
+        f"resuming step {RESUME_STEPS} with a config that differs from the run's config.json: "
+        f"total_steps: {RESUME_STEPS} → {RESUME_STEPS + 2}. The schedules follow the new values "
+        f"from here (lr {lr:.4g} at step {RESUME_STEPS})."
+    ]
 
 
 @pytest.mark.slow

@@ -32,7 +32,7 @@ import numpy as np
 from absl import logging
 from jax.sharding import Mesh
 
-from ssl_jax import configs
+from ssl_jax import configs, progress
 from ssl_jax.configs import ConfigError, check_allowed, check_range
 from ssl_jax.data import datasets, pipeline
 from ssl_jax.evaluate import knn
@@ -207,6 +207,8 @@ class KnnEvaluator(_Schedule):
     def run(self, state, step: int) -> dict[str, float]:
         data = self.config.data
         variables = _variables(state)
+        progress.say(f"step {step}: kNN monitor (embedding train and test) ...")
+        began = time.perf_counter()
         bank = self._features(variables, data.eval_train_split, self.num_train)
         queries = self._features(variables, data.eval_test_split, self.num_test)
         result = knn.sharded_weighted_knn(
@@ -217,7 +219,8 @@ class KnnEvaluator(_Schedule):
             temperature=self.temperature,
         )[self.k]
         top1, top5 = float(result["top1"]), float(result["top5"])
-        print(f"step {step}: kNN top-1 {100 * top1:.2f}%", flush=True)
+        seconds = progress.format_seconds(time.perf_counter() - began)
+        progress.say(f"step {step}: kNN top-1 {100 * top1:.2f}% ({seconds})")
         return {"eval/knn_top1": top1, "eval/knn_top5": top5}
 
 

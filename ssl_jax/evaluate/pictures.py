@@ -22,7 +22,7 @@ import numpy as np
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from ssl_jax import checkpoint  # noqa: E402
+from ssl_jax import checkpoint, progress  # noqa: E402
 from ssl_jax.data import datasets, device_augment, device_pipeline, pipeline  # noqa: E402
 
 CURVES_FILE = "curves.png"
@@ -249,11 +249,11 @@ def write_all(workdir: str, *, num_points: int = 2000) -> list[str]:
     """All three pictures of a pretraining workdir; returns their paths. Call it on every process
     (the t-SNE features are computed on all devices); only process 0 writes."""
     config = checkpoint.read_config(workdir)
-    paths = [training_curves(workdir)]
-    paths.append(augmentation_grid(config, os.path.join(workdir, AUGMENTATIONS_FILE)))
-    paths.append(tsne(workdir, num_points=num_points))
-    if jax.process_index() == 0:
-        print("pictures: " + ", ".join(paths), flush=True)
+    with progress.phase("pictures: training curves, augmentations, t-SNE"):
+        paths = [training_curves(workdir)]
+        paths.append(augmentation_grid(config, os.path.join(workdir, AUGMENTATIONS_FILE)))
+        paths.append(tsne(workdir, num_points=num_points))
+    progress.say("pictures: " + ", ".join(paths))
     return paths
 
 
