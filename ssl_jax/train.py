@@ -24,7 +24,12 @@ from absl import logging
 
 from ssl_jax import checkpoint, configs, optim, progress, sharding
 from ssl_jax.data import datasets, device_augment, device_pipeline, pipeline
-from ssl_jax.evaluate.encoder import RowEmbedder, split_features, uint8_feature_fn
+from ssl_jax.evaluate.encoder import (
+    RowEmbedder,
+    features_apply,
+    split_features,
+    uint8_feature_fn,
+)
 from ssl_jax.evaluate.evaluators import EvalContext, build_evaluators
 from ssl_jax.methods import METHODS
 from ssl_jax.methods.common import StepContext, StepInput
@@ -406,9 +411,9 @@ def _format_eta(seconds: float) -> str:
 def features_fn(exp: Experiment, *, stages: bool = False):
     """jitted uint8 images → backbone features (eval-mode BN, online weights); `stages`: every
     stage's pooled output, concatenated (`ResNet.__call__`)."""
-    model = exp.ctx.model
-    apply = lambda v, x, train: model.apply(v, x, train=train, stages=stages, method="features")
-    return uint8_feature_fn(apply, exp.config.data, exp.config)
+    return uint8_feature_fn(
+        features_apply(exp.ctx.model, stages=stages), exp.config.data, exp.config
+    )
 
 
 def extract_features(exp: Experiment, variables, split: str, limit: int = -1, *, batch_size: int):

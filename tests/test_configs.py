@@ -446,10 +446,10 @@ def test_overrides_named_in_the_readme_and_docs_are_keys():
     texts += [open(p).read() for p in CONFIG_FILES]
     keys = {k for t in texts for k in re.findall(r"--config\.([a-z_][a-z0-9_.]*[a-z0-9_])=", t)}
     pretrain = configs.load(os.path.join(ROOT, "configs/jcl_fashion_mnist.py"))
-    job = configs.load(os.path.join(ROOT, "configs/knn.py"))
+    jobs = [configs.load(os.path.join(ROOT, f"configs/{j}.py")) for j in ("knn", "linear_probe")]
     assert "evals.probe_table.num_train" in keys
     for key in sorted(keys - {"a.b"}):
-        for c in (pretrain, job):
+        for c in (pretrain, *jobs):
             node = c
             for part in key.split("."):
                 node = node.get(part) if isinstance(node, ml_collections.ConfigDict) else None
@@ -457,3 +457,11 @@ def test_overrides_named_in_the_readme_and_docs_are_keys():
                 break
         else:
             raise AssertionError(f"--config.{key}= is not a key of the configs")
+
+
+def test_runlocal_says_what_data_it_trains_on(capsys):
+    """`:runlocal` of a CIFAR config trains on Fashion-MNIST: said when the config is built."""
+    configs.load("configs/mocov2_cifar10.py:runlocal")
+    out = capsys.readouterr().err
+    assert ":runlocal trains on fashion_mnist (the first 256 training images, grey repeated " in out
+    assert "stand-in" in out

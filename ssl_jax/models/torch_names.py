@@ -6,8 +6,10 @@ Flax path → torch key:
 - leaves: conv `kernel` HWIO → `weight` OIHW; dense `kernel` [in, out] → `weight` [out, in];
   BN `scale` → `weight`, `bias` → `bias`; batch_stats `mean` → `running_mean`, `var` →
   `running_var`, plus `num_batches_tracked` (int64 scalar) for every BN.
-The result loads with `torchvision.models.resnet50().load_state_dict(sd, strict=False)` (only `fc.*`
-missing) or strictly into a torchvision ResNet whose `fc` is `nn.Identity()`.
+A 3-channel, ImageNet-stem, width-1 run loads strictly into a torchvision ResNet whose `fc` is
+`nn.Identity()`; any other (one channel, the CIFAR stem, another width) needs `conv1` / `maxpool` /
+the stages rebuilt first: `python -m ssl_jax.export` prints those lines and writes them beside the
+weights (`export.loading_facts`).
 """
 
 import re
