@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import sys
 import time
 
 import jax
@@ -56,6 +58,7 @@ class Checkpointer:
         step = self.latest_step() if step is None else step
         if step is None:
             raise CheckpointError(f"no checkpoint in {self.directory}")
+        _drop_stray_read_callbacks()  # a damaged checkpoint: one line, not hundreds of tracebacks
         check_compatible(self.manager.item_metadata(step), abstract_state, self.directory)
         check_shardable(abstract_state, self.directory)
         return self.manager.restore(step, args=ocp.args.StandardRestore(abstract_state))
@@ -112,19 +115,65 @@ class Checkpointer:
         self.manager.close()
 
 
+def _drop_stray_read_callbacks() -> None:
+    """After a failed read, TensorStore still completes the reads that were in flight and calls
+    back into orbax's event loop, which orbax closed when the first read failed: each callback's
+    `RuntimeError('Event loop is closed')` reaches `sys.unraisablehook`, hundreds of tracebacks
+    after the one line that says what is damaged. Only those are dropped; anything else is passed
+    to the hook there was."""
+    previous = sys.unraisablehook
+    if getattr(previous, "drops_stray_read_callbacks", False):
+        return
+
+    def hook(unraisable):
+        exc = unraisable.exc_value
+        if isinstance(exc, RuntimeError) and str(exc) == "Event loop is closed":
+            return
+        previous(unraisable)
+
+    hook.drops_stray_read_callbacks = True
+    sys.unraisablehook = hook
+
+
 def describe_damage(err: BaseException, step_dir: str) -> str:
     """One line for an error reading a checkpoint: the innermost cause's first line (TensorStore's
     names the array and the file, e.g. 'OUT_OF_RANGE: Error reading "buffers.queue/0.0" in OCDBT
-    database at local file ...'), shortened, with the step folder where it names none."""
+    database at local file ...'), shortened, with the step folder where it names none; a metadata
+    file that is not valid JSON is named (the JSON error names no file)."""
     seen = []
     while err is not None and err not in seen and len(seen) < 10:
         seen.append(err)
-        err = err.__cause__ or err.__context__
+        err = err.__cause__ or (None if err.__suppress_context__ else err.__context__)
     inner = seen[-1]
+    if isinstance(inner, json.JSONDecodeError):
+        broken = _broken_json_files(step_dir)
+        if broken:
+            return f"{', '.join(broken)}: not valid JSON (cut short?): {inner}"
     first = (str(inner).strip().splitlines() or [type(inner).__name__])[0]
+    # TensorStore nests 'local file "..."' from the database down to the file it failed on: name
+    # the innermost first, as the shortened message may cut it
+    files = re.findall(r'local file "([^"]+)"', first)
     first = first if len(first) <= 240 else first[:237] + "..."
+    if files and not files[-1].endswith("/"):
+        return f"{files[-1]}: {type(inner).__name__}: {first}"
     where = "" if step_dir.rstrip("/") in first else f"{step_dir}: "  # the shortened text names it
     return f"{where}{type(inner).__name__}: {first}"
+
+
+def _broken_json_files(step_dir: str) -> list[str]:
+    """The metadata files (orbax's `*METADATA`) of a checkpoint folder that do not parse."""
+    broken = []
+    for folder, _, names in os.walk(step_dir):
+        for name in sorted(names):
+            if not name.endswith("METADATA"):
+                continue
+            path = os.path.join(folder, name)
+            try:
+                with open(path) as f:
+                    json.load(f)
+            except (OSError, ValueError):
+                broken.append(path)
+    return broken
 
 
 def _path_shapes(tree, is_leaf=None) -> dict[str, tuple]:
@@ -323,11 +372,14 @@ def metadata_tree(step_dir: str) -> dict:
 def _read_metadata(step_dir: str) -> dict:
     from etils import epath
 
+    _drop_stray_read_callbacks()
+
     meta = ocp.PyTreeCheckpointHandler().metadata(epath.Path(step_dir) / ITEM_DIR)
     return getattr(meta, "tree", meta)
 
 
 def _restore_arrays(step_dir: str, abstract: dict) -> dict:
+    _drop_stray_read_callbacks()
     restore_args = ocp.checkpoint_utils.construct_restore_args(abstract)
     return ocp.PyTreeCheckpointer().restore(
         os.path.join(step_dir, ITEM_DIR),

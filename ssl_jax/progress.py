@@ -78,7 +78,7 @@ def quiet_logs(*, verbose: bool = False) -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if "tensorflow" in sys.modules or importlib.util.find_spec("tensorflow") is None:
         return
-    with _captured_stderr() as captured:
+    with captured_stderr() as captured:
         try:
             import tensorflow  # noqa: F401
         except BaseException:
@@ -91,9 +91,9 @@ class _Captured:
 
 
 @contextlib.contextmanager
-def _captured_stderr() -> Iterator[_Captured]:
-    """File descriptor 2 (C++ libraries write there directly) into a temporary file; written back
-    to stderr when `.replay` is set."""
+def captured_stderr() -> Iterator[_Captured]:
+    """File descriptor 2 (C++ libraries write there directly, e.g. TensorFlow at import, libjpeg
+    for a corrupt file) into a temporary file; written back to stderr when `.replay` is set."""
     sys.stderr.flush()
     saved = os.dup(2)
     captured = _Captured()

@@ -628,7 +628,9 @@ def unreadable_images(folder: str, paths: Sequence[str], channels: int) -> dict[
     if todo:
         many = len(todo) >= _CHECK_PROGRESS_FILES
         phase = progress.phase(f"checking {len(todo)} images in {folder}")
-        with phase if many else contextlib.nullcontext():
+        # libjpeg's own lines for a corrupt file ('Corrupt JPEG data: ...') are not printed: the
+        # error below names the file and the decoder's message
+        with phase if many else contextlib.nullcontext(), progress.captured_stderr():
             with concurrent.futures.ThreadPoolExecutor() as pool:
                 for path, error in zip(todo, pool.map(image_error, todo, [channels] * len(todo))):
                     records[rels[path]][2] = error
