@@ -301,7 +301,7 @@ def init_or_restore(exp: Experiment, ckpt: checkpoint.Checkpointer | None) -> Tr
     latest = ckpt.latest_step() if ckpt is not None else None
     if latest is None:
         return init(rng)
-    with progress.phase(f"restoring the checkpoint at step {latest}"):
+    with progress.phase("restoring the newest checkpoint"):  # which: said by the next line
         state, step = ckpt.restore_intact(abstract_state(exp))  # a damaged one is set aside
     logging.info("Resuming from the checkpoint at step %d in %s", step, ckpt.directory)
     print(f"Resuming from the checkpoint at step {step} in {ckpt.directory}", flush=True)
