@@ -171,24 +171,14 @@ def run(config, workdir: str, *, mesh=None) -> dict:
     t0 = time.time()
     fn = inputs.feature_fn()
     common = dict(mesh=mesh, batch_size=int(config.knn.batch_size), feature_dim=inputs.feature_dim)
-    with inputs.embedding("eval_train_split", int(config.knn.num_train)):
-        bank = sharded_split_features(
-            fn,
-            enc.variables,
-            data,
-            data.data.eval_train_split,
-            limit=int(config.knn.num_train),
-            **common,
-        )
-    with inputs.embedding("eval_test_split", int(config.knn.num_test)):
-        queries = sharded_split_features(
-            fn,
-            enc.variables,
-            data,
-            data.data.eval_test_split,
-            limit=int(config.knn.num_test),
-            **common,
-        )
+
+    def embed(split_key: str, limit: int):
+        with inputs.embedding(split_key, limit):
+            split = data.data[split_key]
+            return sharded_split_features(fn, enc.variables, data, split, limit=limit, **common)
+
+    bank = embed("eval_train_split", int(config.knn.num_train))
+    queries = embed("eval_test_split", int(config.knn.num_test))
     t1 = time.time()
     ks = tuple(config.knn.ks)
     with progress.phase(f"weighted kNN (k {', '.join(map(str, ks))})"):
