@@ -467,6 +467,11 @@ def picture(config, views: FlowViews, out: str, rows: int = 6) -> str:
 
 def main(argv) -> None:
     del argv
+    from absl import flags
+
+    from ssl_jax import progress
+
+    progress.quiet_logs(verbose=flags.FLAGS["verbosity"].present > 0)
     learn_views(_CONFIG.value, _WORKDIR.value)
 
 

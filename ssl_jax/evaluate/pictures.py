@@ -249,9 +249,10 @@ def write_all(workdir: str, *, num_points: int = 2000) -> list[str]:
     """All three pictures of a pretraining workdir; returns their paths. Call it on every process
     (the t-SNE features are computed on all devices); only process 0 writes."""
     config = checkpoint.read_config(workdir)
-    with progress.phase("pictures: training curves, augmentations, t-SNE"):
+    with progress.phase("pictures: training curves and augmentations"):
         paths = [training_curves(workdir)]
         paths.append(augmentation_grid(config, os.path.join(workdir, AUGMENTATIONS_FILE)))
+    with progress.phase(f"pictures: t-SNE of {num_points} test images' features"):
         paths.append(tsne(workdir, num_points=num_points))
     progress.say("pictures: " + ", ".join(paths))
     return paths
@@ -261,6 +262,7 @@ def main(argv) -> None:
     del argv
     from absl import flags
 
+    progress.quiet_logs(verbose=flags.FLAGS["verbosity"].present > 0)
     write_all(flags.FLAGS.workdir, num_points=flags.FLAGS.num_points)
 
 
