@@ -11,12 +11,20 @@ nesterov           bool; SGD / LARS, needs momentum > 0            (default Fals
 b1, b2, eps        Adam's moment decays in [0, 1) and eps > 0      (default 0.9, 0.999, 1e-8)
 weight_decay       float >= 0, coupled (added to the gradient)     (default 0)
 schedule           'cosine' | 'step' | 'constant'                  (default 'cosine')
-warmup_epochs      float >= 0; linear warm-up from 0 to the peak lr (default 0)
-warmup_form        'linear': `peak·t/W` (MoCo v3) | 'sce': `peak·t/(W−1)`, the peak at t = W−1 (SCE's
-                   official `LinearWarmupCosineAnnealingLR`, stepped per iteration) (default 'linear')
+warmup_epochs      float >= 0; linear warm-up from warmup_from to the peak lr (default 0)
+warmup_from        float >= 0, the warm-up's first lr                (default 0)
+warmup_form        'linear': `from + (peak−from)·t/W` (MoCo v3) | 'sce': `… t/(W−1)`, the peak at
+                   t = W−1 (SCE's official `LinearWarmupCosineAnnealingLR`, stepped per iteration) |
+                   'pycontrast': per iteration (also with schedule_unit 'epoch') from `from` to the
+                   cosine's value on the warm-up's last step, the cosine spanning the whole run, not
+                   the steps after the warm-up (PyContrast `base_trainer.py` `warmup_learning_rate`,
+                   `train_options.py` L43–57)                    (default 'linear')
 schedule_unit      'step': the schedule moves every step | 'epoch': it moves once per epoch, at
                    the epoch's start (official MoCo v2 / JCL `adjust_learning_rate`: cosine
                    `lr·0.5(1 + cos(π e/E))` with the 0-based epoch e of E)  (default 'step')
+epoch_offset       float >= 0, cosine only: the cosine's progress is `(t + offset·steps_per_epoch)/T`,
+                   i.e. epochs counted from 1 with offset 1 (PyContrast `main_contrast.py` L67–69:
+                   `cos(π e/E)` for e = 1..E, so the last epoch runs at final_lr)   (default 0)
 decay_epochs       epochs >= 0 in ascending order, 'step' only    (default ())
 decay_factor       float in (0, 1], 'step' only                    (default 0.1)
 final_lr           float in [0, peak lr], cosine end value         (default 0)
@@ -64,7 +72,7 @@ from ssl_jax.configs import ConfigError
 
 OPTIMIZERS = ("sgd", "lars", "adam")
 LR_SCALINGS = ("linear", "none")
-WARMUP_FORMS = ("linear", "sce")
+WARMUP_FORMS = ("linear", "sce", "pycontrast")
 SCHEDULE_UNITS = ("step", "epoch")
 SCHEDULES = ("cosine", "step", "constant")
 EMA_SCHEDULES = ("constant", "cosine")
@@ -82,8 +90,10 @@ _OPTIM_DEFAULTS = {
     "weight_decay": 0.0,
     "schedule": "cosine",
     "warmup_epochs": 0.0,
+    "warmup_from": 0.0,
     "warmup_form": "linear",
     "schedule_unit": "step",
+    "epoch_offset": 0.0,
     "decay_epochs": (),
     "decay_factor": 0.1,
     "final_lr": 0.0,
@@ -170,6 +180,13 @@ def _check_settings(cfg: dict[str, Any], where: str, global_batch_size: int | No
     _number(cfg, "eps", where, lambda v: v > 0, "a number > 0")
     _number(cfg, "weight_decay", where, lambda v: v >= 0, "a number >= 0")
     _number(cfg, "warmup_epochs", where, lambda v: v >= 0, "a number >= 0")
+    _number(cfg, "warmup_from", where, lambda v: v >= 0, "a number >= 0")
+    _number(cfg, "epoch_offset", where, lambda v: v >= 0, "a number >= 0")
+    if cfg["epoch_offset"] and cfg["schedule"] != "cosine":
+        raise ConfigError(
+            f"config.{where}.epoch_offset={cfg['epoch_offset']!r} is only allowed with "
+            f"config.{where}.schedule='cosine' (got {cfg['schedule']!r}); set it to 0"
+        )
     epochs = cfg["decay_epochs"]
     if (
         not isinstance(epochs, tuple | list)
@@ -248,12 +265,13 @@ def peak_learning_rate(optim_config: Any, global_batch_size: int) -> float:
     return _peak_lr(check_config(optim_config), global_batch_size)
 
 
-def _linear_warmup(peak: float, warmup: int, form: str = "linear") -> optax.Schedule:
-    # `peak * t / W` (MoCo v3), or `peak * t / (W - 1)` (SCE's scheduler: the peak at t = W - 1).
-    # Not `optax.linear_schedule(0, peak, W)`: that computes `-peak * (1 - t / W) + peak`, whose
-    # cancellation moves the first steps' lr by up to ~1e-5 relative in float32 (t = 1 of W = 1000).
+def _linear_warmup(start: float, end: float, warmup: int, form: str = "linear") -> optax.Schedule:
+    # `start + (end - start) * t / W` (MoCo v3, PyContrast), or `… t / (W - 1)` (SCE's scheduler:
+    # the peak at t = W - 1). Not `optax.linear_schedule`: that computes `-peak * (1 - t / W) +
+    # peak`, whose cancellation moves the first steps' lr by up to ~1e-5 relative in float32 (t = 1
+    # of W = 1000); with start 0 this is bitwise `peak * t / W`.
     span = max(warmup - 1, 1) if form == "sce" else warmup
-    return lambda t: peak * t / span
+    return lambda t: start + (end - start) * t / span
 
 
 def learning_rate_schedule(
@@ -261,13 +279,17 @@ def learning_rate_schedule(
 ) -> optax.Schedule:
     """Per-step learning rate (step = number of updates already applied, from 0), float32.
 
-    Warm-up: `lr_t = peak * t / W` for `t < W = round(warmup_epochs * steps_per_epoch)` (as MoCo
-    v3 / SCE, which warm up per iteration from 0), joined (`optax.join_schedules`) to:
-    - cosine: `final + (peak - final) * (1 + cos(pi * (t - W) / (total_steps - W))) / 2`
-      (`optax.cosine_decay_schedule` of the decay's progress in [0, 1]);
+    Warm-up: `lr_t = from + (peak - from) * t / W` for `t < W = round(warmup_epochs *
+    steps_per_epoch)` (as MoCo v3 / SCE, which warm up per iteration; `from` = warmup_from),
+    joined (`optax.join_schedules`) to:
+    - cosine: `final + (peak - final) * (1 + cos(pi * (t + o - W) / (total_steps - W))) / 2`
+      (`optax.cosine_decay_schedule` of the decay's progress, clipped to [0, 1]; o = epoch_offset
+      epochs in steps);
     - step: `peak * decay_factor ** #{e in decay_epochs : t >= round(e * steps_per_epoch)}`
       (`optax.piecewise_constant_schedule`);
     - constant: `peak` (`optax.constant_schedule`).
+    warmup_form 'pycontrast' keeps the cosine over the whole run (W = 0 in its formula) and ramps
+    from `from` to the cosine's value on step W - 1, per step even with schedule_unit 'epoch'.
     A run shorter than its warm-up (e.g. a `runlocal` smoke run) only warms up, as in torch.
     """
     cfg = check_config(optim_config, global_batch_size=global_batch_size)
@@ -280,16 +302,24 @@ def _schedule(
     peak = _peak_lr(cfg, global_batch_size)
     warmup = int(round(cfg["warmup_epochs"] * steps_per_epoch))
     kind = cfg["schedule"]
+    form = cfg["warmup_form"]
     per_epoch = cfg["schedule_unit"] == "epoch"
     if per_epoch:  # the cosine spans whole epochs: progress e/E at epoch e's first step
         total_steps = math.ceil(total_steps / steps_per_epoch) * steps_per_epoch
+    quantise = lambda t: (t // steps_per_epoch) * steps_per_epoch if per_epoch else t
+    # 'pycontrast': the cosine over the whole run, so the decay after the warm-up starts at step W
+    cosine_start = 0 if form == "pycontrast" else warmup
+    warm_end = peak
     if kind == "cosine":
         final = float(cfg["final_lr"])
-        decay_len = max(total_steps - warmup, 1)
+        decay_len = max(total_steps - cosine_start, 1)
+        shift = cfg["epoch_offset"] * steps_per_epoch + warmup - cosine_start
         # decay_steps=1 on the progress t / decay_len: the cos argument is rounded as before
         # (`pi * progress`), so the values are bitwise those of the hand-written formula.
         cosine = optax.cosine_decay_schedule(init_value=peak - final, decay_steps=1, exponent=1)
-        after = lambda t: final + cosine(jnp.asarray(t, jnp.float32) / decay_len)
+        after = lambda t: final + cosine((jnp.asarray(t, jnp.float32) + shift) / decay_len)
+        if form == "pycontrast" and warmup > 0:  # PyContrast's `warmup_to`
+            warm_end = after(quantise(warmup - 1) - warmup)
     elif kind == "step":
         # join_schedules counts from the warm-up's end: boundaries relative to it (a negative one
         # has passed); equal boundaries decay twice, as before
@@ -302,13 +332,15 @@ def _schedule(
         after = optax.constant_schedule(peak)
     joined = after
     if warmup > 0:
-        warm = _linear_warmup(peak, warmup, cfg["warmup_form"])
+        warm = _linear_warmup(float(cfg["warmup_from"]), warm_end, warmup, form)
         joined = optax.join_schedules([warm, after], [warmup])
 
     def schedule(step):
         step = jnp.asarray(step)
-        if per_epoch:  # the value at the start of the step's epoch
-            step = (step // steps_per_epoch) * steps_per_epoch
+        if per_epoch and form == "pycontrast":  # warm-up per step, then once per epoch
+            step = jnp.where(step < warmup, step, quantise(step))
+        elif per_epoch:  # the value at the start of the step's epoch
+            step = quantise(step)
         t = step.astype(jnp.float32) if kind != "step" else step
         return jnp.asarray(joined(t), jnp.float32)
 

@@ -695,3 +695,57 @@ def test_sce_warmup_reaches_the_peak_one_step_earlier():
         optim.check_config({**cfg, "warmup_form": "cosine"})
     with pytest.raises(ConfigError, match="config.optim.schedule_unit='iter'"):
         optim.check_config({**cfg, "schedule_unit": "iter"})
+
+
+def _pycontrast_lrs(lr, epochs, spe, warm_epochs=0, warmup_from=0.01, decay_rate=0.1):
+    """PyContrast's lr of every iteration: `adjust_learning_rate` (cosine over epochs 1..E, per
+    epoch, `main_contrast.py` L67–69) overridden by `warmup_learning_rate` (per iteration for
+    epochs <= warm_epochs, from 0.01 to the cosine's value at epoch warm_epochs: `base_trainer.py`
+    L66–89, `train_options.py` L43–57)."""
+    eta_min = lr * decay_rate**3
+    cosine = lambda e: eta_min + (lr - eta_min) * (1 + math.cos(math.pi * e / epochs)) / 2
+    warmup_to = cosine(warm_epochs)
+    out = []
+    for epoch in range(1, epochs + 1):
+        for idx in range(spe):
+            value = cosine(epoch)
+            if warm_epochs and epoch <= warm_epochs:
+                p = (idx + (epoch - 1) * spe) / (warm_epochs * spe)
+                value = warmup_from + p * (warmup_to - warmup_from)
+            out.append(value)
+    return np.asarray(out)
+
+
+def _pycontrast_cfg(lr, **overrides):
+    cfg = dict(name="sgd", base_lr=lr, lr_scaling="none", schedule_unit="epoch")
+    return {**cfg, "final_lr": lr * 0.1**3, "epoch_offset": 1.0, **overrides}
+
+
+def test_epoch_offset_counts_epochs_from_one_as_pycontrast():
+    """CMCv2 / InfoMin at batch 256: the cosine of epochs 1..E (the last epoch at final_lr); the
+    default offset 0 runs one epoch behind (epochs 0..E−1)."""
+    spe, epochs = 3, 6
+    kw = dict(total_steps=spe * epochs, steps_per_epoch=spe, global_batch_size=256)
+    lr = optim.learning_rate_schedule(_pycontrast_cfg(0.03), **kw)
+    got = np.asarray([float(lr(t)) for t in range(spe * epochs)])
+    expected = _pycontrast_lrs(0.03, epochs, spe)
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-8)  # float32 near final_lr
+    lagged = optim.learning_rate_schedule(_pycontrast_cfg(0.03, epoch_offset=0.0), **kw)
+    assert not np.allclose([float(lagged(t)) for t in range(spe * epochs)], expected, rtol=1e-3)
+    with pytest.raises(ConfigError, match="config.optim.epoch_offset=1.0 is only allowed"):
+        optim.check_config(_pycontrast_cfg(0.03, schedule="step"))
+
+
+def test_pycontrast_warmup_starts_at_warmup_from_and_keeps_the_whole_cosine():
+    """InfoMin above batch 256: per-iteration warm-up from 0.01 to the cosine's value at epoch 5,
+    then the per-epoch cosine over all E epochs (not E − 5)."""
+    spe, epochs = 4, 12
+    kw = dict(total_steps=spe * epochs, steps_per_epoch=spe, global_batch_size=512)
+    cfg = _pycontrast_cfg(0.06, warmup_epochs=5.0, warmup_from=0.01, warmup_form="pycontrast")
+    lr = optim.learning_rate_schedule(cfg, **kw)
+    got = np.asarray([float(lr(t)) for t in range(spe * epochs)])
+    np.testing.assert_allclose(
+        got, _pycontrast_lrs(0.06, epochs, spe, warm_epochs=5), rtol=1e-6, atol=1e-8
+    )
+    linear = optim.learning_rate_schedule({**cfg, "warmup_form": "linear"}, **kw)
+    assert float(linear(5 * spe)) != pytest.approx(got[5 * spe], rel=1e-3)
