@@ -325,15 +325,16 @@ def ring_code_transforms(
     `view`. Default (every released config): images UPSAMPLED to 224 px, RRC(224, 0.2–1), grayscale
     0.2, colour jitter (0.4, 0.4, 0.4, 0.4) always, flip (`recipes.instance_discrimination`),
     ImageNet mean/std; evaluation Resize 256 / CenterCrop 224. `mocov2_32x32` (the code's
-    `mocov2_32x32_transforms` flag): MoCo v2's recipe at 32 px without blur, no centre crop. Call
-    after the dataset block (`:runlocal` keeps the Fashion-MNIST size)."""
+    `mocov2_32x32_transforms` flag): MoCo v2's recipe at 32 px with its blur p 0.5
+    (`recipes.ring_mocov2_32x32`), evaluation Resize 32 / CenterCrop 32. Call after the dataset
+    block (`:runlocal` keeps the Fashion-MNIST size)."""
     if c.data.name != "fashion_mnist":
         c.data.mean, c.data.std = IMAGENET_MEAN, IMAGENET_STD
         c.data.image_size = 32 if mocov2_32x32 else 224
         c.data.eval_crop_fraction = 1.0 if mocov2_32x32 else 224 / 256
     size = c.data.image_size
     recipe = (
-        recipes.mocov2(size, blur=False) if mocov2_32x32 else recipes.instance_discrimination(size)
+        recipes.ring_mocov2_32x32(size) if mocov2_32x32 else recipes.instance_discrimination(size)
     )
     c.data.views = (view,) * num_views
     c.data.recipes = ml_collections.ConfigDict({view: recipe})

@@ -4,11 +4,11 @@ encoder and budget.
 
 Not an official configuration. IR's loss and bank as `ir_fashion_mnist.py` (τ 0.07, K 4096 uniform
 negatives, bank momentum 0.5, the bank holding all 60,000 training images). The augmentation is
-`iring_color_fashion_mnist.py`'s (the Ring code's 32-px transforms, `recipes.mocov2(32,
-blur=False)`), so that IR and IRing differ only in the method, as on Fashion-MNIST. Encoder, head,
-batch, SGD and evals as `mocov2_color_fashion_mnist.py` (ResNet-18 CIFAR stem at width 1/2, MLP
-512-128, batch 256, 3 epochs, SGD 0.06 wd 5e-4 cosine, the final probe table). `:runlocal`: 6 steps
-of 32 images, a bank of 256 and 64 negatives.
+`iring_color_fashion_mnist.py`'s (`recipes.mocov2(32, blur=False)`, the Ring code's 32-px transforms
+without their blur), so that IR and IRing differ only in the method, as on Fashion-MNIST. Encoder,
+head, batch, SGD and evals as `mocov2_color_fashion_mnist.py` (ResNet-18 CIFAR stem at width 1/2,
+MLP 512-128, batch 256, 3 epochs, SGD 0.06 wd 5e-4 cosine, the final probe table). `:runlocal`: 6
+steps of 32 images, a bank of 256 and 64 negatives.
 """
 
 import os

@@ -6,8 +6,8 @@ probe table); only the method and the ring keys differ: outer 0.1 / inner 0.1 (t
 negatives between the 90th and 99th percentile of similarity). Not annealed by default, as every
 released config; `:anneal=linear` is the paper's setting scaled to this run (outer 1.0 → 0.1 over
 the first half of training, 1.5 of 3 epochs, as the paper's 100 of 200); `:ball` is the ball lesion.
-Sources: mhw32/contrastive-ring-public, `../shared/reference/methods.md` §5. `:runlocal`: 6 steps of
-32 images, a bank of 256 and 64 draws.
+Sources: mhw32/contrastive-ring-public @fb3e1c2 (`src/objectives/instdisc.py` `NCERing` L117,
+`src/utils/policy.py`). `:runlocal`: 6 steps of 32 images, a bank of 256 and 64 draws.
 """
 
 import os

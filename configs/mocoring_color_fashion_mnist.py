@@ -6,15 +6,16 @@ the comparison: τ 0.2, queue 4096, m 0.99, shuffle-BN in 8 key groups of 32, Mo
 at 32 px without the blur, ResNet-18 CIFAR stem at width 1/2, MLP 512-128, batch 256, 3 epochs, SGD
 0.06 wd 5e-4 cosine, the final probe table), as `mocoring_fashion_mnist.py` repeats
 `mocov2_fashion_mnist.py`'s; only the method and the ring keys differ, as there: outer 0.1 / inner
-0.1 (the code's defaults: the 369 queue entries at descending positions 40 … 408 of each query).
-The augmentation (`recipes.mocov2(32, blur=False)`: RRC (0.2, 1), jitter 0.4/0.4/0.4/0.1 p 0.8,
-grayscale p 0.2, flip) is also the Ring code's 32-px transforms (its `mocov2_32x32_transforms` flag,
-`mocoring_cifar10.py:mocov2_32x32`), in place of the fashion config's `fashion_mnist_default`
+0.1 (the code's defaults: the 369 queue entries at descending positions 40 … 408 of each query). The
+augmentation (`recipes.mocov2(32, blur=False)`: RRC (0.2, 1), jitter 0.4/0.4/0.4/0.1 p 0.8,
+grayscale p 0.2, flip) is the Ring code's 32-px transforms without their blur p 0.5
+(`mocoring_cifar10.py:mocov2_32x32`), in place of the fashion config's `fashion_mnist_default`
 (brightness/contrast jitter only, for grey images). Not annealed by default, as every released
 config; `:anneal=linear` is the paper's setting scaled to this run (outer 1.0 → 0.1 over 1.5 of 3
-epochs, as the paper's 100 of 200); `:ball` is the ball lesion.
-Sources: mhw32/contrastive-ring-public, `../shared/reference/methods.md` §5. `:runlocal`: 6 steps of
-32 images (the queue and its ring as above, as `mocoring_fashion_mnist.py`).
+epochs, as the paper's 100 of 200); `:ball` is the ball lesion. Sources:
+mhw32/contrastive-ring-public @fb3e1c2 (`src/objectives/moco.py` `MoCoRing` L109,
+`src/utils/policy.py`). `:runlocal`: 6 steps of 32 images (the queue and its ring as above, as
+`mocoring_fashion_mnist.py`).
 """
 
 import os

@@ -7,8 +7,8 @@ cosine, the final probe table); only the method and the ring keys differ: outer 
 code's defaults: the 369 queue entries at descending positions 40 … 408 of each query). Not annealed
 by default, as every released config; `:anneal=linear` is the paper's setting scaled to this run
 (outer 1.0 → 0.1 over 1.5 of 3 epochs, as the paper's 100 of 200); `:ball` is the ball lesion.
-Sources: mhw32/contrastive-ring-public, `../shared/reference/methods.md` §5. `:runlocal`: 6 steps of
-32 images (the queue and its ring as above).
+Sources: mhw32/contrastive-ring-public @fb3e1c2 (`src/objectives/moco.py` `MoCoRing` L109,
+`src/utils/policy.py`). `:runlocal`: 6 steps of 32 images (the queue and its ring as above).
 """
 
 import os

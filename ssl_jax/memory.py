@@ -34,13 +34,12 @@ ROWS = P(DATA_AXIS, None)
 def init_rows(
     rng: jax.Array, num_rows: int, dim: int, mesh: Mesh, normalize: bool = True
 ) -> jax.Array:
-    """`normalize(randn(num_rows, dim))` created directly in its sharded layout (never whole on one device)."""
+    """`random_rows` created directly in its sharded layout (never whole on one device)."""
     if num_rows % mesh.size:
         raise ValueError(f"{num_rows} rows cannot be split evenly over {mesh.size} devices")
 
     def make(rng):
-        x = jax.random.normal(rng, (num_rows, dim), jnp.float32)
-        return l2_normalize(x) if normalize else x
+        return random_rows(rng, num_rows, dim, normalize)
 
     return jax.jit(make, out_shardings=NamedSharding(mesh, ROWS))(rng)
 
@@ -129,9 +128,23 @@ def enqueue(
     return write_rows(queue, index, keys, mesh), ((ptr + batch) % size).astype(jnp.int32)
 
 
-def random_rows(rng: jax.Array, num_rows: int, dim: int, normalize: bool = True) -> jnp.ndarray:
-    """`normalize(randn(num_rows, dim))`; call inside a jit whose out_shardings shard it (no full copy)."""
-    x = jax.random.normal(rng, (num_rows, dim), jnp.float32)
+ROW_INITS = ("normal", "uniform")
+
+
+def random_rows(
+    rng: jax.Array, num_rows: int, dim: int, normalize: bool = True, init: str = "normal"
+) -> jnp.ndarray:
+    """`[num_rows, dim]` random rows, L2-normalised unless `normalize=False`: `init='normal'` draws
+    `randn` (MoCo's `queue`), `'uniform'` draws U(−s, s) with s = 1/√(dim/3), `torch.rand(N, d)·2s −
+    s` (lemniscate's and CMC's `NCEAverage` memory, not normalised; the Ring code's `MemoryBank`,
+    normalised). Call inside a jit whose out_shardings shard it (no full copy)."""
+    if init == "normal":
+        x = jax.random.normal(rng, (num_rows, dim), jnp.float32)
+    elif init == "uniform":
+        s = 1.0 / math.sqrt(dim / 3)
+        x = jax.random.uniform(rng, (num_rows, dim), jnp.float32, -s, s)
+    else:
+        raise ValueError(f"init={init!r}; allowed: {ROW_INITS}")
     return l2_normalize(x) if normalize else x
 
 

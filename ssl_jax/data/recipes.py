@@ -10,11 +10,15 @@ from ssl_jax.data import recipe_ops
 
 Recipe = tuple[dict, ...]
 
+# PIL's `GaussianBlur(radius=σ)` has no kernel size (its box-filter passes reach about ±3σ): 13 taps
+# cover ±3σ at σ = 2.
+PIL_BLUR_TAPS = 13
 
-def mocov2(size: int, blur: bool = True) -> Recipe:
+
+def mocov2(size: int, blur: bool = True, kernel_size: int = 0) -> Recipe:
     """MoCo v2 (Chen et al. 2020, `main_moco.py --aug-plus`): RRC scale (0.2, 1), colour jitter
-    (0.4, 0.4, 0.4, 0.1) p 0.8, grayscale p 0.2, Gaussian blur sigma (0.1, 2) p 0.5, flip.
-    `blur=False` is the usual CIFAR variant."""
+    (0.4, 0.4, 0.4, 0.1) p 0.8, grayscale p 0.2, Gaussian blur sigma (0.1, 2) p 0.5 over
+    `kernel_size` taps (0: auto), flip. `blur=False` is the usual CIFAR variant."""
     ops = [
         {"op": "random_resized_crop", "size": size, "scale": (0.2, 1.0)},
         {
@@ -28,9 +32,18 @@ def mocov2(size: int, blur: bool = True) -> Recipe:
         {"op": "grayscale", "p": 0.2},
     ]
     if blur:
-        ops.append({"op": "gaussian_blur", "p": 0.5, "sigma": (0.1, 2.0), "kernel_size": 0})
+        ops.append(
+            {"op": "gaussian_blur", "p": 0.5, "sigma": (0.1, 2.0), "kernel_size": kernel_size}
+        )
     ops.append({"op": "horizontal_flip", "p": 0.5})
     return tuple(ops)
+
+
+def ring_mocov2_32x32(size: int = 32, kernel_size: int = PIL_BLUR_TAPS) -> Recipe:
+    """The Ring/CNCE code's `mocov2_32x32_transforms` (mhw32/contrastive-ring-public
+    `src/datasets/datasets.py` L127–139): `mocov2(size)` with its PIL Gaussian blur σ∈[0.1, 2] p 0.5
+    (L134; `GaussianBlur` L171–178), `PIL_BLUR_TAPS` taps."""
+    return mocov2(size, kernel_size=kernel_size)
 
 
 def simclr(size: int, strength: float = 1.0, blur: bool = True) -> Recipe:
@@ -225,10 +238,9 @@ def cifar_soft(size: int = 32) -> Recipe:
     return weak(size, (0.2, 1.0))
 
 
-def cifar_strong(size: int = 32, kernel_size: int = 13) -> Recipe:
+def cifar_strong(size: int = 32, kernel_size: int = PIL_BLUR_TAPS) -> Recipe:
     """SCE CIFAR-10 strong view (same yaml): RRC scale (0.2, 1), jitter (0.4, 0.4, 0.4, 0.1) p 0.8,
-    grayscale p 0.2, PIL Gaussian blur σ∈[0.1, 2] p 0.5, flip. PIL's `GaussianBlur(radius=σ)` has no
-    kernel size (its box-filter passes reach about ±3σ); 13 taps cover ±3σ at σ = 2."""
+    grayscale p 0.2, PIL Gaussian blur σ∈[0.1, 2] p 0.5 (`PIL_BLUR_TAPS` taps), flip."""
     return _sce_view(size, (0.2, 1.0), True, 0.4, 0.5, 0.0, kernel_size)
 
 

@@ -4,6 +4,8 @@ The bank `[N, D]` holds one L2-normalised embedding per training example, indexe
 over devices. Per step: K negatives drawn uniformly from the bank (the positive, the sample's own stale
 entry, is column 0), loss `losses.ir_nce`, then `bank[i] ← normalize(m·bank[i] + (1−m)·q_i)`.
 Official Ring code: m = 0 (replace); Wu et al. and CMC: m = 0.5 (our default, set by config).
+Bank init `bank_init`: 'normal' (default) = normalize(randn); 'uniform' = normalize(U(±1/√(D/3))),
+the Ring code's `MemoryBank._create` (`src/objectives/memory.py` L17–24), set by its configs.
 No bank statistic is logged per step (`buffer_metrics`): a norm over N rows each step is not free at
 ImageNet scale, and the bank's rows are normalised on every write.
 """
@@ -33,6 +35,7 @@ class Hparams(common.QueryBN):
     num_negatives: int = hp_field(4096, low=1)
     bank_size: int = hp_field(1_281_167, low=1)  # must equal the number of training examples
     bank_momentum: float = hp_field(0.5, low=0.0, high=1.0, high_open=True)
+    bank_init: str = hp_field("normal", choices=memory.ROW_INITS)
 
 
 def hparams(config) -> Hparams:
@@ -57,7 +60,7 @@ def buffer_specs(ctx: common.StepContext) -> dict:
 
 
 def init_buffers(rng, ctx: common.StepContext) -> dict:
-    return {"bank": memory.random_rows(rng, ctx.hp.bank_size, ctx.embed_dim)}
+    return {"bank": memory.random_rows(rng, ctx.hp.bank_size, ctx.embed_dim, init=ctx.hp.bank_init)}
 
 
 def bank_loss(ctx, q, index, negatives, bank) -> tuple[jax.Array, jax.Array]:

@@ -13,18 +13,35 @@ bank[idx] = normalize(m·bank[idx] + (1−m)·o)                  # no other row
 - One real 2-step train run (1 device, ResNet features via `model.apply`) checks the loss and the bank
   write end to end; step 1 revisits step 0's indices, so its positives are the entries step 0 wrote.
 - 1 vs 8 devices: `tests/test_train.py::test_one_vs_eight_devices[ir]` (not repeated here).
+- Bank init: 'uniform' (the Ring code's) vs 'normal' statistics, and which configs set it.
 """
 
 import jax
 import jax.numpy as jnp
+import ml_collections
 import numpy as np
 import pytest
 from jax.sharding import NamedSharding
 from scipy import stats
 
+from configs import (
+    ir_cifar10,
+    ir_cifar100,
+    ir_color_fashion_mnist,
+    ir_fashion_mnist,
+    ir_imagenet,
+    ir_stl10,
+    iring_cifar10,
+    iring_cifar100,
+    iring_color_fashion_mnist,
+    iring_fashion_mnist,
+    iring_imagenet,
+    iring_stl10,
+)
 from ssl_jax import memory, sharding, train
+from ssl_jax.configs import ConfigError
 from ssl_jax.data import device_augment
-from ssl_jax.methods import common, ir
+from ssl_jax.methods import METHODS, common, ir, iring
 from tests.helpers import synthetic_batch, tiny_config
 
 B = 16
@@ -290,3 +307,65 @@ def test_step_loss_uses_the_stale_own_entry_then_writes_the_bank(run):
         [np.ones((B, 1)), np.einsum("bd,bjd->bj", q1, bank1[noise])], axis=1
     )
     assert abs(np_ir_loss(sims_fresh, TAU) - loss1) > 1e-2
+
+
+# --------------------------------------------------------------------------------------------------
+# Bank init: 'uniform' (the Ring code's `MemoryBank._create`) vs 'normal' (the default)
+
+RING_CODE_CONFIGS = (ir_cifar10, ir_cifar100, ir_stl10, iring_cifar10, iring_cifar100, iring_stl10)
+DEFAULT_INIT_CONFIGS = (
+    ir_imagenet,
+    ir_fashion_mnist,
+    ir_color_fashion_mnist,
+    iring_imagenet,
+    iring_fashion_mnist,
+    iring_color_fashion_mnist,
+)
+
+
+@pytest.mark.parametrize("module", RING_CODE_CONFIGS + DEFAULT_INIT_CONFIGS)
+def test_config_bank_init(module):
+    """The configs with the Ring code's bank set 'uniform'; the others keep the default 'normal'."""
+    config = module.get_config()
+    hp = METHODS[config.method].hparams(config)
+    assert hp.bank_init == ("uniform" if module in RING_CODE_CONFIGS else "normal")
+
+
+def _init_bank(method, init: str, rows: int = 1024, dim: int = 128) -> np.ndarray:
+    config = ml_collections.ConfigDict({"model": {"projector": {"out_dim": dim}}})
+    ctx = common.StepContext(
+        model=None,
+        mesh=None,
+        config=config,
+        hp=method.Hparams(bank_size=rows, bank_init=init),
+        num_train_examples=rows,
+        total_steps=1,
+        steps_per_epoch=1,
+    )
+    return np.asarray(method.init_buffers(jax.random.PRNGKey(0), ctx)["bank"], np.float64)
+
+
+@pytest.mark.parametrize("method", [ir, iring])
+def test_bank_init_statistics(method):
+    """'uniform' = normalize(U(±s)), s = 1/√(D/3) (`torch.rand(N, D)·2s − s`, then `l2_normalize`):
+    unit rows, |x|·√(D/3) ≤ ~1 (the cube's corner over the row's norm), coordinate kurtosis ≈ 1.8;
+    'normal' = normalize(randn): unit rows, kurtosis ≈ 3·D/(D+2), far larger extremes."""
+    dim = 128
+    s = 1.0 / np.sqrt(dim / 3)
+    uniform, normal = _init_bank(method, "uniform"), _init_bank(method, "normal")
+    for bank in (uniform, normal):
+        np.testing.assert_allclose(np.linalg.norm(bank, axis=1), 1.0, atol=1e-5)
+    want = np_normalize(
+        jax.random.uniform(jax.random.PRNGKey(0), uniform.shape, minval=-s, maxval=s)
+    )
+    np.testing.assert_allclose(uniform, want, atol=1e-6)
+    assert np.abs(uniform).max() * np.sqrt(dim / 3) < 1.25
+    assert np.abs(normal).max() * np.sqrt(dim / 3) > 2.0
+    assert abs(stats.kurtosis(uniform.ravel(), fisher=False) - 1.8) < 0.1
+    assert abs(stats.kurtosis(normal.ravel(), fisher=False) - 3 * dim / (dim + 2)) < 0.15
+
+
+def test_unknown_bank_init_is_refused():
+    config = tiny_config("ir", bank_size=N, bank_init="xavier")
+    with pytest.raises(ConfigError, match="bank_init"):
+        ir.hparams(config)
