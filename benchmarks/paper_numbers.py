@@ -31,11 +31,12 @@ Extra keys beyond our method names: 'infomin_views' (InfoMin Table 5, learned vi
 Caveats worth knowing before comparing with our runs:
   * SCE small/medium-dataset (CIFAR-10/100, STL-10, Tiny-ImageNet) implementation details are in
     the SCE supplementary, which is not in our text. The official code's only small-data config
-    (CIFAR-10) is ResNet-18 (3x3 stem), 200 ep, batch 256, queue 4096 (see
-    /work/shared/reference/methods.md) -- from code, not the paper.
+    (CIFAR-10) is ResNet-18 (3x3 stem), 200 ep, batch 256, queue 4096 (CEA-LIST/SCE
+    `sce/configs/run/pretrain/sce/resnet18/resnet18_cifar10.yaml`) -- from code, not the paper.
   * Ring paper: ResNet-18 (two ResNet-18s for CMC), inputs resized to 256 / 224 crops even for
     CIFAR, 300 epochs, batch 256 (128 for CMC), tau 0.07, linear probe on the 512x7x7 pre-pool
-    features. The official code differs (200 ep, 512-d avgpool, see methods.md).
+    features. The official code differs (200 ep, 512-d avgpool: mhw32/contrastive-ring-public
+    `config/pretrain/*/*.json`, `config/transfer.json`, `src/systems/systems.py` `TransferSystem`).
   * Ring Table 2(b) (ImageNet lesions): the IRing(w_u=100) ImageNet value is missing from our text
     copy (lost in PDF extraction); only 'No Anneal' = 41.3 is readable.
 """
@@ -52,7 +53,7 @@ _RING_SETTING_CMC = _RING_SETTING.replace(
 _SCE_SMALL = (
     "SCE Table 5 setting; small/medium-data details are in the SCE supplementary (not in our "
     "text). Linear probe 100 ep SGD lr 30, decay at 60/80. Code config for CIFAR-10: "
-    "ResNet-18, 200 ep, batch 256 (methods.md, not the paper)"
+    "ResNet-18, 200 ep, batch 256 (resnet18_cifar10.yaml, not the paper)"
 )
 _SCE_IN100 = "ResNet-50, ImageNet100, 200 ep, batch 512, queue 65536, linear 100 ep lr 30"
 _SCE_IN = (
@@ -443,7 +444,7 @@ PAPER_NUMBERS = {
             "top5": 89.0,
             "setting": "ResNet-50, 200 ep, batch 512, M'=5 positive keys, tau 0.2, lambda 4.0, lr 0.06 cosine, queue 65536, MLP head d=128; linear 100 ep lr 30",
             "source": "JCL Table 1: 'JCL ResNet-50 24 68.7 89.0'",
-            "note": "official script differs: batch 256, k_crops=5 (M'=4), lambda 2.0 with linear warm-up (methods.md)",
+            "note": "official script differs: batch 256, k_crops=5 (M'=4), lambda 2.0 with linear warm-up (scripts/main_pretrain.sh, main_moco.py L342)",
         },
     ],
     # ------------------------------------------------------------------ IR / InstDisc / NPID

@@ -152,7 +152,7 @@ def test_one_device_shuffle_changes_the_key_bn_statistics():
 
 @pytest.mark.parametrize(
     ("name", "expected"),
-    [  # the official runs' BN (methods.md; the configs' comments cite the files)
+    [  # the official runs' BN (the configs' comments cite the files)
         ("mocov2_imagenet.py", dict(query=32, key=32, scope="all", shuffle=True)),
         ("jcl_imagenet.py", dict(query=32, key=128, scope="all", shuffle=True)),
         ("scce_imagenet.py", dict(query=0, key=0, scope="all", shuffle=False)),

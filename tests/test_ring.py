@@ -1,5 +1,6 @@
 """Ring / CNCE selection, losses and annealing schedules against numpy references written from the
-official code's order of operations (mhw32/contrastive-ring-public; methods.md §5):
+official code's order of operations (mhw32/contrastive-ring-public @fb3e1c2:
+`src/objectives/{instdisc,moco}.py`, `src/utils/policy.py`):
 
 ```
 all  = q·bankᵀ/τ  (or q·queueᵀ/τ)                       # per anchor, sorted DESCENDING
@@ -78,7 +79,7 @@ def test_percentile_mapping_and_inverse():
 
 
 def test_ring_positions():
-    # MoCoRing K = 65,536: 5,898 ring entries (methods.md); static ints for Python fractions
+    # MoCoRing K = 65,536: 5,898 ring entries (`moco.py` `MoCoRing`); static ints for Python fractions
     assert losses.ring_positions(65536, 0.1, 0.1) == (655, 6553)
     assert losses.ring_positions(50000, 0.1, 0.1) == (500, 5000)
     assert losses.ring_positions(4096, 0.1, 0.0) == (0, 409)

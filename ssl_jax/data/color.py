@@ -43,7 +43,7 @@ class ColorSpace:
 _LAB_RANGES = ((0.0, 100.0), (-86.183, 98.233), (-107.857, 94.478))
 LAB_MEAN = tuple((lo + hi) / 2 for lo, hi in _LAB_RANGES)
 LAB_STD = tuple((hi - lo) / 2 for lo, hi in _LAB_RANGES)
-# CMC `train_CMC.py`, `--view YCbCr` (../shared/reference/methods.md §4b).
+# CMC `train_CMC.py` L135–137, `--view YCbCr`.
 YCBCR_MEAN = (116.151, 121.080, 132.342)
 YCBCR_STD = (109.500, 111.855, 111.964)
 # PyContrast `datasets/util.py` `build_transforms` (modal 'CMC').

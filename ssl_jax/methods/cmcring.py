@@ -1,6 +1,8 @@
 """CMCRing: CMC (`cmc.py`) with Ring/CNCE negatives (Wu et al., ICLR 2021). No code exists anywhere
-(the Ring repository has none; methods.md §5): ours applies the code's `NCERing` selection to each
-cross-view memory bank.
+(no commit of mhw32/contrastive-ring-public has one: `src/objectives/` holds `instdisc.py`, `moco.py`,
+`memory.py` and, in the first commit, `simclr.py`): ours applies the code's `NCERing` selection
+(`src/objectives/instdisc.py` L117) to each cross-view memory bank. The banks start as CMC's
+(`cmc.init_bank`).
 
 ```
 f1, f2 = normalize(head1(enc1(L))), normalize(head2(enc2(ab)))       # CMC's two views of one crop

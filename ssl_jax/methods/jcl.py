@@ -54,7 +54,8 @@ class Hparams(common.QueryKeyBN):
         "linear_epoch", choices=LAM_SCHEDULES
     )  # 'linear_epoch' (code: λ·(epoch+1)/epochs) | 'constant'
     # official DDP (8 GPUs × 32 queries, no SyncBN): each GPU's BN sees its 32 queries and, after
-    # the shuffle of all M'·B key crops, M'·32 keys (methods.md: "4×32 = 128 key images")
+    # the shuffle of all M'·B key crops, M'·32 = 4×32 = 128 keys (caiqi/Joint-Contrastive-Learning
+    # `main_moco.py` L340 `torch.cat(images[1:])`, `moco/moco_unlimit_key_default.py` L132)
     query_bn_group_size: int = hp_field(32, low=0)
     key_bn_group_size: int = hp_field(128, low=0)
     shuffle_bn: bool = True

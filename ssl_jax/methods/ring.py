@@ -1,6 +1,6 @@
-"""What the Ring methods (CNCE, Wu et al. ICLR 2021: `iring`, `mocoring`; a CMCRing would apply the
-same selection to each cross-view bank) share: the ring's hyper-parameters, the outer fraction of the
-current step (annealing), its state for the adaptive schedule, and the logged ring metrics.
+"""What the Ring methods (CNCE, Wu et al. ICLR 2021: `iring`, `mocoring`, and `cmcring`, which applies
+the same selection to each cross-view bank) share: the ring's hyper-parameters, the outer fraction of
+the current step (annealing), its state for the adaptive schedule, and the logged ring metrics.
 
 The code's names (mhw32/contrastive-ring-public): `thres_outer` = `ring_outer`, `thres_inner` =
 `ring_inner` (the paper's percentiles: `sampling.ring_percentiles`). The outer fraction is a pure

@@ -16,8 +16,8 @@ skdata = pytest.importorskip("skimage.data")
 REFERENCES = {"lab": skcolor.rgb2lab, "ycbcr": skcolor.rgb2ycbcr, "ydbdr": skcolor.rgb2ydbdr}
 # float32 error at the spaces' scales (L up to 100, Y up to 235, Db/Dr up to 1.3)
 ATOL = {"lab": 2e-3, "ycbcr": 2e-3, "ydbdr": 1e-5}
-# The official normalisation, written out from the code (../shared/reference/methods.md §4b-4c):
-# CMC train_CMC.py (Lab ranges; --view YCbCr), PyContrast datasets/util.py (YDbDr).
+# The official normalisation, written out from the code: CMC train_CMC.py L131–137 (Lab ranges;
+# --view YCbCr), PyContrast datasets/util.py (YDbDr).
 OFFICIAL = {
     "lab": ([50.0, 6.025, -6.6895], [50.0, 92.208, 101.1675]),
     "ycbcr": ([116.151, 121.080, 132.342], [109.500, 111.855, 111.964]),

@@ -1,5 +1,5 @@
 """CMCRing (ours; no code exists): CMC's two views and banks with the Ring code's NCERing selection
-on each cross-view bank (methods.md §5, "CMC-Ring [inferred]"):
+on each cross-view bank (inferred: mhw32/contrastive-ring-public has no CMC code in any commit):
 
 ```
 ring_v = descending positions int(inner·int(outer·N)) … int(outer·N) − 1 of f_v·bank_otherᵀ
