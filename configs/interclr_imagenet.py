@@ -54,6 +54,9 @@ def get_config(arg=None):
             bank_size=common.IMAGENET_BANK_ROWS,
             bank_momentum=1.0,
             labels="online",
+            # offline labels only: epochs between re-clusterings, the hook's `interval`
+            # (`configs/selfsup/_base_/datasets/imagenet_interclr-moco.py:82`)
+            offline_every_epochs=10,
             centroid_every_steps=10,
             min_cluster_size=20,
             kmeans_iters=20,

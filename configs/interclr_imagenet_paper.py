@@ -4,7 +4,11 @@
 Everything as `interclr_imagenet.py` (the official code; its numbers are repeated here) except:
 - τ 0.1 for both branches (code 0.2);
 - bank momentum ω 0.5, `bank ← (1 − ω)·bank + ω·v` (Eq. 2; code 1.0, replace);
-- cosine decay to a final lr of 3e-5 (code 0).
+- cosine decay to a final lr of 3e-5 (code 0);
+- colour jitter "with a saturation factor in [0, 2], and a hue factor in [−0.5, 0.5]" only
+  (supplementary "Data augmentation"): saturation 1.0, hue 0.5, no brightness or contrast jitter
+  (code: 0.4/0.4/0.4/0.1). The paper gives no probability: the code's p 0.8 is kept, and so are the
+  rest of the code's MoCo v2 ops (RRC 0.2–1, grayscale 0.2, blur, flip).
 Shared by both: K 16,384, 10,000 clusters, online labels, semi-hard sampling, inter margin m −0.5,
 λ 0.75 (intra 0.75, inter 0.25), SGD lr 0.03, momentum 0.9, wd 1e-4, batch 256.
 `:runlocal` as `interclr_imagenet.py`.
@@ -25,6 +29,12 @@ from ssl_jax.data import recipes  # noqa: E402
 from ssl_jax.models import head_config  # noqa: E402
 
 
+def paper_jitter(recipe: recipes.Recipe) -> recipes.Recipe:
+    """`recipe` with the paper's colour jitter: saturation factor in [0, 2], hue in [−0.5, 0.5]."""
+    jitter = {"brightness": 0.0, "contrast": 0.0, "saturation": 1.0, "hue": 0.5}
+    return tuple({**op, **jitter} if op["op"] == "color_jitter" else op for op in recipe)
+
+
 def get_config(arg=None):
     a = common.parse_arg(arg)
     c = configs.base_config()
@@ -41,6 +51,9 @@ def get_config(arg=None):
             bank_size=common.IMAGENET_BANK_ROWS,
             bank_momentum=0.5,  # paper ω (Eq. 2; code 1.0, replace)
             labels="online",
+            # offline labels only: epochs between re-clusterings, the hook's `interval`
+            # (`configs/selfsup/_base_/datasets/imagenet_interclr-moco.py:82`)
+            offline_every_epochs=10,
             centroid_every_steps=10,
             min_cluster_size=20,
             kmeans_iters=20,
@@ -60,7 +73,9 @@ def get_config(arg=None):
         common.fashion_mnist_data(c, channels=3)
         common.interclr_runlocal(c)
     c.data.views = ("mocov2", "mocov2")
-    c.data.recipes = ml_collections.ConfigDict({"mocov2": recipes.mocov2(c.data.image_size)})
+    c.data.recipes = ml_collections.ConfigDict(
+        {"mocov2": paper_jitter(recipes.mocov2(c.data.image_size))}
+    )
     common.colour_ops_on_device(c)  # the host cannot feed an accelerator otherwise
 
     c.model.backbone = "resnet50"

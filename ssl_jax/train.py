@@ -324,17 +324,35 @@ def say_config_changes(exp: Experiment, workdir: str, step: int) -> None:
     )
 
 
-def prepare_fresh_state(exp: Experiment, state: TrainState) -> TrainState:
-    """The method's `prepare_buffers` hook, once before step 0 of a new run (never on resume: the
-    restored state holds its result). It gets a `RowEmbedder` over the train split."""
-    embedder = RowEmbedder(
+def train_embedder(exp: Experiment) -> RowEmbedder:
+    """A `RowEmbedder` over the train split, for the methods' buffer hooks."""
+    return RowEmbedder(
         exp.config,
         exp.mesh,
         num_rows=exp.ctx.num_train_examples,
         batch_size=exp.config.global_batch_size // jax.process_count(),
     )
-    prepared = exp.method.prepare_buffers(exp.ctx, state, embedder)
+
+
+def prepare_fresh_state(exp: Experiment, state: TrainState) -> TrainState:
+    """The method's `prepare_buffers` hook, once before step 0 of a new run (never on resume: the
+    restored state holds its result). It gets a `RowEmbedder` over the train split."""
+    prepared = exp.method.prepare_buffers(exp.ctx, state, train_embedder(exp))
     return prepared.replace(buffers=same_dtypes(prepared.buffers, state.buffers))
+
+
+def refresh_every_steps(exp: Experiment) -> int:
+    """Steps between two runs of a method's optional host hook `refresh_buffers(ctx, state,
+    embedder) -> state` (0: never), e.g. InterCLR's offline labels: the loop runs it after the step
+    whose `state.step` is a multiple, before that step's checkpoint, so a resume never repeats it."""
+    if not hasattr(exp.method, "refresh_buffers"):
+        return 0
+    return exp.method.refresh_every_steps(exp.ctx)
+
+
+def refresh_state(exp: Experiment, state: TrainState, embedder: RowEmbedder) -> TrainState:
+    refreshed = exp.method.refresh_buffers(exp.ctx, state, embedder)
+    return refreshed.replace(buffers=same_dtypes(refreshed.buffers, state.buffers))
 
 
 class StopRequested(Exception):  # noqa: N818  (a request, not an error)
@@ -533,6 +551,8 @@ def train_and_evaluate(
         exp.mesh.size,
     )
     step_fn = jit_train_step(exp, state)
+    refresh_every = refresh_every_steps(exp)
+    embedder = train_embedder(exp) if refresh_every else None
     end_step = total if stop_after_steps is None else min(total, start_step + stop_after_steps)
     batches = sharding.prefetch_to_device(
         itertools.chain([first_batch], data), PREFETCH_BATCHES, exp.mesh
@@ -553,6 +573,12 @@ def train_and_evaluate(
                     jax.block_until_ready(metrics)
                     compiled()
                     tick, tick_step = time.time(), done
+                if refresh_every and done % refresh_every == 0:
+                    with (
+                        jax.transfer_guard("allow"),
+                        progress.phase(f"refreshing {config.method}'s buffers"),
+                    ):
+                        state = refresh_state(exp, state, embedder)
                 is_last = done == end_step
                 due = [e for e in evaluators if e.should_run(done, total)]
                 log_due = done % config.log_every_steps == 0 or is_last

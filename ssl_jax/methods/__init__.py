@@ -22,8 +22,8 @@ METHODS = {
     "jcl": jcl,
     "sce": sce,
     "ressl": ressl,
-    "ressl_authors": ressl_authors,
-    "interclr": interclr,  # ReSSL with the authors' EMA timing (before the keys)
+    "ressl_authors": ressl_authors,  # ReSSL with the authors' EMA timing (before the keys)
+    "interclr": interclr,  # MoCo v2 + an inter-image branch on a clustered feature bank
     "cmc": cmc,
     "cmcv2": cmcv2,
     "infomin": infomin,

@@ -12,8 +12,8 @@ l = labels[idx];  p = a uniform member of cluster l in the bank (may be idx itse
 n = K negatives, sampler ∈ {semihard, hard, random, semieasy}, same-cluster rows excluded
 L_inter = MarginNCE(q·bank[p], q·bank[n], τ 0.2, m −0.5)       # m −0.5 ADDS 0.5 to the positive
 loss = 0.75·L_intra + 0.25·L_inter                               # gradients only through q
-enqueue(k);  bank[idx] = normalize((1−μ)·bank[idx] + μ·k), μ 1.0 (replace)
-labels[idx] = argmax_c centroids_c · k  (online labels; dot, not cosine)
+enqueue(k);  r = normalize((1−μ)·bank[idx] + μ·k), μ 1.0 (replace);  bank[idx] = r
+labels[idx] = argmax_c centroids_c · r  (online labels: the mixed row; dot, not cosine)
 every 10 steps: centroids = means of the bank's clusters (empty ones keep theirs)
 every step: clusters < 20 members dissolved to the nearest other centroid, empty ones refilled by a
             2-means split of the largest (`clustering.fix_small_clusters`)
@@ -28,8 +28,17 @@ MoCo queue over `data`, centroids `[C, D]` replicated, plus a few replicated sca
 update (`cluster_stats`, logged as `train/label_change_ratio`, `train/num_small_clusters`,
 `train/largest_cluster`). A checkpoint holds all of it: resume is exact.
 
-`labels='offline'` (the paper's ablation): no per-step relabelling; every `offline_every_epochs` epochs
-the bank is re-clustered with k-means (inside the step, `lax.cond`).
+`labels` (the hook's `online_labels`; the paper's ablation, Table 3):
+- 'online' (the code's default): as above.
+- 'offline': the hook's `after_train_epoch` (`interclr_hook.py` L131–133, `deepcluster` L135–168):
+  every `offline_every_epochs` epochs (its `interval`, 10 in the ImageNet config) the whole train split
+  is re-embedded by the current query encoder (eval mode, eval transform) and k-means of those
+  features gives the labels (`refresh_buffers`, run by the loop between steps, before that step's
+  checkpoint). The bank keeps its per-step rows (`update_simple_memory`); centroids are not used and
+  not updated, and no small-cluster fix runs, at the start either (`after_train_iter` returns
+  early): k-means only fills empty clusters (`assign_label` asserts none).
+- 'offline_bank' (ours, cheaper): every `offline_every_epochs` epochs k-means of the (stale) bank
+  inside the step (`lax.cond`), with the small-cluster fix.
 """
 
 from __future__ import annotations
@@ -53,7 +62,7 @@ USES_TARGET = True
 
 build_model = common.build_model
 
-LABEL_MODES = ("online", "offline")
+LABEL_MODES = ("online", "offline", "offline_bank")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,7 +84,7 @@ class Hparams(common.QueryKeyBN):
         1.0, low=0.0, high=1.0, low_open=True
     )  # code 1 (replace); paper ω 0.5
     labels: str = hp_field("online", choices=LABEL_MODES)
-    offline_every_epochs: int = hp_field(1, low=1)
+    offline_every_epochs: int = hp_field(10, low=1)  # the hook's `interval`
     centroid_every_steps: int = hp_field(10, low=1)
     min_cluster_size: int = hp_field(20, low=1)
     kmeans_iters: int = hp_field(20, low=1)
@@ -168,21 +177,25 @@ def _embed_fn(model):
     return embed
 
 
-def prepare_buffers(ctx: common.StepContext, state, embedder):
-    """The official `InterCLRHook.before_run`: the whole train split through the query encoder (eval
-    mode, eval transform), L2-normalised into the bank; k-means → labels and centroids."""
+_KMEANS_KEY = 0x6B6D  # 'km': the k-means keys, independent of the step keys
+
+
+def _deepcluster(ctx: common.StepContext, state, embedder, table, rng, min_size: int, what: str):
+    """The hook's `deepcluster`: the whole train split through the query encoder (eval mode, eval
+    transform), L2-normalised into `table` `[N, D]` (donated), then `clustering.kmeans` (C clusters,
+    `kmeans_iters`; clusters under `min_size` refilled) → (features, labels `[N]`, centroids `[C, D]`,
+    cluster sizes `[C]` on the host). Prints the times and the size histogram."""
     hp: Hparams = ctx.hp
     t0 = time.perf_counter()
     variables = {"params": state.params, "batch_stats": state.batch_stats}
-    bank = embedder.embed_rows(state.buffers["bank"], _embed_fn(ctx.model), variables)
-    bank.block_until_ready()
+    features = embedder.embed_rows(table, _embed_fn(ctx.model), variables)
+    features.block_until_ready()
     t1 = time.perf_counter()
-    rng = jax.random.fold_in(state.rng, 0x6B6D)  # 'km': k-means init, independent of the step keys
     labels, centroids = jax.jit(
         lambda r, b: clustering.kmeans(
-            r, b, hp.num_clusters, ctx.mesh, iters=hp.kmeans_iters, min_size=hp.min_cluster_size
+            r, b, hp.num_clusters, ctx.mesh, iters=hp.kmeans_iters, min_size=min_size
         )
-    )(rng, bank)
+    )(rng, features)
     sizes = np.asarray(
         jax.device_get(
             jax.jit(lambda lab: clustering.cluster_sizes(lab, hp.num_clusters, ctx.mesh))(labels)
@@ -191,22 +204,66 @@ def prepare_buffers(ctx: common.StepContext, state, embedder):
     t2 = time.perf_counter()
     hist, edges = np.histogram(sizes, bins=min(10, max(1, len(np.unique(sizes)))))
     print(
-        f"InterCLR bank: {hp.bank_size} rows embedded in {t1 - t0:.1f} s; k-means "
+        f"InterCLR {what}: {hp.bank_size} rows embedded in {t1 - t0:.1f} s; k-means "
         f"({hp.num_clusters} clusters, {hp.kmeans_iters} iterations) in {t2 - t1:.1f} s; cluster "
         f"sizes min {sizes.min()} median {int(np.median(sizes))} max {sizes.max()}; histogram "
         + ", ".join(f"[{edges[i]:.0f}, {edges[i + 1]:.0f}): {c}" for i, c in enumerate(hist)),
         flush=True,
     )
+    labels = jax.device_put(labels, NamedSharding(ctx.mesh, P(DATA_AXIS)))
+    return features, labels, centroids, sizes
+
+
+def _cluster_stats(ctx, change, sizes: np.ndarray):
+    hp: Hparams = ctx.hp
+    stats = _stats(change, int((sizes < hp.min_cluster_size).sum()), int(sizes.max()))
+    return jax.device_put(stats, NamedSharding(ctx.mesh, P()))
+
+
+def prepare_buffers(ctx: common.StepContext, state, embedder):
+    """The official `InterCLRHook.before_run` → `deepcluster` → `init_memory`: the bank holds the
+    query encoder's projections of the train split; k-means → labels and centroids (with online
+    labels small clusters are refilled here, the code at the first step; offline: empty ones only)."""
+    hp: Hparams = ctx.hp
+    rng = jax.random.fold_in(state.rng, _KMEANS_KEY)
+    min_size = 1 if hp.labels == "offline" else hp.min_cluster_size
+    bank, labels, centroids, sizes = _deepcluster(
+        ctx, state, embedder, state.buffers["bank"], rng, min_size, "bank"
+    )
     buffers = dict(state.buffers)
     buffers.update(
         bank=bank,
-        labels=jax.device_put(labels, NamedSharding(ctx.mesh, P(DATA_AXIS))),
+        labels=labels,
         centroids=jax.device_put(centroids, NamedSharding(ctx.mesh, P())),
-        cluster_stats=jax.device_put(
-            _stats(0.0, int((sizes < hp.min_cluster_size).sum()), int(sizes.max())),
-            NamedSharding(ctx.mesh, P()),
-        ),
+        cluster_stats=_cluster_stats(ctx, 0.0, sizes),
     )
+    return state.replace(buffers=buffers)
+
+
+def refresh_every_steps(ctx: common.StepContext) -> int:
+    """Steps between two `refresh_buffers` (0: never): `offline_every_epochs` epochs with
+    `labels='offline'` (the hook's `every_n_epochs(runner, interval)` after an epoch)."""
+    hp: Hparams = ctx.hp
+    return hp.offline_every_epochs * ctx.steps_per_epoch if hp.labels == "offline" else 0
+
+
+def refresh_buffers(ctx: common.StepContext, state, embedder):
+    """Offline labels (`after_train_epoch` → `deepcluster` → `assign_label`), run by the loop after
+    the step that makes `state.step` a multiple of `refresh_every_steps`: the labels become k-means
+    (key: the state's rng and step) of the train split freshly embedded by the current query encoder.
+    The bank and the centroids are kept; no small-cluster fix. A function of the state: resume is
+    exact (the checkpoint of that step is saved after it)."""
+    bank = state.buffers["bank"]
+    rng = jax.jit(lambda r, s: jax.random.fold_in(jax.random.fold_in(r, _KMEANS_KEY), s))(
+        state.rng, state.step
+    )
+    table = jnp.zeros(bank.shape, bank.dtype, device=bank.sharding)
+    _, labels, _, sizes = _deepcluster(ctx, state, embedder, table, rng, 1, "offline labels")
+    change = jax.jit(lambda a, b: jnp.mean((a != b).astype(jnp.float32)))(
+        labels, state.buffers["labels"]
+    )
+    buffers = dict(state.buffers)
+    buffers.update(labels=labels, cluster_stats=_cluster_stats(ctx, change, sizes))
     return state.replace(buffers=buffers)
 
 
@@ -267,9 +324,11 @@ def loss_fn(ctx, params, batch_stats, inp: common.StepInput):
 
 
 def update_buffers(ctx, inp: common.StepInput, updates: dict) -> dict:
-    """MoCo's enqueue, the bank write, online labels, centroids every `centroid_every_steps` and the
-    small-cluster fix (official `update_samples_memory`, `update_centroids_memory`,
-    `deal_with_small_clusters`; offline labels: k-means every `offline_every_epochs` epochs)."""
+    """MoCo's enqueue, the bank write, then per `labels`: 'online': the label of each written row,
+    centroids every `centroid_every_steps` and the small-cluster fix (official
+    `update_samples_memory`, `update_centroids_memory`, `deal_with_small_clusters`); 'offline': the
+    bank write only (`update_simple_memory`; `refresh_buffers` relabels between steps);
+    'offline_bank': k-means of the bank every `offline_every_epochs` epochs."""
     hp: Hparams = ctx.hp
     mesh = ctx.mesh
     buffers = inp.buffers
@@ -280,9 +339,11 @@ def update_buffers(ctx, inp: common.StepInput, updates: dict) -> dict:
     rows = losses.l2_normalize((1.0 - hp.bank_momentum) * old_rows + hp.bank_momentum * keys)
     bank = memory.write_rows(buffers["bank"], index, rows, mesh)
     labels, centroids = buffers["labels"], buffers["centroids"]
+    stats = buffers["cluster_stats"]
     step = inp.step + 1  # updates applied after this one
     if hp.labels == "online":
-        new_labels = jnp.argmax(keys @ centroids.T, axis=-1).astype(jnp.int32)
+        # the label of the written (momentum-mixed) row, `interclr_memory.py` L128–139
+        new_labels = jnp.argmax(rows @ centroids.T, axis=-1).astype(jnp.int32)
         change = jnp.mean((new_labels != old_labels).astype(jnp.float32))
         labels = memory.write_rows(labels, index, new_labels, mesh)
         centroids = jax.lax.cond(
@@ -294,12 +355,12 @@ def update_buffers(ctx, inp: common.StepInput, updates: dict) -> dict:
             bank, labels, centroids, mesh, min_size=hp.min_cluster_size
         )
         stats = _stats(change, fix["num_small"], fix["largest"])
-    else:
+    elif hp.labels == "offline_bank":
         every = hp.offline_every_epochs * ctx.steps_per_epoch
 
         def recluster():
-            rng = jax.random.fold_in(inp.rng, 0x6B6D)
-            new_labels, new_centroids = clustering.kmeans(
+            rng = jax.random.fold_in(inp.rng, _KMEANS_KEY)
+            return clustering.kmeans(
                 rng,
                 bank,
                 hp.num_clusters,
@@ -307,7 +368,6 @@ def update_buffers(ctx, inp: common.StepInput, updates: dict) -> dict:
                 iters=hp.kmeans_iters,
                 min_size=hp.min_cluster_size,
             )
-            return new_labels, new_centroids
 
         new_labels, centroids = jax.lax.cond(
             step % every == 0, recluster, lambda: (labels, centroids)

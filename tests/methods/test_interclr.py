@@ -22,7 +22,7 @@ import ml_collections
 import numpy as np
 import pytest
 
-from ssl_jax import sharding, train
+from ssl_jax import clustering, configs, sharding, train
 from ssl_jax.methods import METHODS, common, interclr
 from tests.helpers import np_ce0, np_normalize, place_state, synthetic_batch, tiny_config
 
@@ -195,6 +195,98 @@ def test_one_vs_eight_devices(runs):
             )
 
 
+def test_online_label_is_the_mixed_row(runs):
+    """μ = 0.5: the written row is normalize(0.5·bank[idx] + 0.5·k) and its label is the centroid
+    with the largest dot product with THAT row (`interclr_memory.py` L128–139), not with k. Bank
+    rows e0, keys ∝ 0.3·e0 + e1, centroids ±e0, ±e1: the mixed row's label is 0, the key's 1."""
+    config = interclr_config(bank_momentum=0.5, min_cluster_size=1)
+    exp = train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()[:1]))
+    buffers = dict(runs["init"].buffers)
+    dim = buffers["bank"].shape[1]
+    e0, e1 = np.eye(dim, dtype=np.float32)[:2]
+    index = np.arange(B, dtype=np.int32) * (N // B)
+    bank = np.asarray(buffers["bank"]).copy()
+    bank[index] = e0
+    keys = np.tile(np_normalize((0.3 * e0 + e1)[None]), (B, 1)).astype(np.float32)
+    buffers.update(bank=jnp.asarray(bank), centroids=jnp.asarray(np.stack([e0, e1, -e0, -e1])))
+    inp = common.StepInput(
+        step=jnp.int32(0),
+        rng=jax.random.PRNGKey(0),
+        views=(),
+        batch={"index": jnp.asarray(index)},
+        buffers=buffers,
+        target=None,
+    )
+    updates = {"keys": jnp.asarray(keys), "query_labels": jnp.zeros(B, jnp.int32)}
+    new = jax.jit(lambda i, u: interclr.update_buffers(exp.ctx, i, u))(inp, updates)
+    mixed = np_normalize(0.5 * bank[index] + 0.5 * keys)
+    np.testing.assert_allclose(np.asarray(new["bank"])[index], mixed, atol=1e-6)
+    assert np.all(np.argmax(keys @ np.stack([e0, e1, -e0, -e1]).T, axis=1) == 1)
+    np.testing.assert_array_equal(np.asarray(new["labels"])[index], 0)
+
+
+@pytest.mark.slow
+def test_offline_labels_are_kmeans_of_fresh_features(monkeypatch, tmp_path):
+    """labels='offline', every epoch (4 steps): `train_and_evaluate` runs `refresh_buffers` after
+    step 4 only (not 1-3, 5, 6); its labels are the k-means (key: the state's rng and step) of the
+    train split re-embedded by the step-4 encoder (eval mode) — not of the bank — and they are the
+    only label change: steps 1-4 keep the prepared labels, steps 5-6 the refreshed ones."""
+    config = interclr_config(labels="offline", offline_every_epochs=1)
+    config.total_steps = 6
+    config.checkpoint_every_steps = 100
+    calls, prepared = [], []
+    original_prepare, original_refresh = interclr.prepare_buffers, interclr.refresh_buffers
+
+    def prepare(ctx, state, embedder):
+        out = original_prepare(ctx, state, embedder)
+        prepared.append(jax.device_get(out.buffers["labels"]))
+        return out
+
+    def refresh(ctx, state, embedder):
+        before = jax.device_get(state)
+        out = original_refresh(ctx, state, embedder)
+        calls.append((before, jax.device_get(out.buffers)))
+        return out
+
+    monkeypatch.setattr(interclr, "prepare_buffers", prepare)
+    monkeypatch.setattr(interclr, "refresh_buffers", refresh)
+    final = jax.device_get(train.train_and_evaluate(config, str(tmp_path)))
+    assert [int(before.step) for before, _ in calls] == [4]
+    before, after = calls[0]
+    np.testing.assert_array_equal(before.buffers["labels"], prepared[0])  # steps 1-4: unchanged
+    np.testing.assert_array_equal(final.buffers["labels"], after["labels"])  # steps 5-6: unchanged
+    np.testing.assert_array_equal(after["bank"], before.buffers["bank"])  # the bank is kept
+    exp = train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()[:1]))
+    variables = {"params": before.params, "batch_stats": before.batch_stats}
+    fresh = train.train_embedder(exp).embed_rows(
+        jnp.zeros((N, exp.ctx.embed_dim), jnp.float32), interclr._embed_fn(exp.ctx.model), variables
+    )
+    assert not np.allclose(np.asarray(fresh), before.buffers["bank"], atol=1e-3)
+    key = jax.random.fold_in(jax.random.fold_in(before.rng, interclr._KMEANS_KEY), 4)
+    labels, _ = clustering.kmeans(key, fresh, C, exp.mesh, iters=config.method_config.kmeans_iters)
+    np.testing.assert_array_equal(after["labels"], np.asarray(labels))
+    stale, _ = clustering.kmeans(key, jnp.asarray(before.buffers["bank"]), C, exp.mesh, iters=5)
+    assert not np.array_equal(after["labels"], np.asarray(stale))
+    assert not np.array_equal(after["labels"], prepared[0])
+
+
+def test_paper_config_colour_jitter():
+    """`interclr_imagenet_paper.py`: the paper's jitter (saturation factor in [0, 2], hue in
+    [−0.5, 0.5], nothing else; p 0.8 as the code); the code's config keeps 0.4/0.4/0.4/0.1."""
+
+    def jitter(name):
+        config = configs.load(f"configs/{name}.py:runlocal")
+        (op,) = [op for op in config.data.recipes.mocov2 if op["op"] == "color_jitter"]
+        return {k: op[k] for k in ("p", "brightness", "contrast", "saturation", "hue")}
+
+    assert jitter("interclr_imagenet_paper") == dict(
+        p=0.8, brightness=0.0, contrast=0.0, saturation=1.0, hue=0.5
+    )
+    assert jitter("interclr_imagenet") == dict(
+        p=0.8, brightness=0.4, contrast=0.4, saturation=0.4, hue=0.1
+    )
+
+
 @pytest.mark.parametrize("sampler", ["hard", "random", "semieasy"])
 def test_other_samplers_run(runs, sampler):
     """Each sampler's rows obey its rule at the prepared state (the loss stays finite)."""
@@ -213,8 +305,9 @@ def test_other_samplers_run(runs, sampler):
 
 @pytest.mark.slow
 def test_resume_is_exact(tmp_path):
-    """Stopped after step 2 and restarted: the same losses as an uninterrupted run (bank, labels,
-    centroids and the sampler keys are in the checkpoint; the preparation is not repeated)."""
+    """Stopped after step 2 and after step 4 (the offline labels' refresh step: 4 steps an epoch),
+    restarted each time: the same losses as an uninterrupted run (bank, labels, centroids and the
+    sampler keys are in the checkpoint, saved after the refresh; the preparation is not repeated)."""
     from tests.test_train import _losses_by_step
 
     config = interclr_config(labels="offline", offline_every_epochs=1)
@@ -222,6 +315,7 @@ def test_resume_is_exact(tmp_path):
     config.checkpoint_every_steps = 100
     train.train_and_evaluate(config, str(tmp_path / "straight"))
     interrupted = str(tmp_path / "interrupted")
+    train.train_and_evaluate(config, interrupted, stop_after_steps=2)
     train.train_and_evaluate(config, interrupted, stop_after_steps=2)
     train.train_and_evaluate(config, interrupted)
     straight, resumed = _losses_by_step(str(tmp_path / "straight")), _losses_by_step(interrupted)
