@@ -2,19 +2,21 @@
 its ResNet-50 "v1" (methods.md §4b).
 
 Code: Lab (`RGB2Lab`, `--view Lab`), one crop per image split into L (1 channel) and ab (2 channels),
-two ResNet-50s at width 0.5 (`resnet50v1`: `model.width` 1.0 halved, the stem kept at 64 channels) with
-linear heads to 128 and L2 normalisation; a memory bank per view of all training images (`NCEAverage`,
+two ResNet-50s at width 0.5 (`resnet50v1`: `model.width` 1.0 halved) with linear heads to 128 and L2
+normalisation; the stem is 64 channels at every width (`models/resnet.py` L111–115: `conv1` to 64,
+`bn1` of 64; `model.stem_width` 64); a memory bank per view of all training images (`NCEAverage`,
 uniform ±1/√(128/3) init), K 16384 uniform negatives (`--nce_k`), τ 0.07 (`--nce_t`), bank momentum
 0.5 (`--nce_m`), the NCE loss with Z fixed at the first step (`NCECriterion`; `loss='softmax'` = the
 code's `--softmax`), RRC scale (0.08, 1) (`--crop_low 0.08` for ResNets), flip, no colour jitter;
 batch 128, SGD lr 0.03 momentum 0.9 wd 1e-4, 240 epochs, lr ×0.1 at epochs 120, 160 and 200
 (`--lr_decay_epochs 120,160,200`, applied per epoch). README: K 4096 for the released ResNet weights,
-YCbCr (`:space=ycbcr`) 0.5–1 % better than Lab. BN: the code's `nn.DataParallel` gives per-GPU BN of
-128/G images on G GPUs, so the hardware set it; we default to BN over the whole batch
-(`query_bn_group_size` 0) and a run on G GPUs sets `query_bn_group_size=128/G`. Ours: the bank and
-the training set are the first 1,281,152 images (`IMAGENET_BANK_ROWS`) so the bank splits evenly over
-up to 128 devices; kNN monitor as `ir_imagenet.py`. `:runlocal` keeps the two ResNet-50s at width
-0.5, trains on 256 color_fashion_mnist images with a bank of 256 and 64 negatives.
+YCbCr (`:space=ycbcr`) 0.5–1 % better than Lab. BN: the model is an `nn.DataParallel`
+(`models/resnet.py` L329) run on 4 GPUs at batch 128 (README L83–85: "requires at least 4 GPUs",
+`CUDA_VISIBLE_DEVICES=0,1,2,3 … --batch_size 128`), so each GPU's BN sees 32 images:
+`query_bn_group_size` 32. Ours: the bank and the training set are the first 1,281,152 images
+(`IMAGENET_BANK_ROWS`) so the bank splits evenly over up to 128 devices; kNN monitor as
+`ir_imagenet.py`. `:runlocal` keeps the two ResNet-50s at width 0.5, trains on 256
+color_fashion_mnist images with a bank of 256 and 64 negatives.
 """
 
 import os
@@ -43,7 +45,7 @@ def get_config(arg=None):
             bank_size=common.IMAGENET_BANK_ROWS,
             bank_momentum=0.5,
             loss="nce",
-            query_bn_group_size=0,
+            query_bn_group_size=32,  # nn.DataParallel on 4 GPUs × 32 images
         )
     )
 

@@ -19,7 +19,8 @@ bank1[idx0] = normalize(m·bank1[idx0] + (1−m)·f1);  bank2 likewise   (m 0.5,
 ```
 The code updates the memory inside the forward, after reading the rows it scores, which is the same
 as this update after the loss. Banks `[N, 128]` per view are sharded over `data` (`memory.ROWS`), initialised
-uniform in ±1/√(d/3) and not normalised, as `NCEAverage`'s `torch.rand(N, d)·2·stdv − stdv`.
+uniform in ±1/√(d/3) and not normalised, as `NCEAverage`'s `torch.rand(N, d)·2·stdv − stdv`
+(`bank_init='normal'`: `normalize(randn)`, PyContrast's `CMCMem`, `memory/mem_bank.py` L102–105).
 
 Hyper-parameters (`Hparams` defaults = `train_CMC.py`'s): τ 0.07 (README: 0.1 for STL-10), K 16384
 (README: 4096 for the released weights), bank momentum 0.5, NCE loss (`loss='softmax'` = the code's
@@ -58,6 +59,8 @@ class Hparams(common.QueryBN):
     bank_momentum: float = hp_field(0.5, low=0.0, high=1.0, high_open=True)  # --nce_m
     loss: str = hp_field("nce", choices=LOSSES)  # 'softmax' = --softmax (NCESoftmaxLoss)
     nce_eps: float = hp_field(1e-7, low=0.0)  # NCECriterion's eps
+    # 'uniform': NCEAverage's rand·2s − s, not normalised; 'normal': PyContrast CMCMem's normalize(randn)
+    bank_init: str = hp_field("uniform", choices=memory.ROW_INITS)
 
 
 def hparams(config) -> Hparams:
@@ -110,18 +113,13 @@ def buffer_specs(ctx: common.StepContext) -> dict:
     return {"bank1": memory.ROWS, "bank2": memory.ROWS, "z": P()}
 
 
-def init_bank(rng, num_rows: int, dim: int) -> jax.Array:
-    """`NCEAverage`'s memory: uniform in ±1/√(dim/3), not normalised."""
-    stdv = 1.0 / (dim / 3.0) ** 0.5
-    return jax.random.uniform(rng, (num_rows, dim), jnp.float32, -stdv, stdv)
-
-
 def init_buffers(rng, ctx: common.StepContext) -> dict:
     r1, r2 = jax.random.split(rng)
-    n, d = ctx.hp.bank_size, ctx.embed_dim
+    n, d, init = ctx.hp.bank_size, ctx.embed_dim, ctx.hp.bank_init
+    bank = lambda r: memory.random_rows(r, n, d, normalize=init == "normal", init=init)
     return {
-        "bank1": init_bank(r1, n, d),
-        "bank2": init_bank(r2, n, d),
+        "bank1": bank(r1),
+        "bank2": bank(r2),
         "z": jnp.full((2,), -1.0, jnp.float32),  # NCEAverage's params[2:4] = -1: not yet set
     }
 

@@ -378,3 +378,60 @@ def test_color_fashion_mnist_runlocal_end_to_end(runs, tmp_path):
 
     paths = export.export(workdir, "torchvision", str(tmp_path / "cmc.pth"))
     assert paths == [str(tmp_path / "cmc.encoder1.pth"), str(tmp_path / "cmc.encoder2.pth")]
+
+
+def stem_channels(config) -> dict:
+    """`{encoder: (stem conv channels, first stage's 1x1 conv input channels)}` read from the
+    parameters' shapes of the config's model (`jax.eval_shape`: nothing is computed)."""
+    model = cmc.build_model(config)
+    x = jnp.zeros((1, 64, 64, 3), jnp.float32)
+    params = jax.eval_shape(lambda: model.init(jax.random.key(0), x, train=False))["params"]
+    return {
+        name: (p["conv1"]["kernel"].shape[-1], p["layer1_0"]["conv1"]["kernel"].shape[2])
+        for name, p in params.items()
+        if name.startswith("encoder")
+    }
+
+
+def test_imagenet_bn_groups_are_the_four_gpus_of_dataparallel():
+    """`train_CMC.py` wraps the model in `nn.DataParallel` (`models/resnet.py` L329) on 4 GPUs at
+    batch 128 (README L83–85): BN over 32 images; `:runlocal` keeps the 4 groups of its batch 32."""
+    from ssl_jax import configs
+
+    c = configs.load("configs/cmc_imagenet.py")
+    assert (c.global_batch_size, cmc.hparams(c).query_bn_group_size) == (128, 32)
+    assert stem_channels(c) == {"encoder1": (64, 64), "encoder2": (64, 64)}  # resnet50v1's stem
+    local = configs.load("configs/cmc_imagenet.py:runlocal")
+    assert (local.global_batch_size, cmc.hparams(local).query_bn_group_size) == (32, 8)
+
+
+@pytest.mark.slow
+def test_pycontrast_preset_runlocal_two_steps(source, tmp_path):
+    """`cmc_pycontrast_imagenet`: PyContrast's `CMC` preset (bank, softmax, K 65536, YDbDr, aug C,
+    64-channel stems, BN per 32 images, `normalize(randn)` banks) loads and trains 2 steps."""
+    from ssl_jax import configs
+    from ssl_jax.writers import read_metrics
+
+    c = configs.load("configs/cmc_pycontrast_imagenet.py")
+    hp = cmc.hparams(c)
+    assert (hp.loss, hp.num_negatives, hp.temperature, hp.bank_init) == (
+        "softmax",
+        65536,
+        0.07,
+        "normal",
+    )
+    assert (c.global_batch_size, hp.query_bn_group_size) == (256, 32)
+    assert c.data.recipes.cmc[-1]["space"] == "ydbdr"
+    assert (c.optim.schedule, c.optim.epoch_offset) == ("cosine", 1.0)
+    assert stem_channels(c) == {"encoder1": (64, 64), "encoder2": (64, 64)}
+
+    c = configs.load("configs/cmc_pycontrast_imagenet.py:runlocal")
+    c.data.data_dir, c.data.color_fashion_mnist.cache_dir = source
+    c.total_steps, c.log_every_steps = 2, 1
+    c.evals = ml_collections.ConfigDict()
+    final = jax.device_get(train.train_and_evaluate(c, str(tmp_path)))
+    losses = [r["train/loss"] for r in read_metrics(str(tmp_path)) if "train/loss" in r]
+    assert len(losses) == 2 and np.all(np.isfinite(losses))
+    for name in ("bank1", "bank2"):  # CMCMem's rows are unit vectors from the start
+        norms = np.linalg.norm(np.asarray(final.buffers[name]), axis=-1)
+        np.testing.assert_allclose(norms, 1.0, rtol=1e-5)
