@@ -2,17 +2,20 @@
 
 PyContrast (`options/base_options.py`, `train_options.py`, `docs/RUN.md`): YDbDr (`RGB2YDbDr` +
 Normalize), each crop split into Y (1 channel) and DbDr (2 channels), two ResNet-50s at width 0.5
-(1024-d each, `model.width` 1.0 halved) with 'mlp' heads Linear(1024, 1024) → ReLU → Linear(→128),
-MoCo queues of 65536 keys per view (`--nce_k`), τ 0.2 (`--nce_t`), cross-view InfoNCE (q1 against k2
-and queue2, q2 against k1 and queue1), EMA α 0.999 after the optimiser step, shuffle-BN within the
-8 GPUs × 32 images of the DDP run; batch 256, SGD lr 0.03 momentum 0.9 wd 1e-4, cosine per epoch to
-lr·0.1³ (`--cosine`), 200 epochs. Augmentation "E" (`recipes.cmcv2_e`): RRC scale (0.2, 1) (MoCo
+(`networks/build_backbone.py` `CMCSingleHead._parse_width`; 1024-d each, `model.width` 1.0 halved)
+whose stem has `max(int(64·width), 64)` = 64 channels (`networks/resnet.py` L139, L151–153;
+`model.stem_width` 64, as CMC's `models/resnet.py` L111–115), with 'mlp' heads Linear(1024, 1024) →
+ReLU → Linear(→128), MoCo queues of 65536 keys per view (`--nce_k`), τ 0.2 (`--nce_t`), cross-view
+InfoNCE (q1 against k2 and queue2, q2 against k1 and queue1), EMA α 0.999 after the optimiser step,
+shuffle-BN within the 8 GPUs × 32 images of the DDP run; batch 256, SGD lr 0.03 momentum 0.9 wd
+1e-4, cosine per epoch to lr·0.1³ (`--cosine`) over epochs 1..E (`main_contrast.py` L67–69,
+`learning/base_trainer.py` L66–72: the first epoch already decayed, the last at lr·0.1³;
+`optim.epoch_offset` 1), 200 epochs. Augmentation "E" (`recipes.cmcv2_e`): RRC scale (0.2, 1) (MoCo
 queue), flip, colour jitter (0.4, 0.4, 0.4, 0.1) with p 0.8, Gaussian blur (kernel 23, σ 0.1–2)
 with p 0.5, RandAugment n2 m10 mstd0.5 over PyContrast's CMC list (AutoContrast, Identity, Rotate,
-Sharpness, ShearX/Y, TranslateX/YRel), no grayscale, then YDbDr. Ours: the stem of each ResNet has round(64·0.5) = 32
-channels (not checked against PyContrast's `networks/resnet.py`; `model.stem_width = 64`
-gives CMC's 64); kNN monitor as `mocov2_imagenet.py`. `:runlocal` keeps the two ResNet-50s, trains
-on 256 color_fashion_mnist images with queues of 256 keys.
+Sharpness, ShearX/Y, TranslateX/YRel), no grayscale, then YDbDr. Ours: kNN monitor as
+`mocov2_imagenet.py`. `:runlocal` keeps the two ResNet-50s, trains on 256 color_fashion_mnist
+images with queues of 256 keys.
 """
 
 import os
@@ -60,6 +63,7 @@ def get_config(arg=None):
     c.model.dtype = "auto"  # bfloat16 compute on GPU/TPU, float32 on CPU
     c.model.stem = "imagenet"
     c.model.width = 1.0  # two encoders of width 0.5 (1024-d features each)
+    c.model.stem_width = 64  # PyContrast: max(int(64 * 0.5), 64)
     c.model.projector = head_config((1024,), 128, use_bn=False)  # PyContrast 'mlp' head
 
     c.global_batch_size = 256
@@ -71,6 +75,7 @@ def get_config(arg=None):
     c.optim.schedule = "cosine"
     c.optim.schedule_unit = "epoch"
     c.optim.final_lr = 0.03 * 0.1**3  # η_min = lr·0.1³
+    c.optim.epoch_offset = 1.0  # cos(π e/E) for epochs e = 1..E
     c.evals.knn.update(every_steps=25_000, num_train=100_000)
     if a.runlocal:
         common.runlocal(c)

@@ -5,13 +5,17 @@ PyContrast (`options/base_options.py`, `train_options.py`, `datasets/util.py`, `
 with the 'mlp' head Linear(2048, 2048) → ReLU → Linear(→128) (and the same as the jigsaw head's
 per-patch `fc1`), MoCo queue of 65536 keys (`--nce_k`), τ 0.15, jigsaw weight β 0.5 (`--beta`), EMA
 α 0.999 after the optimiser step, shuffle-BN within the 8 GPUs × 32 images of the DDP run; batch
-256, SGD lr 0.03 momentum 0.9 wd 1e-4, cosine per epoch to lr·0.1³ (`--cosine`), 200 epochs (README:
-70.1 % linear top-1; 800 epochs: 73.0 %; 100: 67.4 %). Views: two crops of aug "D"
+256, SGD lr 0.03 momentum 0.9 wd 1e-4, cosine per epoch to lr·0.1³ (`--cosine`) over epochs 1..E
+(`main_contrast.py` L67–69, `learning/base_trainer.py` L66–72; `optim.epoch_offset` 1), 200 epochs
+(README: 70.1 % linear top-1; 800 epochs: 73.0 %; 100: 67.4 %). Views: two crops of aug "D"
 (`recipes.infomin`: RRC (0.2, 1), flip, jitter (0.8, 0.8, 0.8, 0.2) p 0.8, blur 23 taps p 0.5,
 RandAugment n2 m10 mstd0.5, grayscale p 0.2) and the jigsaw mosaic (`recipes.jigsaw`: RRC 255 scale
 (0.6, 1), flip, 3 × 3 cells of 85 px, a 64-px patch in each). `get_config('batch=512')` applies
-PyContrast's rule for batches above 256: lr scaled linearly (README's multi-node example: 512 at
-0.06) and a 5-epoch warm-up (10 beyond 500 epochs), from 0 here (PyContrast warms up from 0.01).
+PyContrast's rule for batches above 256 (`options/train_options.py` L43–57): a warm-up of 5 epochs
+(10 beyond 500 epochs), per iteration from 0.01 to the cosine's value at the last warm-up epoch,
+the cosine kept over all E epochs (`base_trainer.py` L81–89; `optim.warmup_form` 'pycontrast'). The
+lr is not scaled with the batch (PyContrast has no such rule; `docs/RUN.md` L29 sets 0.06 by hand
+for batch 512): `get_config('batch=512,lr=0.06')`.
 `jigsaw=False` drops the jigsaw branch. Evaluation and kNN monitor as `mocov2_imagenet.py`.
 `:runlocal` keeps the ResNet-50 and trains on 256 color_fashion_mnist images with a queue of 256.
 """
@@ -31,7 +35,7 @@ from ssl_jax.models import head_config  # noqa: E402
 
 
 def get_config(arg=None):
-    a = common.parse_arg(arg, batch=256, jigsaw=True)
+    a = common.parse_arg(arg, batch=256, lr=0.03, jigsaw=True)
     c = configs.base_config()
     c.method = "infomin"
     c.method_config = ml_collections.ConfigDict(
@@ -62,14 +66,17 @@ def get_config(arg=None):
     c.global_batch_size = a.batch
     c.num_epochs = 200.0
     c.optim.name = "sgd"
-    c.optim.base_lr = 0.03 * a.batch / 256
+    c.optim.base_lr = a.lr
     c.optim.momentum = 0.9
     c.optim.weight_decay = 1e-4
     c.optim.schedule = "cosine"
     c.optim.schedule_unit = "epoch"
-    c.optim.final_lr = c.optim.base_lr * 0.1**3  # η_min = lr·0.1³
+    c.optim.final_lr = a.lr * 0.1**3  # η_min = lr·0.1³
+    c.optim.epoch_offset = 1.0  # cos(π e/E) for epochs e = 1..E
     if a.batch > 256:  # PyContrast: `--warm` switched on for batches above 256
         c.optim.warmup_epochs = 10.0 if c.num_epochs > 500 else 5.0
+        c.optim.warmup_from = 0.01
+        c.optim.warmup_form = "pycontrast"  # to the cosine's value; the cosine over all epochs
     c.evals.knn.update(every_steps=25_000, num_train=100_000)
     if a.runlocal:
         common.runlocal(c)

@@ -147,3 +147,16 @@ def test_save_restore_next_step_is_identical(runs, tmp_path):
         jax.tree.leaves(jax.device_get(state)), jax.tree.leaves(runs[8]["states"][2]), strict=True
     ):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_imagenet_stems_are_pycontrasts_64_channels():
+    """PyContrast's ResNet stem has `max(int(64·width), 64)` channels (`networks/resnet.py` L139):
+    64 for the two width-0.5 encoders, whose first stage is 32 wide; the cosine counts epochs from 1."""
+    from ssl_jax import configs
+    from tests.methods.test_cmc import stem_channels
+
+    c = configs.load("configs/cmcv2_imagenet.py")
+    assert stem_channels(c) == {"encoder1": (64, 64), "encoder2": (64, 64)}
+    model = cmcv2.build_model(c)
+    assert model.encoder1.feature_dim == model.encoder2.feature_dim == 1024  # base 32
+    assert c.optim.epoch_offset == 1.0
