@@ -210,7 +210,7 @@ def _torchvision_lines(f: dict, depth: int) -> list[str]:
         lines.append(f"m.bn1 = torch.nn.BatchNorm2d({stem_c})")
     if pool is None:
         lines.append("m.maxpool = torch.nn.Identity()")
-    if base != TORCHVISION_BASE:
+    if base != TORCHVISION_BASE or stem_c != TORCHVISION_BASE:  # layer1 reads the stem
         kind, blocks = STAGES[depth]
         block = {"basic": "BasicBlock", "bottleneck": "Bottleneck"}[kind]
         lines += [

@@ -60,16 +60,24 @@ def _rgb_cifar_stem():
     return c
 
 
+def _cmc_wide_stem():
+    """CMC's runlocal encoders (first stage 4 wide) with a stem twice as wide, as CMC's and
+    PyContrast's 64-channel stems before width-0.5 stages: the lines rebuild the stages on it."""
+    c = cmc_color_fashion_mnist.get_config("runlocal")
+    c.model.stem_width = 8
+    return c
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """name → (workdir, channels, image size): the default job's model (ResNet-18, ImageNet stem,
-    grey), an RGB CIFAR-stem ResNet-18 at width 1/8, CMC's Lab encoders (fresh states with
-    randomised BN, `helpers.save_random_workdir`)."""
+    grey), an RGB CIFAR-stem ResNet-18 at width 1/8, CMC's Lab encoders with a wider stem (fresh
+    states with randomised BN, `helpers.save_random_workdir`)."""
     root = tmp_path_factory.mktemp("export_load")
     configs = {
         "grey": (scce_fashion_mnist.get_config(), 1, 28),
         "rgb": (_rgb_cifar_stem(), 3, 16),
-        "cmc_lab": (cmc_color_fashion_mnist.get_config("runlocal"), 3, 32),
+        "cmc_lab": (_cmc_wide_stem(), 3, 32),
     }
     return {
         name: (save_random_workdir(c, str(root / name), seed=i), channels, size)
