@@ -21,14 +21,15 @@ every step: clusters < 20 members dissolved to the nearest other centroid, empty
 Before step 0 of a fresh run (`prepare_buffers`, never on resume): the bank holds the query encoder's
 eval-mode projections of the whole train split (eval transform), then k-means (`clustering.kmeans`,
 20 iterations, on device and sharded; the code uses faiss on the host) gives labels and centroids;
-clusters under `min_cluster_size` are already refilled there (the code does it at the first step).
+with online labels clusters under `min_cluster_size` are already refilled there (the code does it at
+the first step).
 
 Everything is device state, sharded (`buffer_specs`): bank `[N, D]` and labels `[N]` over `data`, the
 MoCo queue over `data`, centroids `[C, D]` replicated, plus a few replicated scalars of the last
 update (`cluster_stats`, logged as `train/label_change_ratio`, `train/num_small_clusters`,
 `train/largest_cluster`). A checkpoint holds all of it: resume is exact.
 
-`labels` (the hook's `online_labels`; the paper's ablation, Table 3):
+`labels` (the hook's `online_labels`; the paper's ablation, Fig. 6a):
 - 'online' (the code's default): as above.
 - 'offline': the hook's `after_train_epoch` (`interclr_hook.py` L131–133, `deepcluster` L135–168):
   every `offline_every_epochs` epochs (its `interval`, 10 in the ImageNet config) the whole train split
