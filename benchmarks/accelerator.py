@@ -51,7 +51,7 @@ CONFIGS = ("mocov2_imagenet", "scce_imagenet", "jcl_imagenet", "interclr_imagene
 RESNET50_GMAC = 4.1  # multiply-adds of one 224-px ResNet-50 forward (torchvision's "4.1 GFLOPs")
 MiB = 2**20
 # Timed runs: a config's pod-sized batch (SCE's 4,096) on a few devices only measures memory pressure
-# (session 13's first GPU call spent its 10 minutes there); `--batch` overrides.
+# (the first GPU call, on 2026-11-24, spent its 10 minutes there); `--batch` overrides.
 MAX_PER_DEVICE_BATCH = 512
 
 

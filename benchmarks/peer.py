@@ -42,7 +42,7 @@ CIFAR-shaped) with the CIFAR stem (3×3/1 conv, no max-pool). The ssl_jax side i
 `configs/mocov2_fashion_mnist.py` / `configs/mocov2_color_fashion_mnist.py` with `SHAPES`' stem
 and `COMMON`'s numbers set on it (width 1, head, batch, queue, τ); the peer gets those and the
 config's own (`config_numbers`: size, channels, mean/std, EMA, peak lr, weight decay), which the
-ssl_jax worker reads and the parent passes on (`--numbers`). (Before session 9 the peer's lr was the
+ssl_jax worker reads and the parent passes on (`--numbers`). (Before 2026-11-24 (commit e2aed01) the peer's lr was the
 config's base lr × 64/256 while these configs do not scale it: 0.015 against ssl_jax's 0.06.)
 
 - ssl_jax, step: `benchmarks/train_step.py`'s `compiled_step` (the jitted `train.jit_train_step` on
@@ -79,7 +79,7 @@ worker). Differences
 that remain: ssl_jax's cosine lr schedule over the config's epochs vs lightly's constant lr (the
 first minutes of a cosine are near its peak), and ssl_jax's shuffle-BN of the keys in groups of 32
 (`key_bn_group_size`) vs lightly's `batch_shuffle` on one process (BN over the whole batch); that
-last one does not show at 32 px (session 17, 128 steps, seeds 0/1/2: 49.86 ± 3.60 % with groups of
+last one does not show at 32 px (2026-11-25, commit 6b151ff, 128 steps, seeds 0/1/2: 49.86 ± 3.60 % with groups of
 32, 50.66 ± 2.87 % over the whole batch; the same step time).
 """
 

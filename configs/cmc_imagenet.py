@@ -1,5 +1,5 @@
 """CMC (Tian et al., ECCV 2020) on ImageNet, as the official `train_CMC.py` (HobbitLong/CMC) trains
-its ResNet-50 "v1" (methods.md §4b).
+its ResNet-50 "v1" (HobbitLong/CMC `train_CMC.py`; `models/resnet.py` L318 `MyResNetsCMC('resnet50v1')`).
 
 Code: Lab (`RGB2Lab`, `--view Lab`), one crop per image split into L (1 channel) and ab (2 channels),
 two ResNet-50s at width 0.5 (`resnet50v1`: `model.width` 1.0 halved) with linear heads to 128 and L2

@@ -1,4 +1,4 @@
-"""CMC on ImageNet as PyContrast's `--method CMC` preset trains it (methods.md §4c).
+"""CMC on ImageNet as PyContrast's `--method CMC` preset trains it (PyContrast `pycontrast/options/base_options.py` L14).
 
 PyContrast (`options/base_options.py` L14: `['CMC', False, 'bank', 'C', 'linear', 0.07]`; defaults
 L36–87; `docs/RUN.md` L9–16 adds `--cosine`): YDbDr (`RGB2YDbDr` + Normalize), one crop per image

@@ -1,4 +1,4 @@
-"""CMCv2 on ImageNet: PyContrast's `--method CMCv2` preset (methods.md §4c).
+"""CMCv2 on ImageNet: PyContrast's `--method CMCv2` preset (PyContrast `pycontrast/options/base_options.py` L18).
 
 PyContrast (`options/base_options.py`, `train_options.py`, `docs/RUN.md`): YDbDr (`RGB2YDbDr` +
 Normalize), each crop split into Y (1 channel) and DbDr (2 channels), two ResNet-50s at width 0.5

@@ -1,4 +1,4 @@
-"""InfoMin on ImageNet: PyContrast's `--method InfoMin` preset (Tian et al. 2020; methods.md §4a).
+"""InfoMin on ImageNet: PyContrast's `--method InfoMin` preset (Tian et al. 2020; PyContrast `pycontrast/options/base_options.py` L19).
 
 PyContrast (`options/base_options.py`, `train_options.py`, `datasets/util.py`, `docs/RUN.md`,
 `README.md`): preset `['RGB', jigsaw=True, mem='moco', aug='D', head='mlp', nce_t=0.15]`. ResNet-50

@@ -1,6 +1,6 @@
 """InterCLR on ImageNet as the official code runs it (mmselfsup 0.x
 `configs/selfsup/interclr/interclr-moco_resnet50_8xb32-coslr-200e_in1k.py` and its `_base_` model,
-dataset and schedule files; methods.md §3). Metafile: 68.04% linear top-1.
+dataset and schedule files). Metafile: 68.04% linear top-1.
 
 - MoCo v2 base (`_base_/models/interclr-moco.py`): ResNet-50, `MoCoV2Neck` 2048-2048-128 without BN,
   queue 65536, m 0.999 updated before the keys, τ 0.2 (`ContrastiveHead`, the same for both

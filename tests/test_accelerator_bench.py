@@ -171,7 +171,7 @@ def test_step_rates_times_through_time_steps(monkeypatch):
 
 def test_timed_loop_hands_back_the_donated_state():
     """The step donates its state: a second loop (the tf.data one after the host copies) must run on
-    the state the first returned, not on the donated original (session 13's first GPU call)."""
+    the state the first returned, not on the donated original (the first GPU call, 2026-11-24)."""
     import itertools
 
     import jax

@@ -59,7 +59,7 @@ def test_the_flag_reaches_the_backend_of_this_test_session():
 )
 def test_a_late_import_warns_that_the_flags_missed_the_backend(code, warns):
     """Imported after JAX's CPU backend started, the defaults cannot take effect: say so (a
-    benchmark that called `jax.devices()` first timed YNNPACK's convolutions, session 15)."""
+    benchmark that called `jax.devices()` first timed YNNPACK's convolutions, 2026-11-25, commit a422de6)."""
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     env["JAX_PLATFORMS"] = "cpu"
     out = subprocess.run(

@@ -1,7 +1,7 @@
 """CMC (Tian, Krishnan, Isola, "Contrastive Multiview Coding", ECCV 2020) with its memory banks.
 
-Official code: HobbitLong/CMC `train_CMC.py`, `NCE/NCEAverage.py`, `NCE/NCECriterion.py`
-(methods.md §4b). One crop per image, converted to a colour space (the recipe's `color_space` op:
+Official code: HobbitLong/CMC `train_CMC.py`, `NCE/NCEAverage.py`, `NCE/NCECriterion.py`.
+One crop per image, converted to a colour space (the recipe's `color_space` op:
 Lab by default) and split into two views, L (1 channel) and ab (2 channels), each read by its own
 encoder (`models.TwoEncoderModel`: two ResNets at half `model.width`, a linear head to 128 each,
 L2-normalised). Order of one step, as the code:

@@ -1,4 +1,4 @@
-"""CMCv2: PyContrast's `--method CMCv2` preset (Tian et al.; methods.md §4c): CMC's two encoders on a
+"""CMCv2: PyContrast's `--method CMCv2` preset (Tian et al.; PyContrast `pycontrast/options/base_options.py` L18): CMC's two encoders on a
 colour split with MoCo queues (one per view), MLP heads and EMA encoders.
 
 Order of one step, as PyContrast's `ContrastTrainer` with `mem='moco'` and `CMCMoCo`:

@@ -1,5 +1,5 @@
 """InfoMin: PyContrast's `--method InfoMin` preset (Tian et al. 2020, "What Makes for Good Views
-for Contrastive Learning?"; methods.md §4a): MoCo with aug "D" (`recipes.infomin`), an MLP head,
+for Contrastive Learning?"; PyContrast `pycontrast/options/base_options.py` L19): MoCo with aug "D" (`recipes.infomin`), an MLP head,
 τ 0.15 and a PIRL-style jigsaw branch.
 
 Order of one step, as PyContrast's `ContrastTrainer._train_moco` with `RGBMultiHeads` and `RGBMoCo`:

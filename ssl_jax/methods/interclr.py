@@ -2,7 +2,7 @@
 inter-image branch against a feature bank clustered online.
 
 Official code: mmselfsup 0.x `models/algorithms/interclr_moco.py`, `models/memories/interclr_memory.py`,
-`core/hooks/interclr_hook.py` (methods.md §3). Order of one step, as the code:
+`core/hooks/interclr_hook.py`. Order of one step, as the code:
 
 ```
 target = EMA(target, online)                                   # before the keys, m 0.999 (MoCo)

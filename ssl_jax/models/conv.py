@@ -5,7 +5,7 @@ so checkpoints and the PyTorch export do not depend on the implementation. Imple
 - 'xla': `lax.conv_general_dilated` (cuDNN on GPU, the TPU convolution unit); on CPU its input
   goes through `fusion_barrier` when it has at least `CPU_FUSION_BARRIER_MIN_SIZE` elements
   (`uses_fusion_barrier`), which keeps XLA from recomputing the input's producers inside the
-  kernel gradient's transpose: the 32-px ResNet-18 step is ~10 % faster (session 16);
+  kernel gradient's transpose: the 32-px ResNet-18 step is ~10 % faster (2026-11-25, commit ae0e0a0);
 - 'matmul': im2col by `kh·kw` strided slices of the padded input, concatenated on channels, then
   one `[N·oh·ow, kh·kw·C_in] @ [kh·kw·C_in, C_out]` matmul. Its gradient is two matmuls plus
   slice adjoints (pads), all of which XLA:CPU runs at matmul speed;
@@ -21,7 +21,7 @@ machine (`benchmarks/conv_impl.py --layers`), one 3×3 conv at batch 64, forward
 (ms): 2×2×128 channels 9.4 / 19.1 with 'xla' against 1.1 / 2.3 with 'matmul'; 1×1×256: 2.9 / 8.2
 against 0.8 / 2.3; at 4×4 and above neither wins consistently (within ~2× either way, noisy). A
 ResNet-18 on 28-px inputs (ImageNet stem: stages at 7, 4, 2, 1 px) trains 2–3× faster with 'auto'
-(`benchmarks/conv_impl.py --resnets`). 'dense' (session 14): forward+backward at batch 64 of
+(`benchmarks/conv_impl.py --resnets`). 'dense' (2026-11-25, commit fc07e83): forward+backward at batch 64 of
 layer3's 2-px 3×3 conv (256 channels) 2.9 ms against 4.1 with 'matmul', layer4's 1-px one (512)
 1.1 against 4.0; the whole MoCo v2 step at 28 px 505 → 589 img/s (`CPU_DENSE_MAX_INPUT` 1 → 4).
 """
@@ -182,7 +182,7 @@ def fusion_barrier(x: jnp.ndarray, anchor: jnp.ndarray) -> jnp.ndarray:
     whose branches are the same computation). The program around it may still round differently:
     XLA fuses (and contracts into FMAs) the input's producers in other ways with and without the
     barrier. A 32-px MoCo v2 step with and without it on the stem conv differs by ~1e-4 in the
-    gradient norm after 3 steps (session 17), as any change of fusion can.
+    gradient norm after 3 steps (2026-11-25, commit 6b151ff), as any change of fusion can.
     """
     finite = jnp.isfinite(anchor.reshape(-1)[0])
     return jax.lax.cond(finite, lambda v: v, lambda v: v * 1.0, x)
@@ -193,7 +193,7 @@ def uses_fusion_barrier(x_shape: tuple[int, ...]) -> bool:
     CPU backend (`CPU_FUSION_BARRIER`) for inputs of at least `CPU_FUSION_BARRIER_MIN_SIZE`
     elements. The barrier pays off on big maps (a 32-px ResNet-18 at batch 64: its 'xla' convs'
     inputs have 0.5-4 M elements, all but the stem's 196,608) and costs compile and step time on small ones (a JCL end-to-end
-    test at 16 px: 28.2 s with it, 23.1 s without). A/B of that 32-px step (session 17): the same
+    test at 16 px: 28.2 s with it, 23.1 s without). A/B of that 32-px step (2026-11-25, commit 6b151ff): the same
     time with min sizes 0, 2^18 and 2^20 (1,375 / 1,373 / 1,388 ms), 1,517 ms without a barrier."""
     return (
         CPU_FUSION_BARRIER

@@ -5,7 +5,7 @@ variadic reduce-window that carries four `s32` index maps the size of the padded
 ImageNet stem's pool at 28 px (batch 64, 14 × 14 × 64) forward + backward take 5.7 ms against 3.5 in
 PyTorch (at 32 × 56 × 56 × 64: 91.5 against 30.9). `slice_max_pool` takes the maximum of the kh·kw
 strided slices of the padded input and routes each window's gradient to its first maximum in
-row-major order (torch's choice) with masks and pads: 1.3 ms (11.4 ms) (session 14, the 2-core
+row-major order (torch's choice) with masks and pads: 1.3 ms (11.4 ms) (2026-11-25, commit fc07e83, the 2-core
 development machine; `benchmarks/conv_impl.py --pool` prints both JAX columns). `max_pool` uses
 it on the CPU backend and `nn.max_pool` elsewhere (cuDNN / TPU pooling).
 """

@@ -1,5 +1,5 @@
 """CMC: the step against a float64 numpy reference of the official order of operations
-(HobbitLong/CMC `train_CMC.py`, `NCEAverage`, `NCECriterion`; methods.md §4b):
+(HobbitLong/CMC `train_CMC.py`, `NCEAverage`, `NCECriterion`):
 
 ```
 x = Lab(crop);  f1 = normalize(head1(enc1(x[..., :1])));  f2 = normalize(head2(enc2(x[..., 1:])))
@@ -276,7 +276,7 @@ def test_one_vs_eight_devices(runs):
     8-device step gives the 1-device step's losses, banks and Z.
 
     Why the trajectory is compared loosely: at init, one pre-activation of the ab encoder's
-    layer4_0 (the last ReLU of the block) is -4.1e-8 on 1 device and +1.9e-6 on 8 on session 12's
+    layer4_0 (the last ReLU of the block) is -4.1e-8 on 1 device and +1.9e-6 on 8 on the 2-core development machine's
     AVX-512 CPU: the ReLU's mask flips, the step-1 gradient of everything below it moves by ~3 %,
     the rows written at steps 2-3 by up to 8e-2, and the losses by up to 2.2e-4 relative. The
     gradient is discontinuous there, so no summation order is "right"; the per-step check is the
@@ -428,6 +428,8 @@ def test_pycontrast_preset_runlocal_two_steps(source, tmp_path):
     c = configs.load("configs/cmc_pycontrast_imagenet.py:runlocal")
     c.data.data_dir, c.data.color_fashion_mnist.cache_dir = source
     c.total_steps, c.log_every_steps = 2, 1
+    # the wiring, not the size: two ResNet-50s at width 1/16 (stems of 8) train as the full ones
+    c.model.width, c.model.stem_width = 0.0625, 8
     c.evals = ml_collections.ConfigDict()
     final = jax.device_get(train.train_and_evaluate(c, str(tmp_path)))
     losses = [r["train/loss"] for r in read_metrics(str(tmp_path)) if "train/loss" in r]

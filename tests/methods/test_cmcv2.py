@@ -1,5 +1,5 @@
 """CMCv2 (PyContrast's preset): the step against a float64 numpy reference of `CMCMoCo`'s order
-(methods.md §4c):
+(PyContrast `pycontrast/memory/mem_moco.py` L91 `CMCMoCo`):
 
 ```
 q1, q2 = normalize(online(x1));  k1, k2 = normalize(ema(x2))

@@ -17,7 +17,7 @@ import sys
 import pytest
 
 GOLDEN_STEPS = 3
-# Session 11's AVX-512 machine: step 1 equal, steps 2-3 off by up to 3.3e-3 relative (IR's step 3:
+# A machine with AVX-512: step 1 equal, steps 2-3 off by up to 3.3e-3 relative (IR's step 3:
 # 10.356 vs 10.390; MoCo v2 1.3e-3, JCL 1.0e-3, ReSSL 6e-5); the machines that recorded them: < 2e-5.
 CROSS_CPU_REL = 5e-3
 GOLDEN_FILE = os.path.join(os.path.dirname(__file__), "goldens.json")
@@ -53,7 +53,7 @@ def test_losses_match_the_recorded_ones(name, tmp_path):
         golden = json.load(f)[name]
     losses = run_losses(name, str(tmp_path))
     # step 1 (init + one forward) to float32 noise; the later steps within CROSS_CPU_REL, as
-    # another CPU's kernels (session 11's has AVX-512) round differently and SGD steps amplify it
+    # another CPU's kernels (e.g. one with AVX-512) round differently and SGD steps amplify it
     assert losses[:1] == pytest.approx(golden[:1], rel=2e-5, abs=1e-6), (name, losses, golden)
     assert losses[1:] == pytest.approx(golden[1:], rel=CROSS_CPU_REL), (name, losses, golden)
 

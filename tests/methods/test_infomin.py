@@ -1,5 +1,5 @@
 """InfoMin: the step against a float64 numpy reference of PyContrast's order of operations
-(`ContrastTrainer._train_moco` with `RGBMultiHeads`, `JigsawHead` and `RGBMoCo`; methods.md §4a):
+(`ContrastTrainer._train_moco` with `RGBMultiHeads`, `JigsawHead` and `RGBMoCo`; PyContrast `pycontrast/learning/contrast_trainer.py` L220):
 
 ```
 k = normalize(ema(x2));  q = normalize(head(enc(x1)))
@@ -201,7 +201,7 @@ def test_one_vs_eight_devices(runs):
         )
     # The keys of steps 0 and 1 agree to float32 noise; step 2's, after two SGD steps through
     # BN groups of 8 images, to 4e-4 (measured 3.8e-4: the sharded reductions' order; 1.2e-3 on
-    # session 11's AVX-512 CPU).
+    # an AVX-512 CPU).
     queue1 = np.asarray(runs[1]["states"][-1].buffers["queue"])
     queue8 = np.asarray(runs[8]["final"].buffers["queue"])
     np.testing.assert_allclose(queue1[: 2 * B], queue8[: 2 * B], atol=2e-5)

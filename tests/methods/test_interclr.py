@@ -1,5 +1,5 @@
 """InterCLR: the step against a float64 numpy reference written from the official order of operations
-(mmselfsup 0.x `interclr_moco.py`, `interclr_memory.py`; methods.md §3):
+(mmselfsup 0.x `interclr_moco.py`, `interclr_memory.py`):
 
 ```
 target = m·target + (1−m)·online                 # BEFORE the keys (MoCo v2)

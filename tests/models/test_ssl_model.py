@@ -121,7 +121,7 @@ def test_head_bn_groups_split_the_backbone_only(monkeypatch):
     head_bn_groups=1` the features are those of 4 separate train-mode forwards of the groups, and
     the projector's BN sees the whole batch (numbers recomputed from separate applies)."""
     # float64 throughout: 2 images per group make BN amplify float32 rounding (one of 512
-    # features off by 2.8e-3 on session 11's AVX-512 CPU), which hid nothing but needed a loose atol
+    # features off by 2.8e-3 on an AVX-512 CPU), which hid nothing but needed a loose atol
     monkeypatch.setitem(models.DTYPES, "float64", jnp.float64)  # a test-only model dtype
     monkeypatch.setattr(models, "DTYPE_CHOICES", (*models.DTYPES, "auto"))
     with jax.enable_x64(True):
