@@ -143,7 +143,9 @@ def base_config() -> ml_collections.ConfigDict:
     c.optim.weight_decay = 1e-4
     c.optim.schedule = "cosine"
     c.optim.warmup_epochs = 0.0
-    c.optim.warmup_form = "linear"  # 'sce': peak·t/(W−1), SCE's official scheduler
+    c.optim.warmup_from = 0.0  # the warm-up's first lr (PyContrast: 0.01)
+    c.optim.warmup_form = "linear"  # 'sce': peak·t/(W−1), SCE's; 'pycontrast': PyContrast's
+    c.optim.epoch_offset = 0.0  # cosine over epochs 1..E instead of 0..E−1: 1 (PyContrast)
     c.optim.schedule_unit = "step"  # 'epoch': once per epoch, as the official MoCo v2 / JCL code
     c.optim.decay_epochs = (120.0, 160.0)
     c.optim.decay_factor = 0.1
