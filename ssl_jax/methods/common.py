@@ -14,6 +14,9 @@ buffers = update_buffers(ctx, inp, out.updates)
 metrics = {train/<k>: out.metrics[k]} ∪ {train/<k>: buffer_metrics(ctx, buffers)[k]}
 ```
 and once, before step 0 of a fresh run (never on resume), `prepare_buffers(ctx, state, embedder)`.
+Optional, on the host between steps: `refresh_every_steps(ctx)` and `refresh_buffers(ctx, state,
+embedder) -> state`, run after every step whose count is a multiple, before that step's checkpoint
+(InterCLR's offline labels: the train split re-embedded every N epochs; `train.refresh_state`).
 """
 
 from __future__ import annotations
