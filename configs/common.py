@@ -11,7 +11,6 @@ imports this package.
 from __future__ import annotations
 
 import ast
-import sys
 import types
 
 import ml_collections
@@ -215,21 +214,6 @@ def runlocal(c: ml_collections.ConfigDict) -> None:
         c.evals.knn.update(every_steps=1_000_000, num_train=256, num_test=128, batch_size=64, k=20)
     if "probe_table" in c.evals:
         c.evals.probe_table.update(num_train=512, num_test=256, batch_size=64)
-    print(runlocal_note(c), file=sys.stderr, flush=True)  # stdout stays the job's
-
-
-def runlocal_note(c: ml_collections.ConfigDict) -> str:
-    """What a `:runlocal` config trains on, said when it is built: every config of a dataset that
-    is not on a CPU machine (CIFAR, STL-10, ImageNet) trains on Fashion-MNIST or color_fashion_mnist
-    under `:runlocal`, and its own data is not read."""
-    data = c.data
-    what = f"{data.name} (the first {data.train_subset} training images"
-    if data.name == "fashion_mnist" and data.channels != 1:
-        what += f", grey repeated over {data.channels} channels"
-    return (
-        f":runlocal trains on {what}); for a config of another dataset this is a stand-in and its "
-        "own data is not read"
-    )
 
 
 def _scale_bn_groups(c: ml_collections.ConfigDict, batch: int) -> None:

@@ -546,3 +546,18 @@ def validate_eval_job(config: ml_collections.ConfigDict, *, num_devices: int) ->
         from ssl_jax import optim
 
         optim.check_config(probe.optim, "probe.optim")
+
+
+def describe_runlocal(config: ml_collections.ConfigDict) -> str:
+    """What a `:runlocal` pretraining config trains on, said by the command line when the run
+    starts: every config of a dataset that is not on a CPU machine (CIFAR, STL-10, ImageNet, an image
+    folder) trains on Fashion-MNIST or color_fashion_mnist under `:runlocal`, and its own data is not
+    read."""
+    data = config.data
+    what = f"{data.name} (the first {data.train_subset} training images"
+    if data.name == "fashion_mnist" and data.channels != 1:
+        what += f", grey repeated over {data.channels} channels"
+    return (
+        f":runlocal trains on {what}); for a config of another dataset this is a stand-in and its "
+        "own data is not read"
+    )

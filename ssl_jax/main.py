@@ -75,11 +75,13 @@ def main(argv) -> None:
 
     from ssl_jax import train
     from ssl_jax.checkpoint import CheckpointError
-    from ssl_jax.configs import ConfigError
+    from ssl_jax.configs import ConfigError, describe_runlocal
     from ssl_jax.data.datasets import DataError
     from ssl_jax.evaluate import knn, linear_probe, pictures
 
     config = FLAGS.config
+    if config.job == "pretrain" and _runlocal_requested(sys.argv):
+        progress.say(describe_runlocal(config))
     try:
         if config.job == "pretrain":
             try:
@@ -103,6 +105,22 @@ def main(argv) -> None:
         sys.exit(2)
 
 
+def _config_spec(argv: list[str]) -> str | None:
+    """The `--config=PATH[:ARG]` value of a command line (also `--config PATH[:ARG]`)."""
+    args = argv[1:]
+    spec = next((a.partition("=")[2] for a in args if a.startswith("--config=")), None)
+    if spec is None and "--config" in args[:-1]:
+        spec = args[args.index("--config") + 1]
+    return spec
+
+
+def _runlocal_requested(argv: list[str]) -> bool:
+    """Whether the config file's argument names `runlocal` (`configs/X.py:runlocal,keys=8`)."""
+    spec = _config_spec(argv) or ""
+    arg = spec.rpartition(":")[2] if ":" in spec else ""
+    return "runlocal" in [part.split("=")[0].strip() for part in arg.split(",")]
+
+
 def _flag_error(argv: list[str], error: Exception) -> str | None:
     """One line for a command line that absl / ml_collections could not parse: the `ConfigError` of
     the first `--config.a.b=v` override that `configs.apply_override` rejects (unknown key, wrong
@@ -113,9 +131,7 @@ def _flag_error(argv: list[str], error: Exception) -> str | None:
     if isinstance(error, configs.ConfigError):
         return str(error)
     args = argv[1:]
-    spec = next((a.partition("=")[2] for a in args if a.startswith("--config=")), None)
-    if spec is None and "--config" in args[:-1]:
-        spec = args[args.index("--config") + 1]
+    spec = _config_spec(argv)
     if spec:
         try:
             config = configs.load(spec)

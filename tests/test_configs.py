@@ -459,9 +459,30 @@ def test_overrides_named_in_the_readme_and_docs_are_keys():
             raise AssertionError(f"--config.{key}= is not a key of the configs")
 
 
-def test_runlocal_says_what_data_it_trains_on(capsys):
-    """`:runlocal` of a CIFAR config trains on Fashion-MNIST: said when the config is built."""
-    configs.load("configs/mocov2_cifar10.py:runlocal")
-    out = capsys.readouterr().err
-    assert ":runlocal trains on fashion_mnist (the first 256 training images, grey repeated " in out
-    assert "stand-in" in out
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["m", "--config=configs/mocov2_cifar10.py:runlocal"], True),
+        (["m", "--config", "configs/x.py:keys=8,runlocal"], True),
+        (["m", "--config=configs/x.py:runlocal=False"], True),  # the flag's name: the file decides
+        (["m", "--config=configs/x.py"], False),
+        (["m", "--config=configs/runlocal.py"], False),
+    ],
+)
+def test_runlocal_is_read_from_the_config_argument(argv, expected):
+    from ssl_jax import main
+
+    assert main._runlocal_requested(argv) is expected
+
+
+def test_runlocal_says_what_data_it_trains_on():
+    """`:runlocal` of a CIFAR config trains on Fashion-MNIST: the command line says so."""
+    note = configs.describe_runlocal(configs.load("configs/mocov2_cifar10.py:runlocal"))
+    assert note.startswith(
+        ":runlocal trains on fashion_mnist (the first 256 training images, grey repeated over 3 "
+        "channels); for a config of another dataset this is a stand-in"
+    )
+    note = configs.describe_runlocal(configs.load("configs/cmc_stl10.py:runlocal"))
+    assert note.startswith(
+        ":runlocal trains on color_fashion_mnist (the first 256 training images)"
+    )

@@ -54,6 +54,7 @@ def test_runlocal_config_runs_from_the_command_line(tmp_path, config):
     out, _ = proc.communicate(timeout=900)
     assert proc.returncode == 0, out
     assert "step 2/2" in out
+    assert out.startswith(":runlocal trains on fashion_mnist (the first 256 training images"), out
     # quiet by default: no TensorFlow start-up lines, no orbax / clu INFO lines
     assert "oneDNN" not in out and "InitializeLog" not in out, out
     assert "checkpoint_manager.py" not in out and "] " not in out.split("step 2/2")[0], out
@@ -87,7 +88,9 @@ def test_sigterm_saves_a_checkpoint_and_exits(tmp_path):
         if "; exiting." in line:
             saved = time.time()
             break
-    out = "".join(lines) + proc.communicate(timeout=300)[0]
+    # the rest through the same reader (communicate(timeout=...) reads the pipe past its buffer)
+    out = "".join(lines) + proc.stdout.read()
+    proc.wait(timeout=300)
     # gone within a second of its save (the interpreter's teardown of TensorFlow and XLA took
     # seconds, which a scheduler's grace period may not leave)
     exit_seconds = time.time() - saved
