@@ -21,7 +21,8 @@ if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q -r requirements-dev.txt
 # the package itself, editable: `import ssl_jax` and `python -m ssl_jax.main` work from any folder
-.venv/bin/pip install -q --no-deps -e .
+# (setuptools' notice that an editable install exists is not printed; errors are)
+PYTHONWARNINGS=ignore .venv/bin/pip install -q --no-deps -e .
 # the CPU build where pip finds one (an extra index set in PIP_EXTRA_INDEX_URL is honoured)
 .venv/bin/pip install -q torch==2.13.0 \
   || echo "torch==2.13.0 not installable here: the export parity tests will be skipped"
