@@ -32,7 +32,7 @@ import jax  # noqa: E402
 from train_step import jax_img_per_sec  # noqa: E402
 
 from configs import common  # noqa: E402
-from ssl_jax import configs  # noqa: E402
+from ssl_jax import configs, validation  # noqa: E402
 
 
 def host_rate(config, batches: int) -> tuple[float, float]:
@@ -91,7 +91,7 @@ def main() -> None:
         for item in args.set:
             configs.apply_override(config, item)
         config.data.device_ops = device_ops
-        configs.validate(config, num_devices=jax.device_count())
+        validation.validate(config, num_devices=jax.device_count())
         where = "device" if device_ops else "host"
         views, views_cpu = host_rate(config, args.steps)
         step = jax_img_per_sec(config, args.steps)

@@ -45,12 +45,12 @@ def view_size(config) -> int:
 def synthetic_batch(config, seed: int = 0) -> dict:
     """A random host batch shaped as the pipeline's: uint8 views at the recipe's size, or with
     `data.device_crops` the canvases with crop boxes inside a 375 × 500 (ImageNet-typical) image."""
-    from ssl_jax import configs
+    from ssl_jax.data import device_augment
 
     size, b = view_size(config), config.global_batch_size
     rng = np.random.default_rng(seed)
     rows = {"index": np.arange(b, dtype=np.int32), "label": np.zeros(b, np.int32)}
-    side, views = configs.device_crop_side(config.data), len(config.data.views)
+    side, views = device_augment.device_crop_side(config.data), len(config.data.views)
     channels = config.data.channels
     if not side:
         shape = (b, size, size, channels)

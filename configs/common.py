@@ -15,7 +15,7 @@ import types
 
 import ml_collections
 
-from ssl_jax.configs import ConfigError
+from ssl_jax.config_checks import ConfigError
 from ssl_jax.data import recipes
 from ssl_jax.models import head_config
 

@@ -75,7 +75,8 @@ def main(argv) -> None:
 
     from ssl_jax import train
     from ssl_jax.checkpoint import CheckpointError
-    from ssl_jax.configs import ConfigError, describe_runlocal
+    from ssl_jax.config_checks import ConfigError
+    from ssl_jax.configs import describe_runlocal
     from ssl_jax.data.datasets import DataError
     from ssl_jax.evaluate import knn, linear_probe, pictures
 

@@ -55,7 +55,7 @@ then `--config.optim.param_groups.head.base_lr=0.5` overrides it from the comman
 
 `check_config(optim_config)` / `check_ema_config(ema_config)` raise `ssl_jax.configs.ConfigError`
 naming `config.optim.<key>=<value>` and what is allowed; `make_optimizer` / `ema_momentum_schedule`
-call them, and `configs.validate` should call them rather than copy their rules.
+call them, and `validation.validate` should call them rather than copy their rules.
 """
 
 import math
@@ -68,7 +68,7 @@ import jax.numpy as jnp
 import ml_collections
 import optax
 
-from ssl_jax.configs import ConfigError
+from ssl_jax.config_checks import ConfigError
 
 OPTIMIZERS = ("sgd", "lars", "adam")
 LR_SCALINGS = ("linear", "none")

@@ -22,7 +22,8 @@ import numpy as np
 import optax
 from absl import logging
 
-from ssl_jax import checkpoint, configs, optim, progress, sharding
+from ssl_jax import checkpoint, optim, progress, sharding, validation
+from ssl_jax.config_checks import ConfigError
 from ssl_jax.data import datasets, device_augment, device_pipeline, pipeline
 from ssl_jax.evaluate.encoder import (
     RowEmbedder,
@@ -64,9 +65,9 @@ def _compute_dtype(config):
 def build_experiment(config: ml_collections.ConfigDict, mesh=None) -> Experiment:
     """Validate the config and build model, optimiser and method context. No data, no compilation."""
     mesh = sharding.make_mesh() if mesh is None else mesh
-    configs.validate(config, num_devices=mesh.size)
+    validation.validate(config, num_devices=mesh.size)
     if config.method not in METHODS:
-        raise configs.ConfigError(
+        raise ConfigError(
             f"config.method={config.method!r} is not known; allowed values: {sorted(METHODS)}"
         )
     method = METHODS[config.method]
@@ -277,7 +278,7 @@ def abstract_batch(exp: Experiment) -> dict:
         images = device_pipeline.table_spec(config, exp.mesh)
         return {"index": rows(jnp.int32), "label": rows(jnp.int32), "images": images}
 
-    side = configs.device_crop_side(config.data)
+    side = device_augment.device_crop_side(config.data)
     if side:
         pixels = {
             "canvas": rows(jnp.uint8, side, side, channels),

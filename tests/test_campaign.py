@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from ssl_jax import configs
+from ssl_jax import validation
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
@@ -35,7 +35,7 @@ def test_every_cell_of_every_grid_loads_at_its_budget(name):
     assert len(trained) == len(grid.seeds) * sum(len(s.methods) for s in grid.sections)
     for cell in cells:
         config, digest, overrides = campaign.cell_config(grid, cell, data_dir="/elsewhere")
-        configs.validate(config, num_devices=1)
+        validation.validate(config, num_devices=1)
         assert config.seed == (cell.seed or 0) and config.data.data_dir == "/elsewhere"
         assert overrides[1 : 1 + len(grid.sets)] == list(grid.sets)
         if cell.kind == "train" and name != "tiny":

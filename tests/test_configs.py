@@ -12,7 +12,7 @@ import ml_collections
 import pytest
 
 from configs import common
-from ssl_jax import configs
+from ssl_jax import config_checks, configs, validation
 
 
 def test_load_applies_the_config_argument():
@@ -80,14 +80,14 @@ def test_every_config_loads_and_validates(path, arg):
     job without `config.init` stops at that one, by design)."""
     c = configs.load(path + (f":{arg}" if arg else ""))
     if c.job == "pretrain":
-        configs.validate(c, num_devices=8)
+        validation.validate(c, num_devices=8)
         assert set(c.evals) == {"knn", "probe_table"}
         assert "knn" not in c and "probe" not in c and "final_probe_table" not in c
     else:
         with pytest.raises(configs.ConfigError, match="config.init"):
-            configs.validate(c, num_devices=8)
+            validation.validate(c, num_devices=8)
         c.init = "/some/workdir"
-        configs.validate(c, num_devices=8)
+        validation.validate(c, num_devices=8)
 
 
 @pytest.mark.parametrize("path", CONFIG_FILES, ids=_name)
@@ -321,35 +321,35 @@ def test_validate_names_the_key_and_the_allowed_values(key, value, message):
         node = node[p]
     node[leaf] = value
     with pytest.raises(configs.ConfigError, match=message):
-        configs.validate(c, num_devices=8)
+        validation.validate(c, num_devices=8)
 
 
 def test_an_evaluator_entry_takes_the_evaluators_defaults_for_missing_keys():
     c = _local()
     c.evals = ml_collections.ConfigDict({"final": dict(type="probe_table", every_steps=0)})
-    configs.validate(c, num_devices=8)  # solver, l2_grid, batch_size 512 ... from the evaluator
+    validation.validate(c, num_devices=8)  # solver, l2_grid, batch_size 512 ... from the evaluator
     c.evals.final.solvr = "ridge"
     with pytest.raises(configs.ConfigError, match="config.evals.final.solvr is not a key"):
-        configs.validate(c, num_devices=8)
+        validation.validate(c, num_devices=8)
     c.evals = ml_collections.ConfigDict({"nn": dict(type="knn", every_steps=10, batch_size=12)})
     with pytest.raises(configs.ConfigError, match="config.evals.nn.batch_size=12"):
-        configs.validate(c, num_devices=8)
+        validation.validate(c, num_devices=8)
 
 
 def test_validate_seed_is_an_int():
     c = _local().to_dict()
     c["seed"] = "0"  # a ConfigDict keeps the type of a field; a config built from a dict may not
     with pytest.raises(configs.ConfigError, match="config.seed='0': allowed an int"):
-        configs.validate(ml_collections.ConfigDict(c), num_devices=8)
+        validation.validate(ml_collections.ConfigDict(c), num_devices=8)
 
 
 def test_validate_num_epochs_only_counts_without_total_steps():
     c = _local()
     c.num_epochs = 0.0
-    configs.validate(c, num_devices=8)  # total_steps=6 sets the length
+    validation.validate(c, num_devices=8)  # total_steps=6 sets the length
     c.total_steps = -1
     with pytest.raises(configs.ConfigError, match=r"config.num_epochs=0.0: allowed \(0.0, inf\)"):
-        configs.validate(c, num_devices=8)
+        validation.validate(c, num_devices=8)
 
 
 def test_evals_entries_are_checked_by_type():
@@ -358,43 +358,43 @@ def test_evals_entries_are_checked_by_type():
     with pytest.raises(
         configs.ConfigError, match=r"config.evals.knn.kk is not a key of a 'knn' evaluator"
     ):
-        configs.validate(c, num_devices=8)
+        validation.validate(c, num_devices=8)
     c = _local()
     c.evals.probe_table.k = 3
     with pytest.raises(configs.ConfigError, match="config.evals.probe_table.k is not a key"):
-        configs.validate(c, num_devices=8)
+        validation.validate(c, num_devices=8)
     c = _local()
     c.evals.knn2 = ml_collections.ConfigDict(dict(every_steps=10))
     with pytest.raises(configs.ConfigError, match="config.evals.knn2 must be a dict with a 'type'"):
-        configs.validate(c, num_devices=8)
+        validation.validate(c, num_devices=8)
     c = _local()
     del c.evals.knn
     del c.evals.probe_table
-    configs.validate(c, num_devices=8)  # no evaluator at all is fine
+    validation.validate(c, num_devices=8)  # no evaluator at all is fine
 
 
 def test_a_disabled_evaluator_needs_no_device_multiple_batch():
     c = _local()
     c.evals.knn.update(every_steps=-1, batch_size=500)
-    configs.validate(c, num_devices=8)
+    validation.validate(c, num_devices=8)
     c.evals.knn.every_steps = 0
     with pytest.raises(configs.ConfigError, match="config.evals.knn.batch_size=500"):
-        configs.validate(c, num_devices=8)
+        validation.validate(c, num_devices=8)
 
 
 @dataclasses.dataclass(frozen=True)
 class _Hparams:
-    temperature: float = configs.hp_field(0.2, low=0.0, low_open=True)
-    momentum: float = configs.hp_field(0.99, low=0.0, high=1.0)
-    fraction: float = configs.hp_field(0.5, low=0.0, high=1.0, low_open=True, high_open=True)
-    queue_size: int = configs.hp_field(4096, low=1)
-    form: str = configs.hp_field("eq8", choices=("eq8", "eq9"))
+    temperature: float = config_checks.hp_field(0.2, low=0.0, low_open=True)
+    momentum: float = config_checks.hp_field(0.99, low=0.0, high=1.0)
+    fraction: float = config_checks.hp_field(0.5, low=0.0, high=1.0, low_open=True, high_open=True)
+    queue_size: int = config_checks.hp_field(4096, low=1)
+    form: str = config_checks.hp_field("eq8", choices=("eq8", "eq9"))
     free: float = 3.0
 
 
 def _hparams(**method_config):
     c = ml_collections.ConfigDict(dict(method="toy", method_config=method_config))
-    return configs.hparams_from_config(_Hparams, c)
+    return config_checks.hparams_from_config(_Hparams, c)
 
 
 def test_hp_field_ranges_are_checked_by_hparams_from_config():

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ssl_jax import checkpoint, configs, models, sharding, state, train
+from ssl_jax import checkpoint, configs, models, sharding, state, train, validation
 from ssl_jax.data import pipeline
 from tests.helpers import tiny_config
 
@@ -129,7 +129,7 @@ def test_bad_dtype_rejected_before_compile(key, value, message):
     config = tiny_config()
     configs.apply_override(config, f"{key}={value}")
     with pytest.raises(configs.ConfigError, match=message):
-        configs.validate(config, num_devices=8)
+        validation.validate(config, num_devices=8)
 
 
 def test_cast_rows_only_touches_sharded_float_tables():

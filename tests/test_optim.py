@@ -11,7 +11,7 @@ import optax
 import pytest
 
 from ssl_jax import configs, optim
-from ssl_jax.configs import ConfigError
+from ssl_jax.config_checks import ConfigError
 
 STEPS_PER_EPOCH = 2
 TOTAL_STEPS = 6

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ssl_jax import configs, view_learning
-from ssl_jax.configs import ConfigError
+from ssl_jax.config_checks import ConfigError
 from ssl_jax.data import augment, device_augment
 from ssl_jax.models.flow import PixelFlow
 from tests.data.data_helpers import make_fashion_dir

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from ssl_jax.configs import ConfigError
+from ssl_jax.config_checks import ConfigError
 
 VERSION = 1  # bump when the generator changes: every cached file is then regenerated
 NAME = "color_fashion_mnist"

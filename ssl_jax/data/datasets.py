@@ -57,7 +57,7 @@ import numpy as np
 from absl import logging
 
 from ssl_jax import progress
-from ssl_jax.configs import check_allowed
+from ssl_jax.config_checks import check_allowed
 from ssl_jax.data import color_fashion_mnist
 
 if TYPE_CHECKING:

@@ -38,7 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ssl_jax import sharding
-from ssl_jax.configs import ConfigError
+from ssl_jax.config_checks import ConfigError
 from ssl_jax.data import datasets, device_augment, recipe_ops
 
 PIPELINES = ("tfdata", "device", "auto")

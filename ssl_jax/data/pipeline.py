@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ssl_jax import configs
 from ssl_jax.data import datasets, device_augment, device_pipeline, recipe_ops
 
 if TYPE_CHECKING:
@@ -164,8 +163,10 @@ def _recipes(config: Any) -> list[tuple[str, Sequence[Any]]]:
     data = config.data
     channels = int(data.channels)
     device_ops = bool(data.get("device_ops", False))
-    if configs.device_crop_side(data):
-        configs.check_device_crops(data)  # the views are cut on the device: rrc-led recipes only
+    if device_augment.device_crop_side(data):
+        device_augment.check_device_crops(
+            data
+        )  # the views are cut on the device: rrc-led recipes only
     out = []
     for name in data.views:
         if name not in data.recipes:
@@ -236,7 +237,7 @@ def train_iterator(
 
     splits: dict[int, int] = {}
 
-    canvas = configs.device_crop_side(data)
+    canvas = device_augment.device_crop_side(data)
 
     @_plain
     def views(epoch, ex):

@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ssl_jax.configs import ConfigError
+from ssl_jax.config_checks import ConfigError
 from ssl_jax.data import color
 
 RRC_ATTEMPTS = 10

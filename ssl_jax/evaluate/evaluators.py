@@ -32,8 +32,8 @@ import numpy as np
 from absl import logging
 from jax.sharding import Mesh
 
-from ssl_jax import configs, progress
-from ssl_jax.configs import ConfigError, check_allowed, check_range
+from ssl_jax import progress
+from ssl_jax.config_checks import ConfigError, check_allowed, check_range
 from ssl_jax.data import datasets, pipeline
 from ssl_jax.evaluate import knn
 from ssl_jax.evaluate.encoder import (
@@ -107,7 +107,7 @@ class _Schedule:
     ) -> None:
         """Check the values of an entry of `config.evals` (defaults merged, `where`:
         'evals.<name>'); raises `ConfigError` naming `config.<where>.<key>` and what is allowed.
-        Called by `configs.validate` and by the evaluator's constructor. Features are extracted in
+        Called by `validation.validate` and by the evaluator's constructor. Features are extracted in
         global batches of `batch_size` x `num_processes`, sharded over the `num_devices` devices:
         that product must be a multiple of the device count, but only for an evaluator that runs
         (`every_steps` != -1)."""
@@ -437,12 +437,12 @@ _NEEDS_LABELS = (KnnEvaluator, ProbeTableEvaluator)
 
 def build_evaluators(config: ml_collections.ConfigDict, ctx: EvalContext) -> list[Evaluator]:
     """One evaluator per entry of `config.evals`, in config order. Raises ConfigError for an
-    unknown type or key (`configs.eval_entry`) or a bad value (the class's `check_config`, called
+    unknown type or key (`eval_entry`) or a bad value (the class's `check_config`, called
     by its constructor), before anything is compiled. An evaluator that needs labels is skipped
     (with a log line) when the eval splits have none."""
     evaluators = []
     for name, entry in (config.get("evals") or {}).items():
-        cls, kwargs = configs.eval_entry(name, entry)
+        cls, kwargs = eval_entry(name, entry)
         if cls in _NEEDS_LABELS and not all(
             datasets.has_labels(config.data, split)
             for split in (config.data.eval_train_split, config.data.eval_test_split)
@@ -455,9 +455,36 @@ def build_evaluators(config: ml_collections.ConfigDict, ctx: EvalContext) -> lis
 
 def evaluator_defaults(cls_or_type) -> dict:
     """`{key: default}` of an evaluator type's config keys (its keyword arguments): the one place
-    `configs.validate` learns which keys an evaluator takes and what a missing one means."""
+    `validation.validate` learns which keys an evaluator takes and what a missing one means."""
     import inspect
 
     cls = EVALUATORS[cls_or_type] if isinstance(cls_or_type, str) else cls_or_type
     params = inspect.signature(cls.__init__).parameters.values()
     return {p.name: p.default for p in params if p.kind == inspect.Parameter.KEYWORD_ONLY}
+
+
+def eval_entry(name: str, entry) -> tuple[type, dict]:
+    """The generic checks of `config.evals[name]`: a dict with a known `type` and only that type's
+    keys. Returns the evaluator class and the entry's keys (less `type`) with the evaluator's
+    defaults merged in; the class's `check_config` checks their values."""
+    where, types = f"evals.{name}", sorted(EVALUATORS)
+    if isinstance(entry, ml_collections.ConfigDict):
+        entry = entry.to_dict()
+    if not isinstance(entry, dict):
+        raise ConfigError(f"config.{where} must be a dict with a 'type'; allowed types: {types}")
+    if "type" not in entry:
+        raise ConfigError(
+            f"config.{where} must be a dict with a 'type' (got config.{where}.type=None); "
+            f"allowed types: {types}"
+        )
+    entry = dict(entry)
+    kind = entry.pop("type")
+    check_allowed(f"{where}.type", kind, types)
+    defaults = evaluator_defaults(kind)
+    unknown = [key for key in entry if key not in defaults]
+    if unknown:
+        raise ConfigError(
+            f"config.{where}.{unknown[0]} is not a key of a {kind!r} evaluator; "
+            f"allowed keys: {['type', *defaults]}"
+        )
+    return EVALUATORS[kind], {**defaults, **entry}

@@ -25,7 +25,8 @@ import os
 import ml_collections
 from ml_collections import config_dict
 
-from ssl_jax import configs, progress
+from ssl_jax import models, optim, progress
+from ssl_jax.config_checks import ConfigError, check_allowed
 from ssl_jax.data import datasets
 from ssl_jax.evaluate.encoder import FEATURES, Encoder, FeatureFn, describe_features, load_encoder
 
@@ -45,6 +46,8 @@ DATA_OVERRIDES = {
 
 # The config block of each job that holds its own keys, `features` among them.
 JOB_BLOCKS = {"linear_probe": "probe", "knn": "knn"}
+PROBE_PROTOCOLS = ("sgd", "fast")
+PROBE_INPUTS = ("images", "features")
 
 # Classes of the labelled splits (image_folder: its class sub-folders).
 NUM_CLASSES = {
@@ -130,7 +133,7 @@ def check_labelled(config, splits: tuple[str, ...], job: str) -> None:
     for key in splits:
         split = config.data[key]
         if not datasets.has_labels(config.data, split):
-            raise configs.ConfigError(
+            raise ConfigError(
                 f"the {job} job needs labels, but config.data.{key}={split!r} of "
                 f"{config.data.name} has none. Pick a labelled split (--config.data.{key}=...) or "
                 "a labelled dataset (--config.data.name=...)."
@@ -142,13 +145,13 @@ def job_features(job_config: ml_collections.ConfigDict) -> str:
     naming the allowed values otherwise."""
     block = JOB_BLOCKS[job_config.job]
     value = job_config[block].get("features", "pooled")
-    configs.check_allowed(f"{block}.features", value, tuple(FEATURES))
+    check_allowed(f"{block}.features", value, tuple(FEATURES))
     return value
 
 
 def prepare(job_config: ml_collections.ConfigDict, mesh=None) -> JobInputs:
     """Validate the job, load the encoder, resolve the data; writes nothing."""
-    configs.validate(job_config, num_devices=(mesh.size if mesh is not None else _device_count()))
+    validate_eval_job(job_config, num_devices=(mesh.size if mesh is not None else _device_count()))
     features = job_features(job_config)
     what = f"loading the encoder from {job_config.init} ({job_config.job}, features: {features})"
     with progress.phase(what):
@@ -166,9 +169,9 @@ def prepare(job_config: ml_collections.ConfigDict, mesh=None) -> JobInputs:
 
 
 def _allowed_name(name: str) -> None:
-    if name not in configs.DATASETS:
-        raise configs.ConfigError(
-            f"config.data.name={name!r} is not allowed; allowed values: {list(configs.DATASETS)}"
+    if name not in datasets.NAMES:
+        raise ConfigError(
+            f"config.data.name={name!r} is not allowed; allowed values: {list(datasets.NAMES)}"
         )
 
 
@@ -185,3 +188,41 @@ def write_json(path: str, record: dict) -> None:
         json.dump(record, f, indent=2, sort_keys=True)
         f.write("\n")
     os.replace(tmp, path)
+
+
+def validate_eval_job(config: ml_collections.ConfigDict, *, num_devices: int) -> None:
+    """Checks of a linear_probe / knn job config (`configs/linear_probe.py`, `configs/knn.py`);
+    its data and model come from the pretraining run (`config.init`) and are checked there."""
+    if not config.get("init"):
+        raise ConfigError(
+            f"config.init is empty: the {config.job} job needs the pretraining workdir "
+            "(or one of its checkpoints/<step> folders): --config.init=WORKDIR"
+        )
+    check_allowed("encoder.weights", config.encoder.weights, ("online", "target"))
+    if config.get("model") and config.model.get("dtype") is not None:
+        check_allowed("model.dtype", config.model.dtype, models.DTYPE_CHOICES)
+    if config.job == "knn":
+        if config.knn.batch_size <= 0 or config.knn.batch_size % num_devices:
+            raise ConfigError(
+                f"config.knn.batch_size={config.knn.batch_size} must be a positive multiple of the "
+                f"device count ({num_devices})"
+            )
+        if not config.knn.ks or min(config.knn.ks) <= 0:
+            raise ConfigError(
+                f"config.knn.ks={config.knn.ks} must be positive ints, e.g. (20, 200)"
+            )
+        return
+    probe = config.probe
+    check_allowed("probe.protocol", probe.protocol, PROBE_PROTOCOLS)
+    check_allowed("probe.solver", probe.get("solver", "lbfgs"), ("lbfgs", "ridge"))
+    check_allowed("probe.input", probe.input, PROBE_INPUTS)
+    for key in ("batch_size", "eval_batch_size"):
+        if probe[key] <= 0 or probe[key] % num_devices:
+            raise ConfigError(
+                f"config.probe.{key}={probe[key]} must be a positive multiple of the device count "
+                f"({num_devices}); allowed: {num_devices}, {2 * num_devices}, ..."
+            )
+    if probe.protocol == "sgd":
+        if probe.num_epochs <= 0:
+            raise ConfigError(f"config.probe.num_epochs={probe.num_epochs} must be > 0")
+        optim.check_config(probe.optim, "probe.optim")

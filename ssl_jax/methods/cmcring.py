@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 
 from ssl_jax import losses, sampling
-from ssl_jax.configs import ConfigError, hp_field, hparams_from_config
+from ssl_jax.config_checks import ConfigError, hp_field, hparams_from_config
 from ssl_jax.methods import cmc, common, ir, ring
 
 EMA_BEFORE_KEYS = cmc.EMA_BEFORE_KEYS

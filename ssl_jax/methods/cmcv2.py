@@ -28,7 +28,7 @@ import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
 from ssl_jax import losses, memory
-from ssl_jax.configs import hparams_from_config
+from ssl_jax.config_checks import hparams_from_config
 from ssl_jax.methods import cmc, common, mocov2
 
 EMA_BEFORE_KEYS = False  # PyContrast's momentum_update runs after optimizer.step()

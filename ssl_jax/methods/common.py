@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import ml_collections
 from jax.sharding import Mesh
 
-from ssl_jax.configs import ConfigError, hp_field
+from ssl_jax.config_checks import ConfigError, hp_field
 from ssl_jax.sharding import batch_sharding
 
 PyTree = Any
@@ -98,7 +98,7 @@ class StepOutput:
 @runtime_checkable
 class Method(Protocol):
     """A method module. `Hparams` is a frozen dataclass whose fields are the allowed keys of
-    `config.method_config` (ranges via `configs.hparams_from_config`)."""
+    `config.method_config` (ranges via `config_checks.hparams_from_config`)."""
 
     EMA_BEFORE_KEYS: bool  # target EMA before the keys (MoCo) or after the optimiser (SCE)
     USES_TARGET: bool  # False: no EMA network (IR); StepInput.target is None

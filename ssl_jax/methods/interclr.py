@@ -54,7 +54,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from ssl_jax import clustering, losses, memory, sampling
-from ssl_jax.configs import ConfigError, hp_field, hparams_from_config
+from ssl_jax.config_checks import ConfigError, hp_field, hparams_from_config
 from ssl_jax.methods import common
 from ssl_jax.sharding import DATA_AXIS
 

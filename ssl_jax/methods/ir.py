@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from ssl_jax import losses, memory
-from ssl_jax.configs import ConfigError, hp_field, hparams_from_config
+from ssl_jax.config_checks import ConfigError, hp_field, hparams_from_config
 from ssl_jax.methods import common
 
 EMA_BEFORE_KEYS = False

@@ -24,7 +24,7 @@ import dataclasses
 import jax
 
 from ssl_jax import losses, sampling
-from ssl_jax.configs import hparams_from_config
+from ssl_jax.config_checks import hparams_from_config
 from ssl_jax.methods import common, ir, ring
 
 EMA_BEFORE_KEYS = ir.EMA_BEFORE_KEYS

@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 
 from ssl_jax import losses
-from ssl_jax.configs import ConfigError, hp_field, hparams_from_config
+from ssl_jax.config_checks import ConfigError, hp_field, hparams_from_config
 from ssl_jax.methods import common, mocov2
 
 EMA_BEFORE_KEYS = True  # as MoCo: momentum update, then the keys

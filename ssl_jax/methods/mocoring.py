@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 
 from ssl_jax import losses
-from ssl_jax.configs import hp_field, hparams_from_config
+from ssl_jax.config_checks import hp_field, hparams_from_config
 from ssl_jax.methods import common, mocov2, ring
 
 EMA_BEFORE_KEYS = mocov2.EMA_BEFORE_KEYS

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
 from ssl_jax import losses, memory
-from ssl_jax.configs import hp_field, hparams_from_config
+from ssl_jax.config_checks import hp_field, hparams_from_config
 from ssl_jax.methods import common
 
 EMA_BEFORE_KEYS = True  # MoCo: momentum update, then keys

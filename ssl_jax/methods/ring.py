@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
 from ssl_jax import sampling
-from ssl_jax.configs import ConfigError, hp_field
+from ssl_jax.config_checks import ConfigError, hp_field
 from ssl_jax.methods import common
 
 

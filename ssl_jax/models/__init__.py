@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import ml_collections
 
-from ssl_jax.configs import ConfigError
+from ssl_jax.config_checks import ConfigError
 from ssl_jax.models import resnet as _resnet
 from ssl_jax.models.batchnorm import BatchNorm
 from ssl_jax.models.conv import CONV_IMPLS

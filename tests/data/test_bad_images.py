@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from ssl_jax import configs, train
+from ssl_jax import configs, train, validation
 from ssl_jax.data import datasets
 from tests.helpers import tiny_config
 
@@ -129,7 +129,7 @@ def test_read_only_folder_caches_in_the_user_cache(folder, tmp_path, monkeypatch
 def test_wrong_value_is_a_config_error(folder):
     c = _config(folder, "ignore")
     with pytest.raises(configs.ConfigError, match=r"data.bad_images.*\['error', 'skip'\]"):
-        configs.validate(c, num_devices=8)
+        validation.validate(c, num_devices=8)
     with pytest.raises(configs.ConfigError, match="bad_images"):
         datasets.num_examples(c.data, "train")
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from ssl_jax.configs import ConfigError
+from ssl_jax.config_checks import ConfigError
 from ssl_jax.data import augment, color, device_augment, pipeline, recipes
 
 skcolor = pytest.importorskip("skimage.color")

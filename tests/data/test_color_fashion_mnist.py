@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from configs import common
-from ssl_jax import configs
-from ssl_jax.configs import ConfigError
+from ssl_jax import validation
+from ssl_jax.config_checks import ConfigError
 from ssl_jax.data import color_fashion_mnist as cfm
 from ssl_jax.data import datasets, pipeline, recipes
 from tests.data.data_helpers import make_fashion_dir
@@ -153,11 +153,11 @@ def test_config_validation_and_pipeline(fashion_dir, tmp_path):
     c.data.recipes = ml_collections.ConfigDict({"cmc": recipes.cmc(16)})
     c.data.views = ("cmc", "cmc")
     c.data.train_subset = 16
-    configs.validate(c, num_devices=8)
+    validation.validate(c, num_devices=8)
     bad = ml_collections.ConfigDict(c.to_dict())
     bad.data.color_fashion_mnist.tint = "blue"
     with pytest.raises(ConfigError, match="color_fashion_mnist.tint"):
-        configs.validate(bad, num_devices=8)
+        validation.validate(bad, num_devices=8)
     batch = next(pipeline.train_iterator(c))
     assert [v.shape for v in batch["views"]] == [(16, 16, 16, 3)] * 2
     assert batch["views"][0].dtype == np.uint8  # the colour space runs on the device

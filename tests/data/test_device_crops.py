@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
-from ssl_jax import configs
+from ssl_jax.config_checks import ConfigError
 from ssl_jax.data import augment, device_augment, pipeline, recipes
 from tests.data.data_helpers import make_config
 
@@ -100,16 +100,16 @@ def _data(**kw):
 
 
 def test_config_errors_name_the_problem():
-    configs.check_device_crops(_data())
-    with pytest.raises(configs.ConfigError, match="needs config.data.device_ops=True"):
-        configs.check_device_crops(_data(device_ops=False))
-    with pytest.raises(configs.ConfigError, match="data.device_crops"):
-        configs.check_device_crops(_data(device_crops=-1))
+    device_augment.check_device_crops(_data())
+    with pytest.raises(ConfigError, match="needs config.data.device_ops=True"):
+        device_augment.check_device_crops(_data(device_ops=False))
+    with pytest.raises(ConfigError, match="data.device_crops"):
+        device_augment.check_device_crops(_data(device_crops=-1))
     centre = ({"op": "center_crop", "size": 16},)
-    with pytest.raises(configs.ConfigError, match="must start with its only random_resized_crop"):
-        configs.check_device_crops(_data(recipes={"a": tuple(recipes.weak(16)) + centre}))
-    assert configs.device_crop_side(_data(device_ops=False)) == 0
-    assert configs.device_crop_side(_data()) == 64
+    with pytest.raises(ConfigError, match="must start with its only random_resized_crop"):
+        device_augment.check_device_crops(_data(recipes={"a": tuple(recipes.weak(16)) + centre}))
+    assert device_augment.device_crop_side(_data(device_ops=False)) == 0
+    assert device_augment.device_crop_side(_data()) == 64
 
 
 def test_cut_views_on_eight_devices_equal_one_device():

@@ -323,7 +323,7 @@ def test_save_restore_next_step_is_identical(runs, tmp_path):
 
 
 def test_views_must_be_in_a_colour_space():
-    from ssl_jax.configs import ConfigError
+    from ssl_jax.config_checks import ConfigError
 
     config = cmc_config()
     config.data.recipes = ml_collections.ConfigDict({"tiny": TINY_RECIPE})

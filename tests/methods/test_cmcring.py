@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from ssl_jax import losses, sharding, train
-from ssl_jax.configs import ConfigError
+from ssl_jax.config_checks import ConfigError
 from ssl_jax.methods import METHODS, cmcring, common
 from tests.helpers import np_normalize, synthetic_batch
 from tests.methods.test_cmc import cmc_config

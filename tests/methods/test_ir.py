@@ -39,7 +39,7 @@ from configs import (
     iring_stl10,
 )
 from ssl_jax import memory, sharding, train
-from ssl_jax.configs import ConfigError
+from ssl_jax.config_checks import ConfigError
 from ssl_jax.data import device_augment
 from ssl_jax.methods import METHODS, common, ir, iring
 from tests.helpers import synthetic_batch, tiny_config

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
 from ssl_jax import losses, memory
-from ssl_jax.configs import hparams_from_config
+from ssl_jax.config_checks import hparams_from_config
 from ssl_jax.methods import common, ir
 from ssl_jax.models import backbone_only, build_head
 from ssl_jax.sharding import DATA_AXIS

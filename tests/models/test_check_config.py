@@ -3,7 +3,7 @@
 import pytest
 
 from ssl_jax import configs, models
-from ssl_jax.configs import ConfigError
+from ssl_jax.config_checks import ConfigError
 from ssl_jax.models import conv, resnet
 
 

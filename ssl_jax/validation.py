@@ -1,0 +1,89 @@
+"""Validation of a whole config before anything compiles: `validate(config, num_devices=...)`.
+
+Called by `train`, the probe and kNN jobs (`evaluate.jobs`) and `main`, before data or compilation.
+It checks the keys that belong to no one module (job, seed, batch, steps, data shapes) and calls the
+modules that own the rest, which keep their allowed values beside the code that uses them:
+`models.check_config`, `optim.check_config` / `check_ema_config`, `state.BUFFER_DTYPES`,
+`datasets.bad_images_policy`, `color_fashion_mnist.check_config`, `device_augment.check_device_crops`,
+`device_pipeline.check_config`, each evaluator class's `check_config` (`evaluators.eval_entry`),
+and for a probe or kNN job `jobs.validate_eval_job`.
+This module sits above all of them, so none of them imports it.
+"""
+
+from __future__ import annotations
+
+import ml_collections
+
+from ssl_jax import models, optim, state
+from ssl_jax.config_checks import ConfigError, check_allowed, check_range
+from ssl_jax.data import color_fashion_mnist, datasets, device_augment, device_pipeline
+from ssl_jax.evaluate import evaluators, jobs
+
+JOBS = ("pretrain", "linear_probe", "knn")
+EVAL_JOBS = ("linear_probe", "knn")  # jobs on a pretrained encoder (config.init)
+
+
+def validate_evals(config: ml_collections.ConfigDict, *, num_devices: int) -> None:
+    """`config.evals`: each entry a known `type` with its own keys (`eval_entry`), their values
+    checked by the evaluator class (`check_config`)."""
+    for name, entry in config.evals.items():
+        cls, kwargs = evaluators.eval_entry(name, entry)
+        cls.check_config(kwargs, f"evals.{name}", num_devices=num_devices)
+
+
+def validate(config: ml_collections.ConfigDict, *, num_devices: int) -> None:
+    """Checks that need no data and no compilation. Raises ConfigError."""
+    check_allowed("job", config.job, JOBS)
+    if config.job in EVAL_JOBS:
+        jobs.validate_eval_job(config, num_devices=num_devices)
+        return
+    models.check_config(config.model)
+    check_allowed("buffer_dtype", config.get("buffer_dtype", "float32"), tuple(state.BUFFER_DTYPES))
+    optim.check_config(config.optim, global_batch_size=config.global_batch_size)
+    optim.check_ema_config(config.ema)
+
+    if not isinstance(config.seed, int) or isinstance(config.seed, bool):
+        raise ConfigError(f"config.seed={config.seed!r}: allowed an int")
+    if config.global_batch_size <= 0 or config.global_batch_size % num_devices:
+        raise ConfigError(
+            f"config.global_batch_size={config.global_batch_size} must be a positive multiple of "
+            f"the device count ({num_devices}); allowed: {num_devices}, {2 * num_devices}, ..."
+        )
+    check_range("total_steps", config.total_steps, low=-1, integer=True)
+    if config.total_steps == 0:
+        raise ConfigError(
+            f"config.total_steps={config.total_steps}: allowed -1 (from epochs) or > 0"
+        )
+    if config.total_steps == -1:
+        check_range("num_epochs", config.num_epochs, low=0.0, low_open=True)
+    for key in ("log_every_steps", "checkpoint_every_steps", "keep_checkpoints"):
+        check_range(key, config[key], low=1, integer=True)
+
+    data = config.data
+    check_allowed("data.name", data.name, datasets.NAMES)
+    if data.name == "color_fashion_mnist":
+        color_fashion_mnist.check_config(data.get("color_fashion_mnist"))
+    datasets.bad_images_policy(data)
+    check_allowed("data.channels", data.channels, (1, 3))
+    check_range("data.image_size", data.image_size, low=1, integer=True)
+    check_range("data.train_subset", data.train_subset, low=0, integer=True)
+    check_range("data.shuffle_buffer", data.shuffle_buffer, low=1, integer=True)
+    check_range(
+        "data.eval_crop_fraction", data.eval_crop_fraction, low=0.0, high=1.0, low_open=True
+    )
+    for key in ("mean", "std"):
+        if len(data[key]) != data.channels:
+            raise ConfigError(
+                f"config.data.{key} has {len(data[key])} values but "
+                f"config.data.channels={data.channels}; give one value per channel"
+            )
+    for i, value in enumerate(data.std):
+        check_range(f"data.std[{i}]", value, low=0.0, low_open=True)
+    for view in data.views:
+        if view not in data.recipes:
+            raise ConfigError(
+                f"config.data.views names recipe {view!r}; allowed: {sorted(data.recipes)}"
+            )
+    device_augment.check_device_crops(data)
+    device_pipeline.check_config(data)
+    validate_evals(config, num_devices=num_devices)
