@@ -1,7 +1,7 @@
 """Does the host input pipeline keep up with an accelerator? (issue 18 item 5)
 
     python benchmarks/input_demand.py [--configs=mocov2_imagenet,...] [--batches=6] [--batch=32]
-        [--images=96] [--host-cores=16] [--rates=docs/accelerator_h100.jsonl]
+        [--images=96] [--host-cores=16] [--rates=docs/logs/accelerator_h100.jsonl]
 
 For each config family at its real image size, `pipeline.train_iterator` (the tf.data pipeline the
 trainer runs: decode once per image, every view's recipe, batching) reads an `image_folder` of JPEG
@@ -131,7 +131,9 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=6, help="timed batches per measurement")
     parser.add_argument("--images", type=int, default=96, help="JPEG photos in the folder")
     parser.add_argument("--host-cores", type=int, default=16, help="cores of the accelerator host")
-    parser.add_argument("--rates", default=os.path.join(ROOT, "docs", "accelerator_h100.jsonl"))
+    parser.add_argument(
+        "--rates", default=os.path.join(ROOT, "docs", "logs", "accelerator_h100.jsonl")
+    )
     args = parser.parse_args()
 
     from accelerator import load_config

@@ -1,6 +1,6 @@
 """Reported top-1 accuracies (percent) transcribed from the five seed papers.
 
-Sources (plain-text copies in /work/shared/papers/):
+Sources (the papers' plain-text copies; file names below):
   SCE      = Denize et al., "Similarity Contrastive Estimation for Self-Supervised Soft Contrastive
              Learning", WACV 2023 (HAL cea-04166419)  -> sce_similarity_contrastive_estimation.txt
   JCL      = Cai et al., "Joint Contrastive Learning with Infinite Possibilities", NeurIPS 2020

@@ -5,9 +5,9 @@ and of the whole training loop (input pipeline included), side by side in one ru
 The peer lives in its own virtualenv, never in ssl_jax's requirements
 (`benchmarks/requirements-peer.txt`):
 
-    python3 -m venv /work/peer_venv
-    /work/peer_venv/bin/pip install -r benchmarks/requirements-peer.txt
-    /work/peer_venv/bin/pip install --no-deps torchvision==0.28.0 lightly==1.6.0
+    python3 -m venv ../peer_venv
+    ../peer_venv/bin/pip install -r benchmarks/requirements-peer.txt
+    ../peer_venv/bin/pip install --no-deps torchvision==0.28.0 lightly==1.6.0
 
 (lightly's declared deps — pytorch-lightning, hydra-core, tqdm, ... — are not imported by the modules
 used here; `lightly.transforms` needs lightning-utilities and packaging. The torchvision 0.28.0 wheel
@@ -16,7 +16,7 @@ pip finds for torch 2.13.0 is a CUDA build whose C ops cannot load with torch 2.
 
 Side by side (both shapes, 3 alternating rounds of 20 steps each; run from the repository root):
 
-    .venv/bin/python benchmarks/peer.py --peer=lightly --peer-python=/work/peer_venv/bin/python \\
+    .venv/bin/python benchmarks/peer.py --peer=lightly --peer-python=../peer_venv/bin/python \\
         --jax-python=.venv/bin/python [--shapes=fashion28,color32] [--rounds=3] [--steps=20] \\
         [--probe-seconds=180 | --probe-steps=128]
 
@@ -33,7 +33,7 @@ peer's python); `--what=step,loop` picks the measurements. The numbers are the s
 (`config_numbers`, also on the `--side=jax --serve` worker's READY line); `--print-numbers` prints
 them for `--shape` with ssl_jax's python (no torch or lightly import, no compilation) and exits:
 
-    /work/peer_venv/bin/python benchmarks/peer.py --side=lightly --shape=color32 \
+    ../peer_venv/bin/python benchmarks/peer.py --side=lightly --shape=color32 \
         --numbers="$(.venv/bin/python benchmarks/peer.py --print-numbers --shape=color32)"
 
 Shapes (`SHAPES`): `fashion28` is Fashion-MNIST 28 px grayscale (1 channel) with the ImageNet stem
@@ -113,9 +113,9 @@ SHAPES = {  # what the benchmark chooses; the rest (size, channels, mean/std, EM
 PEERS = ("lightly",)
 FASHION_DIR = "/usr/share/datasets/fashion-mnist"
 INSTALL = (
-    "the lightly side needs its own virtualenv: python3 -m venv /work/peer_venv && "
-    "/work/peer_venv/bin/pip install -r benchmarks/requirements-peer.txt && "
-    "/work/peer_venv/bin/pip install --no-deps torchvision==0.28.0 lightly==1.6.0"
+    "the lightly side needs its own virtualenv: python3 -m venv ../peer_venv && "
+    "../peer_venv/bin/pip install -r benchmarks/requirements-peer.txt && "
+    "../peer_venv/bin/pip install --no-deps torchvision==0.28.0 lightly==1.6.0"
 )
 
 

@@ -234,7 +234,9 @@ def test_jcl_keys_argument_sets_the_views():
 def test_readme_and_docs_name_configs_that_exist():
     """Every `configs/X.py[:arg]` the README, the docs and the config docstrings name loads."""
     texts = [open(os.path.join(ROOT, "README.md")).read()]
-    texts += [open(p).read() for p in glob.glob(os.path.join(ROOT, "docs", "*.md"))]
+    texts += [
+        open(p).read() for p in glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True)
+    ]
     texts += [open(p).read() for p in CONFIG_FILES]
     specs = set()
     for text in texts:
@@ -442,7 +444,9 @@ def test_overrides_named_in_the_readme_and_docs_are_keys():
     """`--config.a.b=` in the README, the docs and the config docstrings names a key of a pretraining
     config (or, `init`, of the evaluation jobs)."""
     texts = [open(os.path.join(ROOT, "README.md")).read()]
-    texts += [open(p).read() for p in glob.glob(os.path.join(ROOT, "docs", "*.md"))]
+    texts += [
+        open(p).read() for p in glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True)
+    ]
     texts += [open(p).read() for p in CONFIG_FILES]
     keys = {k for t in texts for k in re.findall(r"--config\.([a-z_][a-z0-9_.]*[a-z0-9_])=", t)}
     pretrain = configs.load(os.path.join(ROOT, "configs/jcl_fashion_mnist.py"))
