@@ -18,7 +18,9 @@ Layouts:
 - `cifar10`, `cifar100`, `stl10`, `imagenet2012`: tfds builders under `data_dir` (tfds's default
   when empty), downloaded and prepared on first use (imagenet2012 from the archives in
   `manual_dir`). tfds split names: stl10 'train' / 'test' / 'unlabelled' (label -1), imagenet2012
-  'train' / 'validation' ('test' has no labels). With `cache` the split is materialised in host
+  'train' / 'validation' ('test' has no labels); several joined by '+' (stl10 'train+unlabelled':
+  the 5k labelled then the 100k unlabelled images, index = position, each part's labels) are one
+  split, labelled only if every part is. With `cache` the split is materialised in host
   memory once per process (decoded when the images have a fixed size, still encoded otherwise) and
   becomes random-access.
 - `image_folder`: split `s` is the folder `data_dir/s` when it exists; otherwise split 'train' is
@@ -141,7 +143,16 @@ def _name(data_config: Any) -> str:
 
 
 def _split_name(name: str, split: str) -> str:
-    return _SPLIT_ALIASES.get(name, {}).get(split, split)
+    parts = [_SPLIT_ALIASES.get(name, {}).get(p.strip(), p.strip()) for p in split.split("+")]
+    return "+".join(parts)
+
+
+def _split_parts(name: str, split: str) -> list[str]:
+    """The tfds splits of `split`: one, or several joined by '+' (e.g. stl10 'train+unlabelled')."""
+    parts = _split_name(name, split).split("+")
+    if len(set(parts)) != len(parts):
+        raise DataError(f"{name} split {split!r} names a split twice.")
+    return parts
 
 
 # --------------------------------------------------------------------------------------------------
@@ -351,8 +362,12 @@ def _check_tfds_split(name: str, split: str, builder=None) -> None:
     known = set(KNOWN_NUM_EXAMPLES[name])
     if builder is not None:
         known |= set(_tfds_splits(builder))
-    if split not in known:
-        raise DataError(f"{name} has splits {tuple(sorted(known))}, not {split!r}.")
+    for part in _split_parts(name, split):
+        if part not in known:
+            raise DataError(
+                f"{name} has splits {tuple(sorted(known))} (or several joined by '+'), "
+                f"not {part!r}."
+            )
 
 
 def _tfds_as_dataset(builder, split: str, decoders: Any = None) -> tf.data.Dataset:
@@ -367,7 +382,10 @@ def _tfds_as_dataset(builder, split: str, decoders: Any = None) -> tf.data.Datas
 
 def _tfds_num_examples(data_config: Any, split: str) -> int:
     name = data_config.name
-    split = _split_name(name, split)
+    parts = _split_parts(name, split)
+    if len(parts) > 1:
+        return sum(_tfds_num_examples(data_config, part) for part in parts)
+    split = parts[0]
     builder = _tfds_builder(data_config)
     _check_tfds_split(name, split, builder)
     splits = _tfds_splits(builder)
@@ -382,14 +400,45 @@ def _tfds_num_examples(data_config: Any, split: str) -> int:
     return KNOWN_NUM_EXAMPLES[name][split]
 
 
+def _joined_stream(data_config: Any, parts: list[str]) -> tuple[Source, tuple]:
+    """Splits joined by '+': their examples one after the other (index = position in the joined
+    split), each part's labels (-1 in an unlabelled part); `has_labels` only if every part has."""
+    streams = [_tfds_stream(data_config, part) for part in parts]
+    sources = [src for src, _ in streams]
+    shapes = {shape for _, shape in streams}
+    starts = np.cumsum([0] + [src.num_examples for src in sources]).tolist()
+    n = starts[-1]
+
+    def read(start: int, end: int) -> tf.data.Dataset:
+        pieces = []
+        for src, lo, hi in zip(sources, starts[:-1], starts[1:], strict=True):
+            a, b = max(start, lo), min(end, hi)
+            if a < b:
+                shift = lambda ex, d=lo: {**ex, "index": ex["index"] + d}  # noqa: E731
+                pieces.append(src.read(a - lo, b - lo).take(b - a).map(shift))
+        ds = pieces[0]
+        for piece in pieces[1:]:
+            ds = ds.concatenate(piece)
+        return ds
+
+    first = sources[0]
+    has_labels = all(src.has_labels for src in sources)
+    split = "+".join(parts)
+    joined = Source(first.name, split, n, has_labels, first.channels, read, first.decode, None)
+    return joined, (shapes.pop() if len(shapes) == 1 else (None, None, first.channels))
+
+
 def _tfds_stream(data_config: Any, split: str) -> tuple[Source, tuple]:
     """The streaming `Source` of a tfds split (images still encoded) and its image shape (None
-    where the size varies)."""
+    where the size varies); splits joined by '+' are read one after the other."""
     import tensorflow as tf
 
     tfds = _tfds()
     name = data_config.name
-    split = _split_name(name, split)
+    parts = _split_parts(name, split)
+    if len(parts) > 1:
+        return _joined_stream(data_config, parts)
+    split = parts[0]
     builder = _tfds_builder(data_config)
     _tfds_prepare(builder, data_config)
     _check_tfds_split(name, split, builder)
@@ -748,16 +797,17 @@ def num_examples(data_config: Any, split: str) -> int:
 
 
 def has_labels(data_config: Any, split: str) -> bool:
-    """False for stl10 'unlabelled', imagenet2012 'test' and flat image folders."""
+    """False for stl10 'unlabelled' (and a '+' join with it), imagenet2012 'test' and flat image
+    folders."""
     name = _name(data_config)
     if name in FASHION_NAMES:
         _fashion_paths(data_config, split)
         return True
     if name == "image_folder":
         return _folder_listing(data_config, split)[2]
-    split = _split_name(name, split)
     _check_tfds_split(name, split)
-    return split not in _UNLABELLED_SPLITS.get(name, ())
+    unlabelled = _UNLABELLED_SPLITS.get(name, ())
+    return not any(part in unlabelled for part in _split_parts(name, split))
 
 
 def load_source(data_config: Any, split: str) -> tf.data.Dataset:

@@ -2,15 +2,16 @@
 
 `config.model` schema (ml_collections.ConfigDict):
 ```
-backbone            'resnet18' | 'resnet34' | 'resnet50'
-stem                'imagenet' | 'cifar'                 (default 'imagenet')
+backbone            'resnet18' | 'resnet34' | 'resnet50' | 'alexnet' (CMC's, `alexnet.py`)
+stem                'imagenet' | 'cifar'                 (default 'imagenet'; AlexNet: its layout)
 width               float > 0                            (default 1.0)
 dtype               'float32' | 'bfloat16' | 'auto'      (compute dtype; default 'float32'; 'auto' =
                     'bfloat16' when jax.default_backend() is a GPU or TPU, else 'float32',
                     resolved when the model is built: `resolve_dtype`)
 zero_init_residual  bool                                 (default False, as torchvision)
 conv_impl           'auto' | 'xla' | 'matmul' | 'dense'  (default 'auto'; see models/conv.py)
-stem_width          int >= 0: stem conv channels         (default 0 = round(64 * width); CMC: 64)
+stem_width          int >= 0: stem conv channels         (default 0 = round(64 * width); CMC: 64;
+                    ResNets only, as `zero_init_residual`)
 projector           head config (below), required
 predictor           None / absent = no predictor; a head config = a predictor unless its
                     `enabled` is False (so defaults may carry a disabled predictor's shape)
@@ -34,12 +35,15 @@ import ml_collections
 
 from ssl_jax.config_checks import ConfigError
 from ssl_jax.models import resnet as _resnet
+from ssl_jax.models.alexnet import AlexNet
 from ssl_jax.models.batchnorm import BatchNorm
 from ssl_jax.models.conv import CONV_IMPLS
 from ssl_jax.models.heads import JigsawHead, MLPHead
 from ssl_jax.models.resnet import ResNet, feature_dim
 
 __all__ = [
+    "ALEXNETS",
+    "AlexNet",
     "BACKBONES",
     "DTYPES",
     "DTYPE_CHOICES",
@@ -61,6 +65,7 @@ __all__ = [
 ]
 
 BACKBONES = {"resnet18": 18, "resnet34": 34, "resnet50": 50}
+ALEXNETS = ("alexnet",)  # CMC's AlexNet (`alexnet.py`), built by `backbone_only` too
 STEMS = ("imagenet", "cifar")
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 DTYPE_CHOICES = (*DTYPES, "auto")  # the allowed values of config.model.dtype
@@ -289,12 +294,12 @@ def build_head(
     return MLPHead(hidden_dims=tuple(hidden), out_dim=out_dim, dtype=dtype, **flags)
 
 
-def backbone_only(model_config: Any) -> ResNet:
-    """The ResNet of `config.model` (heads not built or validated)."""
+def backbone_only(model_config: Any) -> ResNet | AlexNet:
+    """The ResNet (or CMC's AlexNet) of `config.model` (heads not built or validated)."""
     cfg = _as_dict(model_config, "model")
     name = cfg.get("backbone")
-    if name not in BACKBONES:
-        raise ValueError(f"model.backbone must be one of {list(BACKBONES)}, got {name!r}")
+    if name not in (*BACKBONES, *ALEXNETS):
+        raise ValueError(f"model.backbone must be one of {[*BACKBONES, *ALEXNETS]}, got {name!r}")
     stem = cfg.get("stem", "imagenet")
     if stem not in STEMS:
         raise ValueError(f"model.stem must be one of {list(STEMS)}, got {stem!r}")
@@ -310,6 +315,11 @@ def backbone_only(model_config: Any) -> ResNet:
     stem_width = cfg.get("stem_width", 0)
     if isinstance(stem_width, bool) or not isinstance(stem_width, int) or stem_width < 0:
         raise ValueError(f"model.stem_width must be an int >= 0, got {stem_width!r}")
+    if name in ALEXNETS:
+        if zero_init or stem_width:
+            raise ValueError("model.zero_init_residual and model.stem_width are ResNet options")
+        dtype = _dtype(cfg.get("dtype", "float32"), "model.dtype")
+        return AlexNet(stem=stem, width=float(width), dtype=dtype, conv_impl=conv_impl)
     return ResNet(
         depth=BACKBONES[name],
         stem=stem,
@@ -421,7 +431,10 @@ def check_config(model_config: Any, where: str = "model") -> None:
             f"config.{where} has unknown key(s) {unknown}; allowed keys: {list(_MODEL_KEYS)}"
         )
     choices = {
-        "backbone": (cfg.get("backbone"), [n for n, d in BACKBONES.items() if d in _resnet.STAGES]),
+        "backbone": (
+            cfg.get("backbone"),
+            [*(n for n, d in BACKBONES.items() if d in _resnet.STAGES), *ALEXNETS],
+        ),
         "stem": (cfg.get("stem", "imagenet"), list(_resnet.STEMS)),
         "dtype": (cfg.get("dtype", "float32"), list(DTYPE_CHOICES)),
         "conv_impl": (cfg.get("conv_impl", "auto"), list(CONV_IMPLS)),
@@ -440,6 +453,10 @@ def check_config(model_config: Any, where: str = "model") -> None:
     stem_width = cfg.get("stem_width", 0)
     if isinstance(stem_width, bool) or not isinstance(stem_width, int) or stem_width < 0:
         raise _model_error(where, "stem_width", stem_width, "an int >= 0 (0 = round(64 * width))")
+    if cfg["backbone"] in ALEXNETS:
+        for key, default in (("zero_init_residual", False), ("stem_width", 0)):
+            if cfg.get(key, default) != default:
+                raise _model_error(where, key, cfg[key], f"{default} (a ResNet option)")
     if cfg.get("projector") is None:
         raise ConfigError(
             f"config.{where}.projector is required (a head config: hidden_dims, out_dim, ...)"

@@ -161,6 +161,34 @@ def test_tfds_sources(tmp_path, name, split, shape, labelled, cache):
         assert len({e["image"].shape for e in examples}) > 1
 
 
+@pytest.mark.parametrize("cache", [False, True])
+def test_tfds_joined_splits(tmp_path, cache):
+    """stl10 'train+unlabelled' (InfoMin Table 5's 105k): the parts one after the other, index =
+    position, each part's labels; `read` of a range across the join; unlabelled as a whole."""
+    dc = _dc(name="stl10", data_dir=str(tmp_path), cache=cache)
+    with tfds.testing.mock_data(num_examples=5):
+        assert datasets.num_examples(dc, "train+unlabelled") == 10
+        assert datasets.num_examples(dc, "train+unlabeled") == 10  # the alias, in a join too
+        assert not datasets.has_labels(dc, "train+unlabelled")
+        assert datasets.has_labels(dc, "train+test")
+        examples = list(datasets.load_source(dc, "train+unlabelled").as_numpy_iterator())
+        train = list(datasets.load_source(dc, "train").as_numpy_iterator())
+        unlabelled = list(datasets.load_source(dc, "unlabelled").as_numpy_iterator())
+        src = datasets.open_source(dc, "train+unlabelled")
+        middle = [int(e["index"]) for e in src.read(3, 8).as_numpy_iterator()]
+        images, labels = datasets.load_arrays(dc, "train+unlabelled")
+        with pytest.raises(datasets.DataError, match="twice"):
+            datasets.num_examples(dc, "train+train")
+        with pytest.raises(datasets.DataError, match="'validation'"):
+            datasets.has_labels(dc, "train+validation")
+    assert [int(e["index"]) for e in examples] == list(range(10)) and middle == [3, 4, 5, 6, 7]
+    assert [int(e["label"]) for e in examples] == [int(e["label"]) for e in train] + [-1] * 5
+    assert all(int(e["label"]) >= 0 for e in train)
+    for got, want in zip(examples, train + unlabelled, strict=True):
+        np.testing.assert_array_equal(got["image"], want["image"])
+    assert images.shape == (10, 96, 96, 3) and labels.tolist()[5:] == [-1] * 5
+
+
 def test_tfds_unknown_split_and_unprepared_sizes(tmp_path):
     dc = _dc(name="cifar10", data_dir=str(tmp_path))
     with pytest.raises(datasets.DataError, match="splits"):
@@ -168,6 +196,8 @@ def test_tfds_unknown_split_and_unprepared_sizes(tmp_path):
     # Not prepared (no mock): the published size, without downloading anything.
     assert datasets.num_examples(dc, "train") == 50_000
     assert datasets.num_examples(_dc(name="stl10", data_dir=str(tmp_path)), "unlabelled") == 100_000
+    stl10 = _dc(name="stl10", data_dir=str(tmp_path))
+    assert datasets.num_examples(stl10, "train+unlabelled") == 105_000
 
 
 def test_imagenet_manual_dir_is_passed(tmp_path, monkeypatch):

@@ -33,7 +33,7 @@ def test_defaults_and_every_allowed_value_pass():
         (
             {"backbone": "resnet101"},
             r"config\.model\.backbone='resnet101' is not allowed; allowed values: "
-            r"\['resnet18', 'resnet34', 'resnet50'\]",
+            r"\['resnet18', 'resnet34', 'resnet50', 'alexnet'\]",
         ),
         ({"backbone": None}, r"config\.model\.backbone=None"),
         ({"stem": "tiny"}, r"config\.model\.stem='tiny' .*\['imagenet', 'cifar'\]"),
