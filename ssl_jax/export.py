@@ -43,6 +43,7 @@ import sys
 
 import numpy as np
 
+from ssl_jax.models import BACKBONES
 from ssl_jax.models.resnet import STAGES, base_width
 from ssl_jax.models.torch_names import flax_to_torchvision_state_dict
 
@@ -373,6 +374,12 @@ def export(
         except FileNotFoundError as e:
             raise ExportError(str(e)) from e
     encoder = load_encoder(path, weights=weights)
+    backbone = encoder.config.model.backbone
+    if backbone not in BACKBONES:
+        raise ExportError(
+            f"the run's backbone is {backbone!r}; the torchvision and Detectron2 formats hold "
+            f"ResNets only ({sorted(BACKBONES)}): use ssl_jax.load_encoder({path!r}) in JAX"
+        )
     names = encoder_names(encoder)
     if fmt == "torchvision" and len(names) > 1:
         return _export_each_encoder(encoder, out, names, probe_head, torch)

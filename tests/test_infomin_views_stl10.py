@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from ssl_jax import configs, view_learning
+from ssl_jax import configs, export, validation, view_learning
 from tests.data.data_helpers import make_fashion_dir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -28,7 +28,7 @@ def test_configs_are_table5s_setup():
     with pytest.raises(configs.ConfigError, match="mode='semii'"):
         configs.load(f"{VIEWS}:mode=semii")
     c = configs.load(f"{CMC}:flow=/g/flow.npz")
-    configs.validate(c, num_devices=8)
+    validation.validate(c, num_devices=8)
     assert (c.data.name, c.data.train_split, c.method_config.bank_size) == (
         "stl10",
         "train+unlabelled",
@@ -67,3 +67,8 @@ def test_both_stages_runlocal(tmp_path):
     rows = [json.loads(r) for r in open(os.path.join(workdir, "metrics.jsonl"))]
     assert [r["step"] for r in rows if "train/loss" in r][-1] == 2
     assert math.isfinite(rows[-1]["eval/knn_top1"])
+    # the AlexNet has no torchvision/Detectron2 layout: one clear error, nothing written
+    out = str(tmp_path / "encoder.pth")
+    with pytest.raises(export.ExportError, match="backbone is 'alexnet'"):
+        export.export(workdir, "detectron2", out)
+    assert not os.path.exists(out)

@@ -79,7 +79,7 @@ def test_the_runlocal_command_runs(tmp_path):
 
 @pytest.mark.parametrize("command", MAIN)
 def test_main_commands_name_a_config_and_keys_that_exist(command):
-    from ssl_jax import configs
+    from ssl_jax import configs, validation
 
     argv = shlex.split(command)
     spec = next(a.partition("=")[2] for a in argv if a.startswith("--config="))
@@ -88,4 +88,4 @@ def test_main_commands_name_a_config_and_keys_that_exist(command):
         if a.startswith("--config."):
             configs.apply_override(config, a[len("--config.") :])
     if config.job == "pretrain":
-        configs.validate(config, num_devices=8)
+        validation.validate(config, num_devices=8)

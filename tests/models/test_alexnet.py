@@ -7,7 +7,7 @@ import ml_collections
 import numpy as np
 import pytest
 
-from ssl_jax.configs import ConfigError
+from ssl_jax.config_checks import ConfigError
 from ssl_jax.models import AlexNet, build_two_encoder_model, check_config, head_config
 
 
