@@ -1,8 +1,12 @@
-"""Shared set-up of the benchmark scripts."""
+"""Shared set-up of the timing tools (`benchmarks/`) and the studies (`experiments/`): simulated
+devices, a TensorFlow stand-in, config loading, ImageNet-sized photos and the peer comparison's
+MoCo v2 config. A script run by path puts the repository root on `sys.path`, then imports this."""
 
 from __future__ import annotations
 
 import os
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def simulate_devices(count: int) -> None:
@@ -67,3 +71,76 @@ def stub_tensorflow_if_missing() -> bool:
 
     sys.meta_path.insert(0, _Finder())
     return True
+
+
+def load_config(name: str, *, batch: int, dtype: str, overrides=()):
+    """`configs/<name>.py[:arg]` (or a path) at global batch `batch` (0: the config's), queues
+    rounded to a multiple of it, compute dtype `dtype`."""
+    from ssl_jax import configs
+
+    path = name if os.sep in name.split(":")[0] else os.path.join(ROOT, "configs", name)
+    base, _, arg = path.partition(":")
+    config = configs.load(
+        base + ("" if base.endswith(".py") else ".py") + (f":{arg}" if arg else "")
+    )
+    if batch:
+        config.global_batch_size = batch
+        hp = config.method_config
+        if "queue_size" in hp:
+            hp.queue_size = max(batch, hp.queue_size // batch * batch)
+    config.model.dtype = dtype
+    for item in overrides:
+        configs.apply_override(config, item)
+    return config
+
+
+def write_photos(folder: str, count: int, seed: int = 0) -> None:
+    """`count` JPEG photos of about ImageNet's size: random crops (350–500 × 300–375) of scikit-image's
+    colour sample photos, resized up where the photo is smaller."""
+    import numpy as np
+    from PIL import Image
+    from skimage import data
+
+    photos = [
+        data.astronaut(),
+        data.coffee(),
+        data.chelsea(),
+        data.rocket(),
+        data.immunohistochemistry(),
+    ]
+    rng = np.random.default_rng(seed)
+    for i in range(count):
+        photo = Image.fromarray(photos[i % len(photos)]).resize((640, 512))
+        w, h = int(rng.integers(350, 501)), int(rng.integers(300, 376))
+        x, y = int(rng.integers(0, 640 - w)), int(rng.integers(0, 512 - h))
+        photo.crop((x, y, x + w, y + h)).save(os.path.join(folder, f"{i:04d}.jpg"), quality=90)
+
+
+# The peer comparison (`experiments/peer.py`): the same numbers on both sides.
+PEER_NUMBERS = dict(batch=64, width=1.0, hidden=512, out_dim=128, queue=4096, temperature=0.2)
+PEER_SHAPES = {  # what the benchmark chooses; the rest (size, channels, mean/std, EMA, lr, wd) is
+    # the config's (`config_numbers`), sent to the peer by the parent
+    "fashion28": dict(config="configs/mocov2_fashion_mnist.py", stem="imagenet", recipe="fashion"),
+    "color32": dict(config="configs/mocov2_color_fashion_mnist.py", stem="cifar", recipe="mocov2"),
+}
+
+
+def peer_config(shape: str, overrides: tuple[str, ...] = ()):
+    """The ssl_jax config of a shape: `PEER_SHAPES`' config file with its stem and `PEER_NUMBERS`' numbers,
+    then `overrides` (`--jax-override key=value ...`, for ablations of the ssl_jax side)."""
+    from ssl_jax import configs
+    from ssl_jax.models import head_config
+
+    s = PEER_SHAPES[shape]
+    c = configs.load(os.path.join(ROOT, s["config"]))
+    c.global_batch_size = PEER_NUMBERS["batch"]
+    c.model.stem = s["stem"]
+    c.model.width = PEER_NUMBERS["width"]
+    c.model.projector = head_config(
+        (PEER_NUMBERS["hidden"],), PEER_NUMBERS["out_dim"], use_bn=False
+    )
+    c.method_config.queue_size = PEER_NUMBERS["queue"]
+    c.method_config.temperature = PEER_NUMBERS["temperature"]
+    for item in overrides:
+        configs.apply_override(c, item)
+    return c

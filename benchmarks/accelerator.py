@@ -29,7 +29,7 @@ loop (the config's tf.data pipeline, `sharding.prefetch_to_device` as `train.py`
 fraction of the loop's time the host waits for the next batch. The loop needs the config's data
 (`--override data.manual_dir=/data/imagenet` for tfds ImageNet, or `data.name=image_folder
 data.data_dir=...`); without ImageNet, `--photos=N` writes N JPEG photos of ImageNet's typical size
-(`input_demand.write_photos`: ~500 × 375, quality 90) to a temporary `image_folder` and feeds the loop
+(`_common.write_photos`: ~500 × 375, quality 90) to a temporary `image_folder` and feeds the loop
 from it, so decoding and augmentation cost what they cost on ImageNet.
 """
 
@@ -45,7 +45,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
-from _common import simulate_devices, stub_tensorflow_if_missing  # noqa: E402
+
+from benchmarks._common import (  # noqa: E402
+    load_config,
+    simulate_devices,
+    stub_tensorflow_if_missing,
+    write_photos,
+)
 
 CONFIGS = ("mocov2_imagenet", "scce_imagenet", "jcl_imagenet", "interclr_imagenet")
 RESNET50_GMAC = 4.1  # multiply-adds of one 224-px ResNet-50 forward (torchvision's "4.1 GFLOPs")
@@ -53,27 +59,6 @@ MiB = 2**20
 # Timed runs: a config's pod-sized batch (SCE's 4,096) on a few devices only measures memory pressure
 # (the first GPU call, on 2026-11-24, spent its 10 minutes there); `--batch` overrides.
 MAX_PER_DEVICE_BATCH = 512
-
-
-def load_config(name: str, *, batch: int, dtype: str, overrides=()):
-    """`configs/<name>.py[:arg]` (or a path) at global batch `batch` (0: the config's), queues
-    rounded to a multiple of it, compute dtype `dtype`."""
-    from ssl_jax import configs
-
-    path = name if os.sep in name.split(":")[0] else os.path.join(ROOT, "configs", name)
-    base, _, arg = path.partition(":")
-    config = configs.load(
-        base + ("" if base.endswith(".py") else ".py") + (f":{arg}" if arg else "")
-    )
-    if batch:
-        config.global_batch_size = batch
-        hp = config.method_config
-        if "queue_size" in hp:
-            hp.queue_size = max(batch, hp.queue_size // batch * batch)
-    config.model.dtype = dtype
-    for item in overrides:
-        configs.apply_override(config, item)
-    return config
 
 
 def readiness(config) -> dict:
@@ -146,7 +131,8 @@ def step_rates(config, steps: int) -> tuple[dict, tuple]:
     at the end (`pipelined`, what the loop sees when the input keeps up); the device's peak memory
     where the backend reports it. Returns (figures, the warm compiled step)."""
     import jax
-    from train_step import compiled_step, time_steps
+
+    from benchmarks.train_step import compiled_step, time_steps
 
     b = config.global_batch_size
     times, compiled = time_steps(compiled_step(config), steps)
@@ -214,7 +200,7 @@ def host_batches(config, copies: int = 4):
     """Endless host (numpy) batches shaped as the pipeline's (`train_step.synthetic_batch`): `copies`
     distinct random ones, cycled, so the loop pays each batch's host→device copy but no
     augmentation."""
-    from train_step import synthetic_batch
+    from benchmarks.train_step import synthetic_batch
 
     host = [synthetic_batch(config, seed=1 + k) for k in range(copies)]
     while True:
@@ -290,8 +276,6 @@ def main() -> None:
     args = parser.parse_args()
     if args.photos:
         import tempfile
-
-        from input_demand import write_photos
 
         folder = tempfile.mkdtemp(prefix="accelerator_photos_")
         t = time.perf_counter()

@@ -29,8 +29,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import jax  # noqa: E402
-from train_step import jax_img_per_sec  # noqa: E402
 
+from benchmarks.train_step import jax_img_per_sec  # noqa: E402
 from configs import common  # noqa: E402
 from ssl_jax import configs, validation  # noqa: E402
 

@@ -26,7 +26,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-from _common import simulate_devices  # noqa: E402
+from benchmarks._common import simulate_devices  # noqa: E402
 
 IMAGENET_TRAIN = 1_281_167
 

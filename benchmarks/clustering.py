@@ -25,9 +25,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _common import simulate_devices  # noqa: E402
+from benchmarks._common import simulate_devices  # noqa: E402
 
 IMAGENET_TRAIN = 1_281_167
 

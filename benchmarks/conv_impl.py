@@ -12,7 +12,7 @@ stem's max-pool, `nn.max_pool` against `pool.slice_max_pool` (what `max_pool` us
 gradient and input gradient apart in ms, beside PyTorch's (when it imports) on as many threads,
 and their totals weighted by how often each conv occurs (where a 32-px MoCo v2 step's conv time
 goes: two forwards, query and key, one of each gradient).
-`--barrier`: the whole MoCo v2 train step of `benchmarks/peer.py`'s two shapes (28 px ImageNet
+`--barrier`: the whole MoCo v2 train step of `experiments/peer.py`'s two shapes (28 px ImageNet
 stem, 32 px CIFAR stem; ResNet-18 width 1, batch 64) with and without `conv.fusion_barrier`
 (`CPU_FUSION_BARRIER`), both compiled in one process and timed in `--rounds` alternating rounds.
 """
@@ -192,18 +192,17 @@ def parts_figures(batch: int) -> None:
 
 
 def barrier_figures(rounds: int, steps: int = 4) -> None:
-    from peer import SHAPES, jax_config
-    from train_step import alternate_rounds, compiled_step
-
+    from benchmarks._common import PEER_SHAPES, peer_config
+    from benchmarks.train_step import alternate_rounds, compiled_step
     from ssl_jax.models import conv
 
     print("MoCo v2 step, ResNet-18 width 1, batch 64, conv.fusion_barrier on / off: img/s")
-    for shape in SHAPES:
+    for shape in PEER_SHAPES:
         compiled = {}
         try:
             for barrier in (True, False):
                 conv.CPU_FUSION_BARRIER = barrier  # read when the step is traced
-                compiled[barrier] = compiled_step(jax_config(shape))
+                compiled[barrier] = compiled_step(peer_config(shape))
         finally:
             conv.CPU_FUSION_BARRIER = True
         times = alternate_rounds(compiled, rounds, steps)  # prints each round's median

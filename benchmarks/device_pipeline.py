@@ -82,7 +82,7 @@ class Side:
             self.feed = ({**batch, "images": table.images} for batch in feed)
             self.resident = next(self.feed)
         else:
-            from train_step import synthetic_batch
+            from benchmarks.train_step import synthetic_batch
 
             if loop:
                 from ssl_jax.data import pipeline
@@ -109,7 +109,7 @@ class Side:
     def loop(self, steps: int) -> tuple[float, float]:
         """(img/s, fraction of the time waiting for the next batch) of the whole loop; NaN without
         a feed (no TensorFlow for tf.data)."""
-        from accelerator import timed_loop
+        from benchmarks.accelerator import timed_loop
 
         if self.feed is None:
             return float("nan"), float("nan")

@@ -29,9 +29,8 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import numpy as np  # noqa: E402
+from benchmarks._common import load_config, write_photos  # noqa: E402
 
 CONFIGS = (
     "mocov2_imagenet",
@@ -41,27 +40,6 @@ CONFIGS = (
     "infomin_imagenet",
     "cmc_imagenet",
 )
-
-
-def write_photos(folder: str, count: int, seed: int = 0) -> None:
-    """`count` JPEG photos of about ImageNet's size: random crops (350–500 × 300–375) of scikit-image's
-    colour sample photos, resized up where the photo is smaller."""
-    from PIL import Image
-    from skimage import data
-
-    photos = [
-        data.astronaut(),
-        data.coffee(),
-        data.chelsea(),
-        data.rocket(),
-        data.immunohistochemistry(),
-    ]
-    rng = np.random.default_rng(seed)
-    for i in range(count):
-        photo = Image.fromarray(photos[i % len(photos)]).resize((640, 512))
-        w, h = int(rng.integers(350, 501)), int(rng.integers(300, 376))
-        x, y = int(rng.integers(0, 640 - w)), int(rng.integers(0, 512 - h))
-        photo.crop((x, y, x + w, y + h)).save(os.path.join(folder, f"{i:04d}.jpg"), quality=90)
 
 
 def host_rate(config, batches: int) -> dict:
@@ -135,8 +113,6 @@ def main() -> None:
         "--rates", default=os.path.join(ROOT, "docs", "logs", "accelerator_h100.jsonl")
     )
     args = parser.parse_args()
-
-    from accelerator import load_config
 
     rates = device_rates(args.rates)
     folder = tempfile.mkdtemp(prefix="input_demand_")

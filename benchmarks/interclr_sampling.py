@@ -20,7 +20,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-from _common import simulate_devices  # noqa: E402
+from benchmarks._common import simulate_devices  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:

@@ -33,7 +33,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
-from _common import simulate_devices  # noqa: E402
+
+from benchmarks._common import simulate_devices  # noqa: E402
 
 
 def view_size(config) -> int:

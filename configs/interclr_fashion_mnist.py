@@ -1,5 +1,5 @@
 """InterCLR on Fashion-MNIST: the method on the data this machine has, at `mocov2_fashion_mnist.py`'s
-budget (compared with MoCo v2 by `benchmarks/compare_methods.py`).
+budget (compared with MoCo v2 by `experiments/compare_methods.py`).
 
 Not from the paper. The MoCo v2 part repeats `mocov2_fashion_mnist.py`'s numbers (ResNet-18 CIFAR stem at width
 1/4, MLP 256-128, batch 256, 3 epochs, SGD lr 0.06 wd 5e-4 cosine, m 0.99, queue 4096, τ 0.2, key BN

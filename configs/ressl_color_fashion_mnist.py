@@ -1,6 +1,6 @@
 """ReSSL on color_fashion_mnist at 32 px, on RGB: `scce_color_fashion_mnist.py` with the ReSSL loss.
 
-Not from a paper: everything as `scce_color_fashion_mnist.py` (its numbers are repeated here: weak
+Not from a paper: everything as `scce_color_fashion_mnist.py` (built by its `get_config`: weak
 view → target, strong view → online, the official SCE CIFAR-10 views `recipes.cifar_soft(32)` /
 `recipes.cifar_strong(32)` as `ressl_cifar10.py` — colour jitter, grayscale and blur on the strong
 view, which `ressl_fashion_mnist.py`'s `fashion_mnist_default` leaves out because its images are
@@ -18,53 +18,16 @@ values, solo-learn's defaults; the SCE paper uses "the best temperatures reporte
 import os
 import sys
 
-import ml_collections
-
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
     sys.path.insert(0, _ROOT)
 
-from configs import common  # noqa: E402
-from ssl_jax import configs  # noqa: E402
-from ssl_jax.data import recipes  # noqa: E402
-from ssl_jax.models import head_config  # noqa: E402
+from configs import scce_color_fashion_mnist  # noqa: E402
 
 
 def get_config(arg=None):
-    a = common.parse_arg(arg)
-    c = configs.base_config()
+    c = scce_color_fashion_mnist.get_config(arg)
     c.method = "ressl"
-    c.method_config = ml_collections.ConfigDict(
-        dict(
-            temperature=0.1,  # ReSSL's τ and τ_m
-            temperature_m=0.04,
-            queue_size=4096,
-            symmetric=False,  # view 0 (weak) → target, view 1 (strong) → online
-            # SplitBN as the official one-GPU run (`simulate_n_devices: 8`): the target trunk's
-            # BatchNorm2d in 8 groups, the projector's BN and the online network on the whole batch
-            shuffle_bn=True,
-            query_bn_group_size=0,
-            key_bn_group_size=32,
-            bn_group_scope="backbone",
-        )
-    )
-    c.ema.base = 0.99
-    c.ema.schedule = "constant"
-
-    common.color_fashion_mnist_budget(c)
-    size = c.data.image_size
-    c.data.views = ("weak", "strong")
-    c.data.recipes = ml_collections.ConfigDict(
-        {"weak": recipes.cifar_soft(size), "strong": recipes.cifar_strong(size)}
-    )
-
-    c.model.projector = head_config((256,), 128, hidden_bias=False)
-    c.model.predictor.enabled = False
-
-    c.optim.lr_scaling = "linear"
-    c.optim.exclude_1d = False
-
-    if a.runlocal:
-        c.method_config.queue_size = 256  # divides the 32 keys of a runlocal step
-        common.runlocal(c)
+    del c.method_config["coeff"]  # SCE's mix of the one-hot and the relational target
+    c.method_config.temperature_m = 0.04  # ReSSL's τ_m (SCE's: 0.05)
     return c

@@ -1,6 +1,6 @@
 """ReSSL on STL-10, the relational baseline of SCE (paper Tab. 5).
 
-Everything as `scce_stl10.py` (its numbers are repeated here; the official CIFAR-10 config on STL-10's unlabelled split at 96 px;
+Everything as `scce_stl10.py` (built by its `get_config`: the official CIFAR-10 config on STL-10's unlabelled split at 96 px;
 the paper's STL-10 values are in its unavailable supplementary); only the loss and τ_m change.
 The ReSSL loss (`methods/ressl.py`, `losses.ressl`: cross-entropy between the target's and the
 online network's relations to the queue, no positive) takes τ 0.1 and τ_m 0.04 (the ReSSL paper's
@@ -11,77 +11,16 @@ values, solo-learn's defaults; the SCE paper uses "the best temperatures reporte
 import os
 import sys
 
-import ml_collections
-
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
     sys.path.insert(0, _ROOT)
 
-from configs import common  # noqa: E402
-from ssl_jax import configs  # noqa: E402
-from ssl_jax.data import recipes  # noqa: E402
-from ssl_jax.models import head_config  # noqa: E402
-
-STL10_STD = (0.2471, 0.2435, 0.2616)  # SCE code, datamodule/stl10.py normalisation entry
+from configs import scce_stl10  # noqa: E402
 
 
 def get_config(arg=None):
-    a = common.parse_arg(arg)
-    c = configs.base_config()
+    c = scce_stl10.get_config(arg)
     c.method = "ressl"
-    c.method_config = ml_collections.ConfigDict(
-        dict(
-            temperature=0.1,  # ReSSL's τ and τ_m
-            temperature_m=0.04,
-            queue_size=4096,
-            symmetric=False,  # view 0 (soft) → target, view 1 (strong) → online
-            # SplitBN as the official one-GPU run (`simulate_n_devices: 8`): the target trunk's
-            # BatchNorm2d in 8 groups, the projector's BN and the online network on the whole batch
-            shuffle_bn=True,
-            query_bn_group_size=0,
-            key_bn_group_size=32,
-            bn_group_scope="backbone",
-        )
-    )
-    c.ema.base = 0.99
-    c.ema.schedule = "constant"
-
-    common.cifar10_data(c)
-    c.data.name = "stl10"
-    c.data.train_split = "unlabelled"
-    c.data.eval_train_split = "train"
-    c.data.eval_test_split = "test"
-    c.data.image_size = 96
-    c.data.std = STL10_STD  # the mean stays CIFAR-10's, as the SCE code's STL-10 entry
-    c.data.cache = False  # 100k × 96 × 96 × 3 decoded would take 2.8 GB of host memory
-    if a.runlocal:  # not on CPU CI
-        common.fashion_mnist_data(c, channels=3)
-        c.method_config.queue_size = 256  # divides the 32 keys of a runlocal step
-    size = c.data.image_size
-    c.data.views = ("soft", "strong")
-    c.data.recipes = ml_collections.ConfigDict(
-        {"soft": recipes.cifar_soft(size), "strong": recipes.cifar_strong(size)}
-    )
-
-    c.model.backbone = "resnet18"
-    c.model.stem = "cifar"
-    c.model.projector = head_config((512,), 128, hidden_bias=False)
-    c.model.predictor.enabled = False
-
-    c.global_batch_size = 256
-    c.num_epochs = 200.0
-    c.optim.name = "sgd"
-    c.optim.base_lr = 0.06
-    c.optim.lr_scaling = "linear"
-    c.optim.momentum = 0.9
-    c.optim.nesterov = False
-    c.optim.weight_decay = 5e-4
-    c.optim.exclude_1d = False
-    c.optim.schedule = "cosine"
-    c.optim.warmup_epochs = 5.0
-    c.optim.warmup_form = "sce"  # official scheduler: peak·t/(W−1), the peak at t = W−1
-    c.evals.knn.every_steps = 4000
-    if a.runlocal:
-        c.optim.warmup_epochs = 0.25  # 2 of the 6 runlocal steps
-        common.runlocal(c)
+    del c.method_config["coeff"]  # SCE's mix of the one-hot and the relational target
+    c.method_config.temperature_m = 0.04  # ReSSL's τ_m (SCE's: 0.05)
     return c

@@ -31,7 +31,7 @@ nothing: g stays a fresh flow, the identity, so its views are the base space's o
 from RGB, Y | DbDr from YDbDr): Table 5's "raw views", run through the same op as the learned ones.
 
 `estimate_i_nce` measures I_NCE(v1; v2) of any views with a held-out critic (the view studies of
-`benchmarks/view_studies.py`).
+`experiments/view_studies.py`).
 """
 
 from __future__ import annotations

@@ -92,14 +92,20 @@ def test_every_config_loads_and_validates(path, arg):
 
 @pytest.mark.parametrize("path", CONFIG_FILES, ids=_name)
 def test_config_files_are_flat(path):
-    """One file shows one run's numbers: no config loads or imports another config file."""
+    """One file shows one run's numbers, or a parent's `get_config` and the few numbers it changes
+    (`ressl_X` = `scce_X` + the loss): no config loads another by path, and a parent is itself flat."""
     source = open(path).read()
     others = {_name(p) for p in CONFIG_FILES} - {_name(path)}
     for pattern in ("sibling(", "spec_from_file_location", "configs.load(", "edit=", "def build("):
         assert pattern not in source, (path, pattern)
-    imported = set(re.findall(r"from configs import (\w+)", source))
+    imported = set(re.findall(r"from configs import (\w+(?:, \w+)*)", source))
+    imported = {name for names in imported for name in names.split(", ")}
     imported |= set(re.findall(r"from configs\.(\w+) import", source))
-    assert imported <= {"common"} and not imported & others, imported
+    parents = imported - {"common"}
+    assert parents <= others and len(parents) <= 1, imported
+    for parent in parents:
+        text = open(os.path.join(ROOT, "configs", f"{parent}.py")).read()
+        assert re.findall(r"from configs import (\w+)", text) == ["common"], parent
     assert not hasattr(configs, "sibling")
 
 

@@ -1,4 +1,4 @@
-"""InfoMin's view studies on color_fashion_mnist (`benchmarks/view_studies.py`): which configs,
+"""InfoMin's view studies on color_fashion_mnist (`experiments/view_studies.py`): which configs,
 which values swept, which seeds, and the sizes. `:size=full` (default, for a GPU) runs every
 pretraining config as its file says; `:size=small` shrinks them for 2 CPU cores (a 4,096-image
 train subset, 40 steps of g and 60 of CMC at batch 64, narrower encoders: smoke-test sizes whose

@@ -1,6 +1,6 @@
 """Plot Ring's outer-fraction schedules (`sampling.ring_outer_schedule`) against the global step.
 
-    python benchmarks/ring_schedules.py [--steps_per_epoch=195] [--epochs=200] [--out=docs/ring_schedules.png]
+    python experiments/ring_schedules.py [--steps_per_epoch=195] [--epochs=200] [--out=docs/ring_schedules.png]
 
 The code's CIFAR numbers by default (50,000 images / 256 = 195 steps per epoch, 200 epochs,
 `max_anneal_epoch` 100): 'constant' (every released config: 0.1), 'linear' (the paper), 'step' and

@@ -1,7 +1,7 @@
 """Linear-probe and kNN accuracy of several pretraining configs × seeds at the same budget: the
 evidence tables of the README (SCE vs ReSSL vs MoCo v2, JCL vs MoCo v2).
 
-    python benchmarks/compare_methods.py --workdir=runs/compare --seeds=0,1,2 \
+    python experiments/compare_methods.py --workdir=runs/compare --seeds=0,1,2 \
         --configs=configs/scce_fashion_mnist.py,configs/ressl_fashion_mnist.py,configs/mocov2_fashion_mnist.py \
         [--config='configs/interclr_fashion_mnist.py method_config.sampler=hard' ...] \
         [--set=model.width=0.5 --set=total_steps=900 ...]

@@ -1,9 +1,8 @@
-"""benchmarks/view_studies.py (InfoMin's view studies) at `configs/views/studies.py:size=tiny`, and
+"""experiments/view_studies.py (InfoMin's view studies) at `configs/views/studies.py:size=tiny`, and
 what it is built on: the held-out I_NCE estimate and g's `raw` mode (the identity)."""
 
 import json
 import os
-import sys
 
 import jax
 import jax.numpy as jnp
@@ -13,10 +12,9 @@ import pytest
 from ssl_jax import configs, view_learning
 from tests.data.data_helpers import make_fashion_dir
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import view_studies  # noqa: E402
+from experiments import view_studies  # noqa: E402
 
 
 def _pairs(seed, shared: bool, k=32):

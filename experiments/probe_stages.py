@@ -2,7 +2,7 @@
 pooled output (and concatenations of them) for a pretraining run's encoder vs the same model at the
 run's random init, in one table.
 
-    python benchmarks/probe_stages.py --workdir=runs/default [--num-train=20000] [--num-test=10000]
+    python experiments/probe_stages.py --workdir=runs/default [--num-train=20000] [--num-test=10000]
 
 Features: `ResNet(stages=True)`'s output (every stage's global average, concatenated) sliced per
 stage; the probe: `linear_probe.fit_linear_probe` (multinomial logistic regression by L-BFGS on

@@ -1,7 +1,7 @@
 """Sweep of the default job: one full run (`python -m ssl_jax.main`, pretraining, the probe table,
 the pictures) per variant, a row per variant in `WORKDIR/sweep.md`.
 
-    python benchmarks/default_job_sweep.py --workdir=runs/sweep \
+    python experiments/default_job_sweep.py --workdir=runs/sweep \
         --variant 'default:' \
         --variant 'half_width: model.width=0.5 total_steps=3000' \
         --variant 'mocov2: config=configs/mocov2_fashion_mnist.py total_steps=1800' \

@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 HIDE_TF_AND_BUILD = """
 import importlib.util, sys
@@ -21,11 +21,11 @@ sys.meta_path.insert(0, type('Block', (), {'find_spec': staticmethod(
     lambda name, *a: (_ for _ in ()).throw(ImportError('real tensorflow imported'))
     if name.split('.')[0] == 'tensorflow' and not stubbed else None)})())
 stubbed = False
-sys.path[:0] = ['benchmarks', '.']
-from _common import stub_tensorflow_if_missing
+sys.path[:0] = ['.']
+from benchmarks._common import stub_tensorflow_if_missing
 stubbed = stub_tensorflow_if_missing()
 assert stubbed
-import accelerator
+from benchmarks import accelerator
 from ssl_jax import main, train
 config = accelerator.load_config('mocov2_imagenet:runlocal', batch=16, dtype='float32')
 exp = train.build_experiment(config)
@@ -53,8 +53,7 @@ def test_step_only_imports_without_tensorflow():
 
 
 def test_device_rates_picks_plain_bf16_rows(tmp_path):
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    from input_demand import device_rates
+    from benchmarks.input_demand import device_rates
 
     rows = [
         {"config": "m", "batch": 256, "dtype": "bfloat16", "overrides": [], "pipelined": 10.0},
@@ -95,8 +94,7 @@ def test_device_rates_picks_plain_bf16_rows(tmp_path):
 
 
 def _accelerator():
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    import accelerator
+    from benchmarks import accelerator
 
     return accelerator
 
@@ -139,8 +137,7 @@ def _counting_step(monkeypatch):
 
 
 def test_time_steps_synced_and_back_to_back(monkeypatch):
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    from train_step import time_steps
+    from benchmarks.train_step import time_steps
 
     compiled, waits = _counting_step(monkeypatch)
     times, compiled = time_steps(compiled, 4)
@@ -155,7 +152,7 @@ def test_step_rates_times_through_time_steps(monkeypatch):
     import types
 
     accelerator = _accelerator()
-    import train_step
+    from benchmarks import train_step
 
     compiled, waits = _counting_step(monkeypatch)
     monkeypatch.setattr(train_step, "compiled_step", lambda config: compiled)

@@ -1,4 +1,4 @@
-"""`benchmarks/peer.py --print-numbers`: the `--numbers` JSON the peer side takes, printed by the
+"""`experiments/peer.py --print-numbers`: the `--numbers` JSON the peer side takes, printed by the
 ssl_jax side without importing the peer (torch, lightly) or compiling anything, and with
 `--jax-override` (ablations of the ssl_jax side) the overridden config's; the probe's pretraining
 budget (`--probe-seconds` or `--probe-steps`)."""
@@ -11,13 +11,12 @@ import types
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 PRINT_NUMBERS = """
 import sys
 import types
-sys.path.insert(0, 'benchmarks')
-import peer
+from experiments import peer
 sys.argv = ['peer.py', '--print-numbers', '--shape=' + sys.argv[1], *sys.argv[2:]]
 peer.main()
 assert not {'torch', 'torchvision', 'lightly'} & set(sys.modules), sorted(sys.modules)
@@ -40,8 +39,7 @@ def test_print_numbers(shape, size, channels):
     out = _print_numbers(shape)
     assert out.returncode == 0, out.stderr[-3000:]
     numbers = json.loads(out.stdout)  # the whole output: what --numbers="$(...)" passes
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    import peer
+    from experiments import peer
 
     config = peer.jax_config(shape)
     assert config.global_batch_size == peer.COMMON["batch"]
@@ -59,8 +57,7 @@ def test_jax_override_reaches_the_ssl_jax_config():
     out = _print_numbers("color32", "--jax-override", "ema.base=0.95", "seed=3")
     assert out.returncode == 0, out.stderr[-3000:]
     assert json.loads(out.stdout) == {**base, "ema": 0.95}
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    import peer
+    from experiments import peer
 
     overrides = ("seed=3", "method_config.key_bn_group_size=64", "method_config.shuffle_bn=False")
     config = peer.jax_config("color32", overrides)
@@ -71,8 +68,7 @@ def test_jax_override_reaches_the_ssl_jax_config():
 
 
 def test_probe_budget_in_seconds_or_steps():
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    import peer
+    from experiments import peer
 
     class Side:  # counts what `pretrain` asks of a side
         def __init__(self):

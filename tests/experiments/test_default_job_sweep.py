@@ -1,16 +1,14 @@
-"""benchmarks/default_job_sweep.py: variants, the table, resuming (a fake `ssl_jax.main`)."""
+"""experiments/default_job_sweep.py: variants, the table, resuming (a fake `ssl_jax.main`)."""
 
 import json
 import os
 import stat
-import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import default_job_sweep as sweep  # noqa: E402
+from experiments import default_job_sweep as sweep  # noqa: E402
 
 FAKE_MAIN = """#!/bin/sh
 # stands for `python -m ssl_jax.main ...`: the default job's output and metrics.jsonl

@@ -1,12 +1,12 @@
 """The results campaign: grids of cells run a few at a time, each finished cell one JSON file, and
 the results page made from the cells.
 
-    python benchmarks/campaign.py --grid=gpu --minutes=12     # the next cells that fit in 12 min
-    python benchmarks/campaign.py --grid=gpu --list           # every cell and its state
-    python benchmarks/campaign.py --grid=cpu600 --redo=fashion_mnist.mocov2.s0
-    python benchmarks/campaign.py --page=docs/results.md      # the page, from every grid's cells
+    python experiments/campaign.py --grid=gpu --minutes=12     # the next cells that fit in 12 min
+    python experiments/campaign.py --grid=gpu --list           # every cell and its state
+    python experiments/campaign.py --grid=cpu600 --redo=fashion_mnist.mocov2.s0
+    python experiments/campaign.py --page=docs/results.md      # the page, from every grid's cells
 
-A grid (`benchmarks/grids.py`) is a fixed list of cells at one budget. The runner takes the cells
+A grid (`experiments/grids.py`) is a fixed list of cells at one budget. The runner takes the cells
 that have no result yet, in the grid's order, and runs each: pretraining in
 `runs/campaign/<grid>/<cell>` (resumed from its checkpoint if an earlier run was stopped), then the
 linear probe and the weighted kNN (the config's `evals.probe_table`: logistic regression on the
@@ -41,12 +41,10 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import compare_methods  # noqa: E402
-import grids  # noqa: E402
 import numpy as np  # noqa: E402
-import paper_numbers  # noqa: E402
+
+from experiments import compare_methods, grids, paper_numbers  # noqa: E402
 
 RESULTS_DIR = os.path.join(ROOT, "docs", "results")
 WORK_ROOT = os.path.join(ROOT, "runs", "campaign")
@@ -101,7 +99,7 @@ def write_archive(results_dir: str, grid: grids.Grid, archive: str) -> None:
 
 def commit() -> str:
     """The checkout's short commit, '+' when the code a cell runs (the package, the configs, the
-    benchmarks) has uncommitted changes; outside git (a tree copied to another machine)
+    benchmarks, the experiments) has uncommitted changes; outside git (a tree copied to another machine)
     `$SSL_JAX_COMMIT` (`campaign_device.sh` sets it), else 'unknown'."""
     run = lambda *a: subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True)
     try:
@@ -110,7 +108,7 @@ def commit() -> str:
         head = None
     if head is None or head.returncode:
         return os.environ.get("SSL_JAX_COMMIT", "unknown")
-    code = ("ssl_jax", "configs", "benchmarks")
+    code = ("ssl_jax", "configs", "benchmarks", "experiments")
     dirty = run("status", "--porcelain", "--untracked-files=no", "--", *code).stdout.strip()
     return head.stdout.strip() + ("+" if dirty else "")
 
@@ -542,7 +540,7 @@ def grid_page(grid: grids.Grid, done: dict, results_dir: str, page_dir: str) -> 
             else "."
         )
     )
-    out += ["", "```bash", grid.command or f"python benchmarks/campaign.py --grid={grid.name}"]
+    out += ["", "```bash", grid.command or f"python experiments/campaign.py --grid={grid.name}"]
     out += ["```", ""]
     for section in grid.sections:
         out += [f"### {grid.name} · {section.title}", ""]
@@ -574,9 +572,9 @@ def grid_page(grid: grids.Grid, done: dict, results_dir: str, page_dir: str) -> 
 
 PAGE_HEADER = """# Results: every method on the embedded data sets
 
-Made by `python benchmarks/campaign.py --page=docs/results.md` from the cells in
+Made by `python experiments/campaign.py --page=docs/results.md` from the cells in
 [`docs/results/`](results/) on {date}. Each cell is one run (a method, a seed, a budget) written
-by `benchmarks/campaign.py` as it finished: commit, date, device, wall time, the config's hash and
+by `experiments/campaign.py` as it finished: commit, date, device, wall time, the config's hash and
 overrides, the linear probe and kNN top-1, and the loss and kNN curves. Rows: mean ± sample std
 over the seeds, then every seed's value. The probe is the papers' protocol: multinomial logistic
 regression (L-BFGS) on standardised frozen features of the backbone's pooled last stage, l2 chosen

@@ -1,4 +1,4 @@
-"""The results campaign (`benchmarks/campaign.py`, `benchmarks/grids.py`): every grid's cells load
+"""The results campaign (`experiments/campaign.py`, `experiments/grids.py`): every grid's cells load
 at their budget; the runner writes a cell only when it finished, skips a present cell, reruns a
 killed one, keeps to its minutes; the page is made from the cells and lists the missing ones.
 One real run of the `tiny` grid, killed mid-cell and run again, in a subprocess."""
@@ -14,13 +14,9 @@ import pytest
 
 from ssl_jax import validation
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import campaign  # noqa: E402
-import grids  # noqa: E402
-import paper_numbers  # noqa: E402
-
+from experiments import campaign, grids, paper_numbers  # noqa: E402
 from tests.data.test_no_tensorflow import BLOCK_TENSORFLOW, CHECK_NO_TENSORFLOW  # noqa: E402
 
 DEVICE = "cpu (2 cores) ×1"
@@ -249,7 +245,7 @@ def test_the_tiny_grid_for_real_killed_mid_cell_then_finished(tmp_path):
     results, work = str(tmp_path / "cells"), str(tmp_path / "work")
     env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=os.path.join(ROOT, ".jax_cache"))
     env.pop("XLA_FLAGS", None)  # one CPU device, as a user's run
-    script = os.path.join(ROOT, "benchmarks", "campaign.py")
+    script = os.path.join(ROOT, "experiments", "campaign.py")
     args = ["--grid=tiny", f"--results-dir={results}", f"--work-root={work}"]
     run_script = f"import runpy; sys.argv = {[script, *args]!r}\n"
     run_script += f"runpy.run_path({script!r}, run_name='__main__')\n"

@@ -3,10 +3,10 @@
 and of the whole training loop (input pipeline included), side by side in one run.
 
 The peer lives in its own virtualenv, never in ssl_jax's requirements
-(`benchmarks/requirements-peer.txt`):
+(`experiments/requirements-peer.txt`):
 
     python3 -m venv ../peer_venv
-    ../peer_venv/bin/pip install -r benchmarks/requirements-peer.txt
+    ../peer_venv/bin/pip install -r experiments/requirements-peer.txt
     ../peer_venv/bin/pip install --no-deps torchvision==0.28.0 lightly==1.6.0
 
 (lightly's declared deps — pytorch-lightning, hydra-core, tqdm, ... — are not imported by the modules
@@ -16,7 +16,7 @@ pip finds for torch 2.13.0 is a CUDA build whose C ops cannot load with torch 2.
 
 Side by side (both shapes, 3 alternating rounds of 20 steps each; run from the repository root):
 
-    .venv/bin/python benchmarks/peer.py --peer=lightly --peer-python=../peer_venv/bin/python \\
+    .venv/bin/python experiments/peer.py --peer=lightly --peer-python=../peer_venv/bin/python \\
         --jax-python=.venv/bin/python [--shapes=fashion28,color32] [--rounds=3] [--steps=20] \\
         [--probe-seconds=180 | --probe-steps=128]
 
@@ -33,8 +33,8 @@ peer's python); `--what=step,loop` picks the measurements. The numbers are the s
 (`config_numbers`, also on the `--side=jax --serve` worker's READY line); `--print-numbers` prints
 them for `--shape` with ssl_jax's python (no torch or lightly import, no compilation) and exits:
 
-    ../peer_venv/bin/python benchmarks/peer.py --side=lightly --shape=color32 \
-        --numbers="$(.venv/bin/python benchmarks/peer.py --print-numbers --shape=color32)"
+    ../peer_venv/bin/python experiments/peer.py --side=lightly --shape=color32 \
+        --numbers="$(.venv/bin/python experiments/peer.py --print-numbers --shape=color32)"
 
 Shapes (`SHAPES`): `fashion28` is Fashion-MNIST 28 px grayscale (1 channel) with the ImageNet stem
 (7×7/2 conv + max-pool), `color32` is color_fashion_mnist 32 px RGB (Fashion-MNIST items on photos,
@@ -98,23 +98,19 @@ import types
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
 
-# the same numbers on both sides
-COMMON = dict(batch=64, width=1.0, hidden=512, out_dim=128, queue=4096, temperature=0.2)
-SHAPES = {  # what the benchmark chooses; the rest (size, channels, mean/std, EMA, lr, wd) is
-    # the config's (`config_numbers`), sent to the peer by the parent
-    "fashion28": dict(config="configs/mocov2_fashion_mnist.py", stem="imagenet", recipe="fashion"),
-    "color32": dict(config="configs/mocov2_color_fashion_mnist.py", stem="cifar", recipe="mocov2"),
-}
+from benchmarks._common import PEER_NUMBERS as COMMON  # noqa: E402
+from benchmarks._common import PEER_SHAPES as SHAPES  # noqa: E402
+from benchmarks._common import peer_config as jax_config  # noqa: E402
+
 PEERS = ("lightly",)
 FASHION_DIR = "/usr/share/datasets/fashion-mnist"
 INSTALL = (
     "the lightly side needs its own virtualenv: python3 -m venv ../peer_venv && "
-    "../peer_venv/bin/pip install -r benchmarks/requirements-peer.txt && "
+    "../peer_venv/bin/pip install -r experiments/requirements-peer.txt && "
     "../peer_venv/bin/pip install --no-deps torchvision==0.28.0 lightly==1.6.0"
 )
 
@@ -136,25 +132,6 @@ def config_numbers(c) -> dict:
     )
 
 
-def jax_config(shape: str, overrides: tuple[str, ...] = ()):
-    """The ssl_jax config of a shape: `SHAPES`' config file with its stem and `COMMON`'s numbers,
-    then `overrides` (`--jax-override key=value ...`, for ablations of the ssl_jax side)."""
-    from ssl_jax import configs
-    from ssl_jax.models import head_config
-
-    s = SHAPES[shape]
-    c = configs.load(os.path.join(ROOT, s["config"]))
-    c.global_batch_size = COMMON["batch"]
-    c.model.stem = s["stem"]
-    c.model.width = COMMON["width"]
-    c.model.projector = head_config((COMMON["hidden"],), COMMON["out_dim"], use_bn=False)
-    c.method_config.queue_size = COMMON["queue"]
-    c.method_config.temperature = COMMON["temperature"]
-    for item in overrides:
-        configs.apply_override(c, item)
-    return c
-
-
 # --------------------------------------------------------------------------------------------------
 # ssl_jax worker
 
@@ -162,8 +139,8 @@ def jax_config(shape: str, overrides: tuple[str, ...] = ()):
 class JaxSide:
     def __init__(self, shape: str, data_out: str | None, overrides: tuple[str, ...] = ()):
         import jax
-        from train_step import compiled_step
 
+        from benchmarks.train_step import compiled_step
         from ssl_jax import sharding, train
         from ssl_jax.data import datasets, pipeline
 
@@ -634,7 +611,7 @@ def main() -> None:
     if args.side in PEERS and not args.numbers:
         raise SystemExit(
             f"--side={args.side} needs --numbers (the ssl_jax config's numbers: what "
-            f"`benchmarks/peer.py --print-numbers --shape={args.shape}` prints with ssl_jax's python)"
+            f"`experiments/peer.py --print-numbers --shape={args.shape}` prints with ssl_jax's python)"
         )
     if args.side and not args.serve:  # by hand: `--rounds` rounds of each measurement
         side = (

@@ -1,4 +1,4 @@
-"""The results campaign's grids (`benchmarks/campaign.py`): each a fixed list of cells at one budget.
+"""The results campaign's grids (`experiments/campaign.py`): each a fixed list of cells at one budget.
 
 A grid has sections (one data set's table each); a section has methods (a config with its own
 overrides) trained at every seed, plus two baselines: the first method's encoder at random init
@@ -231,7 +231,7 @@ logistic probe on the pooled last stage (the papers' protocol) and the weighted 
 τ 0.07) on all 60k / 10k images; the kNN curve on all images, 5 points per run.
 """,
     device="one NVIDIA H100",
-    command="bash benchmarks/campaign_device.sh run gpu 9   # on the lent machine",
+    command="bash experiments/campaign_device.sh run gpu 9   # on the lent machine",
     sets=GPU_BUDGET,
     curve_points=5,
     sections=(
@@ -287,7 +287,7 @@ tf.data input, float32; run with `nice` while the machine does untimed work, a f
 time. Evidence of a second kind: a longer CPU budget, not the `gpu` grid's.
 """,
     device="the 2-core CPU development machine",
-    command="nice -n 19 python benchmarks/campaign.py --grid=cpu_long --minutes=60",
+    command="nice -n 19 python experiments/campaign.py --grid=cpu_long --minutes=60",
     sets=(*CPU600_BUDGET[:2], "total_steps=3000", *CPU600_BUDGET[3:], "model.width=0.5"),
     curve_points=5,
     curve_knn=(10_000, 2_000),

@@ -2,12 +2,12 @@
 # Advance a results-campaign grid on a lent accelerator machine whose image has JAX but neither
 # TensorFlow nor ml_collections / clu, and whose files come back only from $OUT (8 files at most).
 #
-#   bash benchmarks/campaign_device.sh prepare          # here: .whl/ (ml_collections, clu),
+#   bash experiments/campaign_device.sh prepare          # here: .whl/ (ml_collections, clu),
 #                                                        # .data/fashion_mnist/ (the IDX files)
 #                                                        # and .data/COMMIT (the code's commit)
-#   bash benchmarks/campaign_device.sh run gpu 9        # there, carrying .whl and .data: the next
+#   bash experiments/campaign_device.sh run gpu 9        # there, carrying .whl and .data: the next
 #                                                        # cells of grid `gpu` that fit in 9 min
-#   bash benchmarks/campaign_device.sh unpack DIR       # here: DIR/cells.tar -> docs/results/,
+#   bash experiments/campaign_device.sh unpack DIR       # here: DIR/cells.tar -> docs/results/,
 #                                                        # then the page
 #
 # One command may run 10 minutes there and a quarter hour of device time includes the machine's
@@ -29,7 +29,7 @@ prepare)
   mkdir -p .data/fashion_mnist
   cp "${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}"/*-ubyte.gz .data/fashion_mnist/
   # the tree travels without .git: the cells name the commit read here (run this just before)
-  .venv/bin/python -c "import sys; sys.path.insert(0, 'benchmarks'); import campaign; print(campaign.commit())" >.data/COMMIT
+  .venv/bin/python -c "from experiments import campaign; print(campaign.commit())" >.data/COMMIT
   echo "commit $(cat .data/COMMIT)"
   ls -la .whl .data/fashion_mnist
   ;;
@@ -42,14 +42,14 @@ run)
   export SSL_JAX_COMMIT
   nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
   mkdir -p /tmp/cells && cp -r docs/results/. /tmp/cells/
-  python3 benchmarks/campaign.py --grid="$grid" --minutes="$minutes" \
+  python3 experiments/campaign.py --grid="$grid" --minutes="$minutes" \
     --results-dir=/tmp/cells --archive="$OUT/cells.tar" --data-dir="$PWD/.data/fashion_mnist" \
     --compile-cache=/tmp/jax_cache 2>&1 | tee "$OUT/campaign.log"
   ;;
 unpack)
   dir="${2:?folder holding cells.tar}"
   tar -xvf "$dir/cells.tar" -C docs/results
-  .venv/bin/python benchmarks/campaign.py --page=docs/results.md
+  .venv/bin/python experiments/campaign.py --page=docs/results.md
   ;;
 *)
   sed -n '2,15p' "$0"

@@ -9,41 +9,41 @@ space's own 1 | 2 split, R | GB or Y | DbDr, the paper's "contrastive learning o
 color space"), CMC on g's views (`configs/cmc_color_fashion_mnist.py:flow=...`), probe + kNN, the
 held-out I_NCE of g's views; the paper's STL-10 numbers beside, a random-init row, a bar plot:
 
-    python benchmarks/view_studies.py table5 --config=configs/views/studies.py:size=small \\
+    python experiments/view_studies.py table5 --config=configs/views/studies.py:size=small \\
         --workdir=runs/views/table5_small
-    python benchmarks/view_studies.py table5 --config=configs/views/studies.py --workdir=runs/views/table5
+    python experiments/view_studies.py table5 --config=configs/views/studies.py --workdir=runs/views/table5
 
 Colour-space splits (Sec. 3.3 ex. 2, Fig. 4): CMC on L | ab, Y | CbCr, Y | DbDr, R | GB; held-out I_NCE
 against probe accuracy:
 
-    python benchmarks/view_studies.py splits --config=configs/views/studies.py:size=small \\
+    python experiments/view_studies.py splits --config=configs/views/studies.py:size=small \\
         --workdir=runs/views/splits_small
-    python benchmarks/view_studies.py splits --config=configs/views/studies.py --workdir=runs/views/splits
+    python experiments/view_studies.py splits --config=configs/views/studies.py --workdir=runs/views/splits
 
 Reverse U (appendix C.2, Fig. 13 / 14): MoCo v2 with the RRC lower bound c, then the colour-jitter
 strength x, swept; I_NCE against probe accuracy:
 
-    python benchmarks/view_studies.py reverse_u --config=configs/views/studies.py:size=small \\
+    python experiments/view_studies.py reverse_u --config=configs/views/studies.py:size=small \\
         --workdir=runs/views/reverse_u_small
-    python benchmarks/view_studies.py reverse_u --config=configs/views/studies.py \\
+    python experiments/view_studies.py reverse_u --config=configs/views/studies.py \\
         --workdir=runs/views/reverse_u
 
 Patch offsets (Sec. 3.3 ex. 1, Fig. 3): a critic trained on 32-px patch pairs at offset (d, d) from
 the photos that scikit-image ships (`color_fashion_mnist.PHOTOS`; two held out for I_NCE), its
 embeddings probed on color_fashion_mnist:
 
-    python benchmarks/view_studies.py patches --config=configs/views/studies.py:size=small \\
+    python experiments/view_studies.py patches --config=configs/views/studies.py:size=small \\
         --workdir=runs/views/patches_small
-    python benchmarks/view_studies.py patches --config=configs/views/studies.py \\
+    python experiments/view_studies.py patches --config=configs/views/studies.py \\
         --workdir=runs/views/patches
 
 Task dependence (Sec. 4.1, Table 4) on a toy rebuilt from Fashion-MNIST items on scikit-image's
 photos: v1, v2 share the item, its position, the background or several; item, background and
 position read from f1's embeddings:
 
-    python benchmarks/view_studies.py task_dependence --config=configs/views/studies.py:size=small \\
+    python experiments/view_studies.py task_dependence --config=configs/views/studies.py:size=small \\
         --workdir=runs/views/task_dependence_small
-    python benchmarks/view_studies.py task_dependence --config=configs/views/studies.py \\
+    python experiments/view_studies.py task_dependence --config=configs/views/studies.py \\
         --workdir=runs/views/task_dependence
 
 Options: `--seeds=0,1,2` (default: the config's), `--set=KEY=VALUE` (repeatable) for every
@@ -61,14 +61,12 @@ import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-sys.path.insert(0, HERE)
 
-import compare_methods  # noqa: E402
 import numpy as np  # noqa: E402
 
+from experiments import compare_methods  # noqa: E402
 from ssl_jax import configs  # noqa: E402
 
 STUDIES = ("table5", "splits", "reverse_u", "patches", "task_dependence")
