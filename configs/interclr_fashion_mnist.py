@@ -10,7 +10,7 @@ the bank-relative numbers scaled from ImageNet by the bank size (`common.intercl
 ratios of clusters, negatives and pool to rows): 470 clusters (~128 images each, as 10,000 on
 ImageNet), 768 negatives from a pool of 6,016 (~10 %). Bank 60,000 × 128 float32 = 31 MB.
 `:subset=N` pretrains on the first N training images (bank N rows, C/K/pool scaled to N the same
-way; `subset=10000`: 80 clusters, 128 negatives, pool 1,024 — the README's evidence runs, where 600
+way; `subset=10000`: 80 clusters, 128 negatives, pool 1,024 — the evidence runs of docs/experiments/interclr.md, where 600
 steps of 64 visit each image ~4 times, so the bank and the online labels are refreshed).
 `:runlocal` trains 6 steps on 256 images with 8 clusters, 32 negatives from a pool of 64.
 """

@@ -65,7 +65,7 @@ def get_config(arg=None):
     c.checkpoint_every_steps = 200
     # the final probe table replaces the kNN monitor on the default job
     c.evals.knn.update(every_steps=-1, num_train=10_000, batch_size=512)
-    # eval batches of 512 (the figures in the README were measured with 500): a multiple of 8 devices
+    # eval batches of 512 (the figures in docs/ were measured with 500): a multiple of 8 devices
     c.evals.probe_table.update(every_steps=0, num_train=-1, batch_size=512)
     if a.runlocal:
         common.runlocal(c)

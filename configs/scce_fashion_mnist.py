@@ -16,7 +16,7 @@ images) runs at steps 600, 1200, 1800 and 2400; after pretraining, the table: lo
 (L-BFGS, l2 chosen on a held-out 10%) and weighted kNN of the pretrained encoder, its random init
 and raw pixels on 60k / 10k images, the encoder rows on every stage's pooled output concatenated
 (`evals.probe_table.features='stages'`, 960-d; `pooled` = the papers' protocol, the last stage's
-512-d pool). The recipe sweep (README, `experiments/default_job_sweep.py`; seed 0, probe 60k/10k):
+512-d pool). The recipe sweep (docs/experiments/default_job.md, `experiments/default_job_sweep.py`; seed 0, probe 60k/10k):
 on the pooled output no recipe beat raw pixels (84.79%: pretrained 81.24–82.0% at 1800 steps); on
 the stage features, 1800 steps 87.33% (random init 85.73%), lr ×2 87.39%, 2400 steps 87.81%
 (+2.08 over random init, +3.02 over pixels): the default. The kNN column stays below random init

@@ -1,5 +1,5 @@
 """Linear-probe and kNN accuracy of several pretraining configs × seeds at the same budget: the
-evidence tables of the README (SCE vs ReSSL vs MoCo v2, JCL vs MoCo v2).
+evidence tables of docs/experiments/ (SCE vs ReSSL vs MoCo v2, JCL vs MoCo v2).
 
     python experiments/compare_methods.py --workdir=runs/compare --seeds=0,1,2 \
         --configs=configs/scce_fashion_mnist.py,configs/ressl_fashion_mnist.py,configs/mocov2_fashion_mnist.py \

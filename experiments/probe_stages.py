@@ -9,8 +9,8 @@ stage; the probe: `linear_probe.fit_linear_probe` (multinomial logistic regressi
 standardised features, l2 from `--l2-grid` chosen on a held-out 10% of train), on the first
 `--num-train` / `--num-test` images of the run's eval splits. The random init is the run's own
 (`train.init_or_restore` without a checkpoint: the probe table's 'random init' row). The default
-job's choice of `evals.probe_table.features='stages'` came from this table (README, "The default
-job's recipe").
+job's choice of `evals.probe_table.features='stages'` came from this table (docs/experiments/default_job.md,
+"Which features").
 """
 
 from __future__ import annotations
