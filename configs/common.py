@@ -73,6 +73,15 @@ def parse_arg(arg: str | None, **spec) -> types.SimpleNamespace:
     return flags
 
 
+def parent_arg(arg: str | None, *own: str) -> str | None:
+    """The argument a derived config (`iring_X` = `ir_X` + the ring keys) passes to its parent's
+    `get_config`: `arg` without the items that set the child's own names `own`. The child parses
+    `arg` with its whole spec first, so an unknown or mistyped item is reported with the child's
+    allowed names."""
+    items = [i for i in (arg or "").split(",") if i.strip().partition("=")[0] not in own]
+    return ",".join(items) or None
+
+
 def fashion_mnist_data(c: ml_collections.ConfigDict, *, channels: int = 1) -> None:
     """Fashion-MNIST from Debian's dataset-fashion-mnist (or `data.data_dir`): 28 px, evaluation on
     'test' without a centre crop, its mean/std repeated over `channels`, decoded images cached.
