@@ -1,73 +1,30 @@
 """IRing (CNCE, the Ring code's `NCERing`) on Fashion-MNIST: `ir_fashion_mnist.py` with ring negatives.
 
-Every number is `ir_fashion_mnist.py`'s (the baseline of the comparison: τ 0.07, K 4096 draws, bank
-momentum 0.5, ResNet-18 CIFAR stem at width 1/4, batch 256, 3 epochs, SGD 0.06 cosine, the final
-probe table); only the method and the ring keys differ: outer 0.1 / inner 0.1 (the code's defaults,
-negatives between the 90th and 99th percentile of similarity). Not annealed by default, as every
-released config; `:anneal=linear` is the paper's setting scaled to this run (outer 1.0 → 0.1 over
-the first half of training, 1.5 of 3 epochs, as the paper's 100 of 200); `:ball` is the ball lesion.
-Sources: mhw32/contrastive-ring-public @fb3e1c2 (`src/objectives/instdisc.py` `NCERing` L117,
-`src/utils/policy.py`). `:runlocal`: 6 steps of 32 images, a bank of 256 and 64 draws.
+Everything as `ir_fashion_mnist.py` (built by its `get_config`: the baseline of the comparison, τ
+0.07, K 4096 draws, bank momentum 0.5, ResNet-18 CIFAR stem at width 1/4, batch 256, 3 epochs, SGD
+0.06 cosine, the final probe table); only the method and the ring keys change: outer 0.1 / inner 0.1
+(the code's defaults, negatives between the 90th and 99th percentile of similarity). Not annealed by
+default, as every released config; `:anneal=linear` is the paper's setting scaled to this run (outer
+1.0 → 0.1 over the first half of training, 1.5 of 3 epochs, as the paper's 100 of 200); `:ball` is
+the ball lesion. Sources: mhw32/contrastive-ring-public @fb3e1c2 (`src/objectives/instdisc.py`
+`NCERing` L117, `src/utils/policy.py`). `:runlocal` as `ir_fashion_mnist.py`: 6 steps of 32 images,
+a bank of 256 and 64 draws.
 """
 
 import os
 import sys
 
-import ml_collections
-
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
     sys.path.insert(0, _ROOT)
 
-from configs import common  # noqa: E402
-from ssl_jax import configs  # noqa: E402
-from ssl_jax.data import recipes  # noqa: E402
-from ssl_jax.models import head_config  # noqa: E402
+from configs import common, ir_fashion_mnist  # noqa: E402
 
 
 def get_config(arg=None):
     a = common.parse_arg(arg, anneal="constant", ball=False)
-    c = configs.base_config()
+    c = ir_fashion_mnist.get_config(common.parent_arg(arg, "anneal", "ball"))
     c.method = "iring"
-    c.method_config = ml_collections.ConfigDict(
-        dict(
-            temperature=0.07,
-            num_negatives=4096,
-            bank_size=60_000,
-            bank_momentum=0.5,
-            ring_outer=0.1,
-            ring_inner=0.0 if a.ball else 0.1,  # `:ball` = the ball lesion
-            anneal=a.anneal,
-            max_anneal_epochs=1.5,
-        )
-    )
-
-    common.fashion_mnist_data(c, channels=1)
-    c.data.train_subset = 0
-    c.data.shuffle_buffer = 60_000
-    c.data.views = ("fashion",)
-    c.data.recipes = ml_collections.ConfigDict({"fashion": recipes.fashion_mnist_default(28)})
-
-    c.model.backbone = "resnet18"
-    c.model.stem = "cifar"
-    c.model.width = 0.25
-    c.model.projector = head_config((256,), 128, use_bn=False)  # MLP 256-128
-
-    c.global_batch_size = 256
-    c.num_epochs = 3.0
-    c.optim.name = "sgd"
-    c.optim.base_lr = 0.06
-    c.optim.weight_decay = 5e-4
-    c.optim.schedule = "cosine"
-    c.optim.warmup_epochs = 0.0
-
-    c.log_every_steps = 20
-    c.checkpoint_every_steps = 200
-    # the final probe table replaces the kNN monitor on the default job
-    c.evals.knn.update(every_steps=-1, batch_size=512)
-    # eval batches of 512 (the figures in docs/ were measured with 500): a multiple of 8 devices
-    c.evals.probe_table.update(every_steps=0, num_train=-1, batch_size=512)
-    if a.runlocal:
-        c.method_config.update(bank_size=256, num_negatives=64)
-        common.runlocal(c)
+    c.method_config.update(common.ring_keys(a.anneal, a.ball))  # outer 0.1, inner 0.1
+    c.method_config.max_anneal_epochs = 1.5  # half of the 3 epochs, as the paper's 100 of 200
     return c
