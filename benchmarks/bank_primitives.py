@@ -108,7 +108,7 @@ def main() -> None:
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    from ssl_jax import memory
+    from ssl_jax import bank_search, memory
     from ssl_jax.sharding import DATA_AXIS, make_mesh
 
     if jax.device_count() < args.devices:
@@ -146,9 +146,9 @@ def main() -> None:
         "sims stay sharded",
     )
     for kk in (k, 128_000) if args.k128000 and not args.small else (k,):
-        f = jax.jit(lambda b, q, kk=kk: memory.bank_topk(b, q, kk, mesh))
+        f = jax.jit(lambda b, q, kk=kk: bank_search.bank_topk(b, q, kk, mesh))
         add(f"bank_topk k={kk}", timed_ms(f, bank, queries, repeats=args.repeats))
-    quantiles = jax.jit(lambda b, q: memory.bank_quantiles(b, q, qs, mesh))
+    quantiles = jax.jit(lambda b, q: bank_search.bank_quantiles(b, q, qs, mesh))
     add(
         f"bank_quantiles qs={qs} (32 iters, exact)",
         timed_ms(quantiles, bank, queries, repeats=args.repeats),
@@ -157,7 +157,7 @@ def main() -> None:
     lo, hi = band[:, 0], band[:, 1]
     for replace in (False, True):
         f = jax.jit(
-            lambda r, b, q, lo, hi, replace=replace: memory.sample_rows_where(
+            lambda r, b, q, lo, hi, replace=replace: bank_search.sample_rows_where(
                 r, b, q, lo, hi, num, mesh, replace=replace
             )
         )

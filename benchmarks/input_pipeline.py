@@ -32,7 +32,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from ssl_jax.data import augment, recipes  # noqa: E402
+from ssl_jax.data import augment, recipe_ops, recipes  # noqa: E402
 
 SOURCE_SIZE = {32: (32, 32), 224: (256, 320)}
 _plain = tf.autograph.experimental.do_not_convert
@@ -47,9 +47,9 @@ def synthetic_images(n: int, hw: tuple[int, int], seed: int = 0) -> np.ndarray:
 
 
 def fashion_images(n: int, hw: tuple[int, int]) -> np.ndarray:
-    from ssl_jax.data import datasets
+    from ssl_jax.data import datasets, fashion_mnist
 
-    images, _ = datasets._fashion_arrays(*datasets._fashion_paths({}, "train"))
+    images, _ = fashion_mnist.read_split(*datasets._fashion_paths({}, "train"))
     images = np.repeat(images[:n], 3, axis=-1).astype(np.float32)
     return np.clip(np.round(tf.image.resize(images, hw).numpy()), 0, 255).astype(np.uint8)
 
@@ -62,7 +62,7 @@ def build(images: np.ndarray, recipe, parallel: int, num_views: int, batch: int,
     n = images.shape[0]
     k = {
         "auto": augment.split_point(recipe, images.shape[1:]),
-        "crop": 1 + max(i for i, op in enumerate(recipe) if op["op"] in augment.SIZE_OPS),
+        "crop": 1 + max(i for i, op in enumerate(recipe) if op["op"] in recipe_ops.SIZE_OPS),
         "all": len(recipe),
     }[split]
 
@@ -126,7 +126,7 @@ def main() -> None:
     parser.add_argument(
         "--host-ops-only",
         action="store_true",
-        help="only the geometric ops (augment.HOST_OPS), as with config.data.device_ops",
+        help="only the geometric ops (recipe_ops.HOST_OPS), as with config.data.device_ops",
     )
     args = parser.parse_args()
     print(
@@ -140,7 +140,7 @@ def main() -> None:
         images = make(1024 if size <= 64 else 128, hw)
         recipe = recipes.mocov2(size)
         if args.host_ops_only:
-            recipe = tuple(op for op in recipe if op["op"] in augment.HOST_OPS)
+            recipe = tuple(op for op in recipe if op["op"] in recipe_ops.HOST_OPS)
         rate, per_cpu, k = throughput(
             images, recipe, args.parallel, args.views, args.batch, args.seconds, args.split
         )

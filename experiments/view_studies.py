@@ -610,7 +610,7 @@ def ridge_error(train_x, train_y, test_x, test_y, l2: float) -> float:
 
 def task_dependence(study, seeds, sets, workdir: str) -> str:
     """Table 4: which factors v1 and v2 share decides what the encoder f1 (the critic's) keeps."""
-    from ssl_jax.data import color_fashion_mnist, datasets
+    from ssl_jax.data import color_fashion_mnist, datasets, fashion_mnist
     from ssl_jax.evaluate.evaluators import probe_and_knn, probe_args
 
     td = study.task_dependence
@@ -619,7 +619,7 @@ def task_dependence(study, seeds, sets, workdir: str) -> str:
     mean, std = data.data.mean, data.data.std
     photos = color_fashion_mnist.photo_bank(tuple(color_fashion_mnist.PHOTOS), td.photo_side)
     items = {  # the Fashion-MNIST IDX files of `data.data_dir` (color_fashion_mnist's items)
-        split: datasets._fashion_arrays(*datasets._fashion_paths(data.data, split))
+        split: fashion_mnist.read_split(*datasets._fashion_paths(data.data, split))
         for split in ("train", "test")
     }
     rows = {}

@@ -28,7 +28,7 @@ from jax import lax
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
-from ssl_jax.memory import ROWS, _rows_per_device
+from ssl_jax.memory import ROWS, rows_per_device
 from ssl_jax.sharding import DATA_AXIS
 
 LABELS = P(DATA_AXIS)
@@ -38,7 +38,7 @@ _SCORE_ELEMENTS = 1 << 24  # default chunk: rows · C ≤ 16M float32 scores (64
 
 def _check_bank(bank: jax.Array, mesh: Mesh) -> int:
     """Rows per device (raises if N does not split evenly over the mesh)."""
-    return _rows_per_device(bank, mesh)[1]
+    return rows_per_device(bank, mesh)[1]
 
 
 def _default_chunk(rows: int, num_clusters: int, chunk_rows: int | None) -> int:

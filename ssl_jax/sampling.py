@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
-from ssl_jax import losses, memory
+from ssl_jax import bank_search, losses
 
 SAMPLERS = ("semihard", "hard", "random", "semieasy")
 
@@ -65,7 +65,7 @@ def inter_negatives(
       `semihard_neg_pool_num` = 128000) whose label ≠ the query's. The pool is {sim ≥ t}, t = the
       pool_size-th largest similarity over ALL rows (same-cluster rows count in the pool, as in the
       official top-k), the exact value of ascending rank N − pool_size + 1 (found with the draw
-      in one pass: `memory.sample_rows_in_rank_band`); ties at t are all in the pool.
+      in one pass: `bank_search.sample_rows_in_rank_band`); ties at t are all in the pool.
     - 'semieasy': the same with the `pool_size` least similar rows ({sim ≤ t}).
     - 'random': i.i.d. uniform (with replacement, as the official alias sampler) over all rows whose
       label ≠ the query's; `pool_size` unused, the bank not read.
@@ -81,11 +81,11 @@ def inter_negatives(
         raise ValueError(f"num={num} must be in [1, {num_rows}]")
     label_filter = dict(labels=labels, query_labels=query_labels, label_rule="exclude")
     if sampler == "random":
-        return memory.sample_rows_by_label(
+        return bank_search.sample_rows_by_label(
             rng, labels, query_labels, num, mesh, replace=True, label_rule="exclude"
         )
     if sampler == "hard":
-        values, index = memory.bank_topk(bank, queries, num, mesh, **label_filter)
+        values, index = bank_search.bank_topk(bank, queries, num, mesh, **label_filter)
         return index, values > -jnp.inf
     if not 1 <= pool_size <= num_rows:
         raise ValueError(f"pool_size={pool_size} must be in [1, {num_rows}]")
@@ -93,7 +93,7 @@ def inter_negatives(
         ranks = (num_rows - pool_size + 1, None)
     else:  # semieasy: the pool_size-th smallest
         ranks = (None, pool_size)
-    index, valid, _ = memory.sample_rows_in_rank_band(
+    index, valid, _ = bank_search.sample_rows_in_rank_band(
         rng, bank, queries, ranks, num, mesh, replace=False, **label_filter
     )
     return index, valid
@@ -107,11 +107,11 @@ def cluster_positive(
 
     labels `[N]` int32 sharded `P('data')`, query_labels `[B]` int32 (= labels[dataset index], so the
     cluster holds the query's own row, which may be drawn, as in the official
-    `pos_idx_pool[random_(0, len)]`). No similarities needed: `memory.sample_rows_by_label` with the
+    `pos_idx_pool[random_(0, len)]`). No similarities needed: `bank_search.sample_rows_by_label` with the
     'only' rule. A label with no row in the bank would give an arbitrary row (cannot happen for
     labels read from the bank).
     """
-    index, _ = memory.sample_rows_by_label(
+    index, _ = bank_search.sample_rows_by_label(
         rng, labels, query_labels, 1, mesh, replace=True, label_rule="only"
     )
     return index[:, 0]
@@ -165,14 +165,14 @@ def ring_negatives(
     bank `[N, D]` sharded `P('data', None)`, queries `[B, D]` replicated, L2-normalised (stop-gradient
     them); outer/inner floats or traced scalars (annealing; one compilation). The ring is exactly the
     rows at descending positions `losses.ring_positions(N, outer, inner)` (ties at its ends aside: all
-    rows tied with an end are in), found by exact ranks and counts (`memory.sample_rows_in_rank_band`):
+    rows tied with an end are in), found by exact ranks and counts (`bank_search.sample_rows_in_rank_band`):
     the bank and the `[B, N]` similarities are never gathered, and the draws do not depend on the
     number of devices. Not jitted itself (Python fractions keep the exact float64 positions of the
     code); the sampler it calls is. The ring is never empty when `int(outer·N) ≥ 1` and inner < 1 (the Ring
     methods check it), so every draw is valid. CMCRing: call it on each cross-view bank.
     """
     ranks = ring_ranks(bank.shape[0], outer, inner)
-    index, _, bounds = memory.sample_rows_in_rank_band(
+    index, _, bounds = bank_search.sample_rows_in_rank_band(
         rng, bank, queries, ranks, num, mesh, replace=True
     )
     return index, bounds

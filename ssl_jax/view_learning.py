@@ -17,10 +17,10 @@ numbers); each side has its own Adam state over its own parameters, so neither s
 the other's. One critic step and one generator step per iteration, on the same batch.
 
 The input space X is RGB (standardised with `data.mean/std`) or a CMC colour space (`base`, e.g.
-'ydbdr', normalised as `data/color.py`). `save_flow` writes g with its input space and the per-channel
-mean/std of g(X) on training images; the device op `{'op': 'learned_flow', 'path': ...}`
-(`device_augment.learned_flow`) reads it, so a CMC config whose recipe ends with it trains on g's
-views (`configs/cmc_color_fashion_mnist.py:flow=PATH`). Run:
+'ydbdr', normalised as `data/color.py`). `data.flow_views.save_flow` writes g with its input space
+and the per-channel mean/std of g(X) on training images; the device op `{'op': 'learned_flow',
+'path': ...}` (`device_augment.learned_flow`) reads it, so a CMC config whose recipe ends with it
+trains on g's views (`configs/cmc_color_fashion_mnist.py:flow=PATH`). Run:
 
     python -m ssl_jax.view_learning --config=configs/views/color_fashion_mnist.py \
         --workdir=runs/views/semi [--config.mode=unsupervised|supervised|semi|raw]
@@ -36,12 +36,11 @@ from RGB, Y | DbDr from YDbDr): Table 5's "raw views", run through the same op a
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -52,94 +51,12 @@ from flax import linen as nn
 from flax import traverse_util
 
 from ssl_jax.data import color
+from ssl_jax.data.flow_views import FlowViews, apply_flow, load_flow, save_flow, to_base
 from ssl_jax.models.flow import PixelFlow
 
 MODES = ("unsupervised", "supervised", "semi")
 RAW = "raw"  # no view learning: g stays the identity (a fresh flow)
 BASES = ("rgb", *color.SPACES)
-
-
-# --------------------------------------------------------------------------------------------------
-# The frozen generator as a file, and its use as the model's input transform
-
-
-class FlowViews(NamedTuple):
-    """A frozen g: module, params, input space (`base`) and the mean/std of its output channels."""
-
-    flow: PixelFlow
-    params: Any
-    base: str
-    in_mean: tuple[float, ...]
-    in_std: tuple[float, ...]
-    out_mean: tuple[float, ...]
-    out_std: tuple[float, ...]
-
-
-def to_base(rgb: jnp.ndarray, base: str, mean, std) -> jnp.ndarray:
-    """float RGB in [0, 1] → g's input: standardised RGB (`mean`/`std`) or a normalised colour
-    space."""
-    if base == "rgb":
-        return (rgb - jnp.asarray(mean, jnp.float32)) / jnp.asarray(std, jnp.float32)
-    return color.convert(rgb, base)
-
-
-def apply_flow(views: FlowViews, rgb: jnp.ndarray) -> jnp.ndarray:
-    """float RGB `[..., 3]` in [0, 1] → g(X) standardised per channel: the model's input."""
-    y = views.flow.apply(views.params, to_base(rgb, views.base, views.in_mean, views.in_std))
-    return (y - jnp.asarray(views.out_mean, jnp.float32)) / jnp.asarray(views.out_std, jnp.float32)
-
-
-def save_flow(path: str, views: FlowViews) -> str:
-    """`views` as one `.npz` (parameters by '/'-joined path, the rest as JSON), written atomically."""
-    flat = traverse_util.flatten_dict(jax.device_get(views.params), sep="/")
-    meta = dict(
-        num_blocks=views.flow.num_blocks,
-        hidden=list(views.flow.hidden),
-        volume_preserving=views.flow.volume_preserving,
-        scale_bound=views.flow.scale_bound,
-        base=views.base,
-        in_mean=list(views.in_mean),
-        in_std=list(views.in_std),
-        out_mean=list(views.out_mean),
-        out_std=list(views.out_std),
-    )
-    tmp = path + ".tmp.npz"
-    np.savez(tmp, __meta__=json.dumps(meta), **{k: np.asarray(v) for k, v in flat.items()})
-    os.replace(tmp, path)
-    return path
-
-
-@functools.lru_cache(maxsize=8)
-def load_flow(path: str) -> FlowViews:
-    """The `FlowViews` that `save_flow` wrote at `path` (cached); clear errors for a missing or
-    foreign file."""
-    if not os.path.isfile(path):
-        raise FileNotFoundError(
-            f"learned_flow: no view generator at {path!r} (write one with "
-            "`python -m ssl_jax.view_learning`)"
-        )
-    with np.load(path) as z:
-        if "__meta__" not in z:
-            raise ValueError(f"learned_flow: {path!r} is not a file of view_learning.save_flow")
-        meta = json.loads(str(z["__meta__"]))
-        params = traverse_util.unflatten_dict(
-            {k: np.asarray(z[k]) for k in z.files if k != "__meta__"}, sep="/"
-        )
-    flow = PixelFlow(
-        num_blocks=meta["num_blocks"],
-        hidden=tuple(meta["hidden"]),
-        volume_preserving=meta["volume_preserving"],
-        scale_bound=meta["scale_bound"],
-    )
-    return FlowViews(
-        flow,
-        params,
-        meta["base"],
-        tuple(meta["in_mean"]),
-        tuple(meta["in_std"]),
-        tuple(meta["out_mean"]),
-        tuple(meta["out_std"]),
-    )
 
 
 # --------------------------------------------------------------------------------------------------

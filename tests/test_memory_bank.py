@@ -1,4 +1,4 @@
-"""Bank primitives (`memory.bank_topk`, `bank_quantiles`, `sample_rows_where`,
+"""Bank primitives (`bank_search.bank_topk`, `bank_quantiles`, `sample_rows_where`,
 `sample_rows_in_rank_band`) against numpy on the gathered bank, on 1 and 8 simulated devices,
 and the compiled HLO of each: no bank-sized collective."""
 
@@ -11,7 +11,7 @@ import pytest
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from ssl_jax import memory
+from ssl_jax import bank_search, memory
 from ssl_jax.sharding import make_mesh
 
 N, D, B = 512, 16, 6
@@ -32,7 +32,9 @@ def setup(request):
 def test_bank_topk_matches_numpy(setup):
     mesh, bank, queries, sims = setup
     for k in (1, 37, N // 8 + 5, N):  # k below, above and at N/n, and the whole bank
-        values, index = jax.jit(lambda b, q, k=k: memory.bank_topk(b, q, k, mesh))(bank, queries)
+        values, index = jax.jit(lambda b, q, k=k: bank_search.bank_topk(b, q, k, mesh))(
+            bank, queries
+        )
         values, index = np.asarray(values), np.asarray(index)
         assert values.shape == index.shape == (B, k) and index.dtype == np.int32
         expected = -np.sort(-sims, axis=1)[:, :k]
@@ -45,26 +47,28 @@ def test_bank_topk_matches_numpy(setup):
 
 def test_bank_quantiles_match_numpy_inverted_cdf(setup):
     mesh, bank, queries, sims = setup
-    got = np.asarray(jax.jit(lambda b, q: memory.bank_quantiles(b, q, QS, mesh))(bank, queries))
+    got = np.asarray(
+        jax.jit(lambda b, q: bank_search.bank_quantiles(b, q, QS, mesh))(bank, queries)
+    )
     expected = np.quantile(sims, QS, axis=1, method="inverted_cdf").T
     assert got.shape == (B, len(QS))
     # iters=32 is exact on the float32 similarities; numpy's differ by the float32 matmul rounding
     np.testing.assert_allclose(got, expected, atol=1e-6)
     # fewer iterations: an upper bound of the exact value
     coarse = np.asarray(
-        jax.jit(lambda b, q: memory.bank_quantiles(b, q, QS, mesh, iters=20))(bank, queries)
+        jax.jit(lambda b, q: bank_search.bank_quantiles(b, q, QS, mesh, iters=20))(bank, queries)
     )
     assert np.all(coarse >= got)
 
 
 def _full_bisection(bank, queries, qs, mesh):
-    """The 32-step key bisection alone (`memory._local_quantile_keys`), as `bank_quantiles` ran it
+    """The 32-step key bisection alone (`bank_search._local_quantile_keys`), as `bank_quantiles` ran it
     before the select path."""
-    target = memory._quantile_ranks(bank.shape[0], qs)
+    target = bank_search._quantile_ranks(bank.shape[0], qs)
 
     def local(local_bank, queries):
-        keys = memory._float_to_ordered(memory._local_sims(local_bank, queries))
-        return memory._ordered_to_float(memory._local_quantile_keys(keys, target, 32))
+        keys = bank_search._float_to_ordered(bank_search._local_sims(local_bank, queries))
+        return bank_search._ordered_to_float(bank_search._local_quantile_keys(keys, target, 32))
 
     f = jax.shard_map(local, mesh=mesh, in_specs=(memory.ROWS, P()), out_specs=P(), check_vma=False)
     return np.asarray(jax.jit(f)(bank, queries))
@@ -87,7 +91,7 @@ def test_exact_quantiles_select_equals_the_full_bisection():
         for n in (1, 8):
             mesh = make_mesh(jax.devices()[:n])
             bank = jax.device_put(table, NamedSharding(mesh, P("data", None)))
-            out[n, "select"] = np.asarray(memory.bank_quantiles(bank, queries, qs, mesh))
+            out[n, "select"] = np.asarray(bank_search.bank_quantiles(bank, queries, qs, mesh))
             out[n, "bisect"] = _full_bisection(bank, queries, qs, mesh)
         sims = np.asarray(queries) @ table.T
         expected = np.quantile(sims, qs, axis=1, method="inverted_cdf").T
@@ -99,17 +103,17 @@ def test_exact_quantiles_select_equals_the_full_bisection():
 
 @pytest.mark.parametrize("rows", [1009, 600, 60000])  # prime (padded to 128 lanes), 120, 96 lanes
 def test_counter_counts_keys_at_or_below_each_midpoint(rows):
-    """`memory._counter` (the bisections' counting pass in int16 lanes) = numpy's count, with the
+    """`bank_search._counter` (the bisections' counting pass in int16 lanes) = numpy's count, with the
     largest key (the padding's) among the keys and as a midpoint."""
     rng = np.random.default_rng(rows)
     keys = rng.integers(0, 2**32, size=(3, rows), dtype=np.uint32)
     keys[0, :5] = 0xFFFFFFFF
     mid = np.stack([keys[:, 7], keys[:, 11], np.full(3, 0xFFFFFFFF, np.uint32)], axis=1)
     mid[1, 0] = 0
-    got = np.asarray(jax.jit(lambda k, m: memory._counter(k)(m))(keys, mid))
+    got = np.asarray(jax.jit(lambda k, m: bank_search._counter(k)(m))(keys, mid))
     expected = (keys[:, None, :] <= mid[:, :, None]).sum(-1)
     np.testing.assert_array_equal(got, expected)
-    assert memory._lane_width(rows) == {1009: 128, 600: 120, 60000: 96}[rows]
+    assert bank_search._lane_width(rows) == {1009: 128, 600: 120, 60000: 96}[rows]
 
 
 def _band(sims_row, start, size):
@@ -129,7 +133,7 @@ def test_sample_rows_where_in_band_and_valid_mask(setup, replace):
     num, sizes = 10, [0, 1, 7, 10, 40, N]
     lo, hi = _bands(sims, sizes)
     f = jax.jit(
-        lambda r, b, q, lo, hi: memory.sample_rows_where(
+        lambda r, b, q, lo, hi: bank_search.sample_rows_where(
             r, b, q, lo, hi, num, mesh, replace=replace
         )
     )
@@ -159,7 +163,7 @@ def test_sample_rows_where_is_uniform(setup, replace):
     band_rows = np.flatnonzero((sims[0] >= lo[0]) & (sims[0] <= hi[0]))
     assert len(band_rows) == size
     index, valid = jax.jit(
-        lambda r, b, q: memory.sample_rows_where(r, b, q, lo, hi, num, mesh, replace=replace)
+        lambda r, b, q: bank_search.sample_rows_where(r, b, q, lo, hi, num, mesh, replace=replace)
     )(jax.random.PRNGKey(7), bank, q)
     index, valid = np.asarray(index), np.asarray(valid)
     assert valid.all() and np.isin(index, band_rows).all()
@@ -178,7 +182,7 @@ def test_sample_rows_where_does_not_depend_on_device_count():
         banks[n] = memory.init_rows(jax.random.PRNGKey(0), N, D, mesh)
         for replace in (False, True):
             out[n, replace] = np.asarray(
-                memory.sample_rows_where(
+                bank_search.sample_rows_where(
                     jax.random.PRNGKey(3), banks[n], queries, lo, hi, 16, mesh, replace=replace
                 )[0]
             )
@@ -200,14 +204,16 @@ def test_sample_rows_in_rank_band_equals_quantiles_then_sample():
     rng = jax.random.PRNGKey(4)
     for q_lo, q_hi, extra in ((0.8, None, filt), (0.3, 0.7, {})):
         ends = [q for q in (q_lo, q_hi) if q is not None]
-        at = memory.bank_quantiles(bank, queries, tuple(ends), mesh)
+        at = bank_search.bank_quantiles(bank, queries, tuple(ends), mesh)
         lo = at[:, 0] if q_lo is not None else jnp.full((B,), -jnp.inf)
         hi = at[:, -1] if q_hi is not None else jnp.full((B,), jnp.inf)
-        want = memory.sample_rows_where(
+        want = bank_search.sample_rows_where(
             rng, bank, queries, lo, hi, 24, mesh, replace=replace, **extra
         )
-        ranks = tuple(None if q is None else memory._inverted_cdf_rank(N, q) for q in (q_lo, q_hi))
-        got = memory.sample_rows_in_rank_band(
+        ranks = tuple(
+            None if q is None else bank_search._inverted_cdf_rank(N, q) for q in (q_lo, q_hi)
+        )
+        got = bank_search.sample_rows_in_rank_band(
             rng, bank, queries, ranks, 24, mesh, replace=replace, **extra
         )
         np.testing.assert_array_equal(np.asarray(got[2]), np.stack([lo, hi], 1))
@@ -272,14 +278,16 @@ def test_hlo_has_no_bank_sized_collective(big, primitive):
     lo, hi = jnp.full((B,), 0.1), jnp.full((B,), 0.5)
     rng = jax.random.PRNGKey(0)
     f = {
-        "topk": lambda b, q: memory.bank_topk(b, q, 64, mesh),
-        "quantiles": lambda b, q: memory.bank_quantiles(b, q, (0.9, 0.99), mesh),
-        "sample": lambda b, q: memory.sample_rows_where(rng, b, q, lo, hi, 64, mesh, replace=False),
-        "sample_replace": lambda b, q: memory.sample_rows_where(
+        "topk": lambda b, q: bank_search.bank_topk(b, q, 64, mesh),
+        "quantiles": lambda b, q: bank_search.bank_quantiles(b, q, (0.9, 0.99), mesh),
+        "sample": lambda b, q: bank_search.sample_rows_where(
+            rng, b, q, lo, hi, 64, mesh, replace=False
+        ),
+        "sample_replace": lambda b, q: bank_search.sample_rows_where(
             rng, b, q, lo, hi, 64, mesh, replace=True
         ),
-        "rank_band": lambda b, q: memory.sample_rows_in_rank_band(
-            rng, b, q, (memory._inverted_cdf_rank(HLO_N, 0.9), None), 64, mesh, replace=False
+        "rank_band": lambda b, q: bank_search.sample_rows_in_rank_band(
+            rng, b, q, (bank_search._inverted_cdf_rank(HLO_N, 0.9), None), 64, mesh, replace=False
         ),
     }[primitive]
     hlo = jax.jit(f).lower(bank, queries).compile().as_text()

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from jax.sharding import NamedSharding
 
-from ssl_jax import losses, memory, sampling, sharding
+from ssl_jax import bank_search, losses, memory, sampling, sharding
 from tests.helpers import np_normalize
 
 TAU = 0.07
@@ -254,7 +254,7 @@ def test_adaptive_loss_schedule_matches_the_code():
 
 
 def test_rank_band_equals_quantiles_then_sample(data):
-    """`memory.sample_rows_in_rank_band` (ranks as an int32 array, traced) draws what
+    """`bank_search.sample_rows_in_rank_band` (ranks as an int32 array, traced) draws what
     `bank_quantiles` + `sample_rows_where` draw for the same band (static quantiles), without
     replacement, on 8 devices; its bounds are the similarities at the two ranks."""
     mesh = sharding.make_mesh(jax.devices())
@@ -262,12 +262,12 @@ def test_rank_band_equals_quantiles_then_sample(data):
     q = np.asarray(losses.l2_normalize(data["q"]))
     n, lo, hi = data["bank"].shape[0], 300, 480
     rng = jax.random.PRNGKey(5)
-    got, valid, bounds = memory.sample_rows_in_rank_band(
+    got, valid, bounds = bank_search.sample_rows_in_rank_band(
         rng, bank, q, np.asarray([lo, hi], np.int32), 64, mesh, replace=False
     )
     ends = ((lo - 0.5) / n, (hi - 0.5) / n)
-    at = memory.bank_quantiles(bank, q, ends, mesh)
-    want, want_valid = memory.sample_rows_where(
+    at = bank_search.bank_quantiles(bank, q, ends, mesh)
+    want, want_valid = bank_search.sample_rows_where(
         rng, bank, q, at[:, 0], at[:, 1], 64, mesh, replace=False
     )
     np.testing.assert_array_equal(got, want)

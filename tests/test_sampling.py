@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ssl_jax import memory, sampling
+from ssl_jax import bank_search, memory, sampling
 from ssl_jax.sharding import make_mesh
 
 N, D, B, CLUSTERS = 256, 8, 6, 6
@@ -73,7 +73,7 @@ def test_label_filter_is_exact(setup):
         for replace in (False, True):
             index, valid = (
                 np.asarray(a)
-                for a in memory.sample_rows_where(
+                for a in bank_search.sample_rows_where(
                     rng, bank, queries, lo, hi, 40, mesh, replace=replace, **filt
                 )
             )
@@ -83,12 +83,14 @@ def test_label_filter_is_exact(setup):
                     np.testing.assert_array_equal(valid[b], np.arange(40) < band[b].sum())
             index, valid = (
                 np.asarray(a)
-                for a in memory.sample_rows_by_label(
+                for a in bank_search.sample_rows_by_label(
                     rng, labels, qlab, 40, mesh, replace=replace, label_rule=rule
                 )
             )
             assert valid.all() and np.take_along_axis(ok, index, 1).all()
-        values, index = (np.asarray(a) for a in memory.bank_topk(bank, queries, 60, mesh, **filt))
+        values, index = (
+            np.asarray(a) for a in bank_search.bank_topk(bank, queries, 60, mesh, **filt)
+        )
         masked = np.where(ok, sims, -np.inf)
         valid = values > -np.inf
         for b in range(B):
@@ -107,13 +109,15 @@ def test_label_filter_matching_nothing_changes_nothing(setup):
     filt = dict(labels=labels, query_labels=none)
     rng, lo, hi = jax.random.PRNGKey(2), jnp.full((B,), -0.3), jnp.full((B,), 0.6)
     for replace in (False, True):
-        a = memory.sample_rows_where(rng, bank, queries, lo, hi, 16, mesh, replace=replace)
-        b = memory.sample_rows_where(rng, bank, queries, lo, hi, 16, mesh, replace=replace, **filt)
+        a = bank_search.sample_rows_where(rng, bank, queries, lo, hi, 16, mesh, replace=replace)
+        b = bank_search.sample_rows_where(
+            rng, bank, queries, lo, hi, 16, mesh, replace=replace, **filt
+        )
         for x, y in zip(a, b):
             np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
     a, b = (
-        memory.bank_topk(bank, queries, 50, mesh),
-        memory.bank_topk(bank, queries, 50, mesh, **filt),
+        bank_search.bank_topk(bank, queries, 50, mesh),
+        bank_search.bank_topk(bank, queries, 50, mesh, **filt),
     )
     for x, y in zip(a, b):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))

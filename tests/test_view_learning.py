@@ -10,7 +10,7 @@ import pytest
 
 from ssl_jax import configs, view_learning
 from ssl_jax.config_checks import ConfigError
-from ssl_jax.data import augment, device_augment
+from ssl_jax.data import device_augment, flow_views, recipe_ops
 from ssl_jax.models.flow import PixelFlow
 from tests.data.data_helpers import make_fashion_dir
 
@@ -106,25 +106,25 @@ def test_flow_file_and_device_op(tmp_path):
     rgb = jax.random.uniform(jax.random.PRNGKey(0), (2, 5, 5, 3))
     params = flow.init(jax.random.PRNGKey(1), rgb)
     params = jax.tree.map(lambda v: v + 0.2, params)
-    views = view_learning.FlowViews(
+    views = flow_views.FlowViews(
         flow, params, "ydbdr", (0.5,) * 3, (0.25,) * 3, (0.1, 0.2, 0.3), (1.5, 2.0, 2.5)
     )
-    path = view_learning.save_flow(str(tmp_path / "flow.npz"), views)
-    loaded = view_learning.load_flow(path)
+    path = flow_views.save_flow(str(tmp_path / "flow.npz"), views)
+    loaded = flow_views.load_flow(path)
     assert loaded.base == "ydbdr" and not loaded.flow.volume_preserving
-    expected = view_learning.apply_flow(views, rgb)
-    np.testing.assert_allclose(view_learning.apply_flow(loaded, rgb), expected, atol=1e-6)
+    expected = flow_views.apply_flow(views, rgb)
+    np.testing.assert_allclose(flow_views.apply_flow(loaded, rgb), expected, atol=1e-6)
     images = jnp.asarray(np.round(np.asarray(rgb) * 255), jnp.uint8)
     op = ({"op": "learned_flow", "path": path},)
     got = device_augment.to_model_input(images, op, (0.0,) * 3, (1.0,) * 3)
     np.testing.assert_allclose(
-        got, view_learning.apply_flow(views, images.astype(jnp.float32) / 255), atol=1e-5
+        got, flow_views.apply_flow(views, images.astype(jnp.float32) / 255), atol=1e-5
     )
-    augment.validate_recipe("v", op, 3)
+    recipe_ops.validate_recipe("v", op, 3)
     with pytest.raises(ConfigError, match="is not a file"):
-        augment.validate_recipe("v", ({"op": "learned_flow", "path": str(tmp_path / "no")},), 3)
+        recipe_ops.validate_recipe("v", ({"op": "learned_flow", "path": str(tmp_path / "no")},), 3)
     with pytest.raises(ConfigError, match="last op"):
-        augment.validate_recipe("v", (*op, {"op": "horizontal_flip", "p": 0.5}), 3)
+        recipe_ops.validate_recipe("v", (*op, {"op": "horizontal_flip", "p": 0.5}), 3)
 
 
 def test_learn_freeze_cmc_probe_end_to_end(tmp_path):
@@ -140,7 +140,7 @@ def test_learn_freeze_cmc_probe_end_to_end(tmp_path):
     assert os.path.isfile(path) and os.path.isfile(str(tmp_path / "views" / "views.png"))
     rows = open(str(tmp_path / "views" / "metrics.jsonl")).read().splitlines()
     assert len(rows) == 2 and all(k in rows[-1] for k in ("i_nce", "ce", "acc"))
-    learned = view_learning.load_flow(path)  # trained: no longer the fresh flow (the identity)
+    learned = flow_views.load_flow(path)  # trained: no longer the fresh flow (the identity)
     rgb = jax.random.uniform(jax.random.PRNGKey(0), (4, 3, 3, 3))
     moved = learned.flow.apply(learned.params, rgb) - rgb
     assert float(jnp.max(jnp.abs(moved))) > 1e-6

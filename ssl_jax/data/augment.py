@@ -61,29 +61,21 @@ from typing import Any
 
 import tensorflow as tf
 
-from ssl_jax.data import color, device_augment, randaugment
-from ssl_jax.data.recipe_ops import (  # noqa: F401  (re-exported: the host ops' spec)
+from ssl_jax.data import color, randaugment
+from ssl_jax.data.recipe_ops import (
     FLOAT_OPS,
+    LUMA,
     NUM_DRAWS,
-    OP_KEYS,
     PIXEL_OPS,
     RRC_ATTEMPTS,
-    SIZE_OPS,
     _params,
     num_draws,
     op_draws,
-    validate_recipe,
 )
 
-LUMA = (0.299, 0.587, 0.114)
 # Fixed-size sources up to this many pixels are augmented in batches (crop + resize by resampling
 # matrices); larger or variable-size ones image by image (slice + tf.image.resize), before batching.
 MAX_BATCHED_CROP_PIXELS = 160 * 160
-
-# With `config.data.device_ops` only these run on the host; `device_augment` runs the others.
-HOST_OPS = device_augment.HOST_OPS
-# Ops with no `device_augment` version: a recipe with one cannot use `config.data.device_ops`.
-HOST_ONLY_OPS = ("rand_augment",)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from ssl_jax.config_checks import ConfigError
+from ssl_jax.data import fashion_mnist
 
 VERSION = 1  # bump when the generator changes: every cached file is then regenerated
 NAME = "color_fashion_mnist"
@@ -288,11 +289,6 @@ def save_grid(images: np.ndarray, labels: np.ndarray, path: str, names: Mapping[
 def main(argv: list[str] | None = None) -> None:
     import argparse
 
-    import ml_collections
-
-    from ssl_jax.data import datasets
-    from ssl_jax.evaluate.pictures import CLASS_NAMES
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--grid", required=True, help="PNG to write (8 × 8 test items)")
     parser.add_argument("--data_dir", default="", help="Fashion-MNIST IDX folder")
@@ -301,16 +297,17 @@ def main(argv: list[str] | None = None) -> None:
     for key in ("size", "seed", "tint", "hue", "background_crop", "cache_dir"):
         parser.add_argument(f"--{key}", type=type(DEFAULTS[key]), default=DEFAULTS[key])
     args = parser.parse_args(argv)
-    data = {
-        "name": NAME,
-        "data_dir": args.data_dir,
-        NAME: {k: getattr(args, k) for k in ("size", "seed", "tint", "hue", "background_crop")}
-        | {"cache_dir": args.cache_dir},
-    }
-    src = datasets.open_source(ml_collections.ConfigDict(data), args.split)
-    batch = next(iter(src.read(0, args.num).batch(args.num)))
-    names = dict(enumerate(CLASS_NAMES["fashion_mnist"]))
-    save_grid(batch["image"].numpy(), batch["label"].numpy(), args.grid, names)
+    folder = args.data_dir or fashion_mnist.FASHION_MNIST_DIR
+    images_path, labels_path = fashion_mnist.split_paths(folder, args.split, NAME)
+    items, labels = fashion_mnist.read_split(images_path, labels_path)
+    options = check_config(
+        {k: getattr(args, k) for k in ("size", "seed", "tint", "hue", "background_crop")}
+    )
+    out = load(
+        items, labels, args.split, options, cache_dir({"cache_dir": args.cache_dir}), images_path
+    )
+    names = dict(enumerate(fashion_mnist.CLASSES))
+    save_grid(out["image"][: args.num], out["label"][: args.num], args.grid, names)
     print(f"wrote {args.grid}")
 
 

@@ -44,14 +44,11 @@ import concurrent.futures
 import contextlib
 import dataclasses
 import functools
-import gzip
 import hashlib
 import json
 import os
 import re
 import socket
-import struct
-import zlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -60,23 +57,11 @@ from absl import logging
 
 from ssl_jax import progress
 from ssl_jax.config_checks import check_allowed
-from ssl_jax.data import color_fashion_mnist
+from ssl_jax.data import color_fashion_mnist, fashion_mnist
+from ssl_jax.data.fashion_mnist import DataError
 
 if TYPE_CHECKING:
     import tensorflow as tf
-
-FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
-FASHION_MNIST_INSTALL = (
-    "Install it with `sudo apt-get install -y dataset-fashion-mnist` or pass the folder holding "
-    "train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz and "
-    "t10k-labels-idx1-ubyte.gz with --config.data.data_dir"
-)
-_FASHION_FILES = {
-    "train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
-    "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"),
-}
-IDX_IMAGES_MAGIC = 2051
-IDX_LABELS_MAGIC = 2049
 
 TFDS_NAMES = ("cifar10", "cifar100", "stl10", "imagenet2012")
 NAMES = ("fashion_mnist", "color_fashion_mnist", *TFDS_NAMES, "image_folder")
@@ -90,6 +75,24 @@ KNOWN_NUM_EXAMPLES = {
     "stl10": {"train": 5_000, "test": 8_000, "unlabelled": 100_000},
     "imagenet2012": {"train": 1_281_167, "validation": 50_000, "test": 100_000},
 }
+# Class names by data set: label i is the i-th name.
+CLASS_NAMES = {
+    "fashion_mnist": fashion_mnist.CLASSES,
+    "color_fashion_mnist": fashion_mnist.CLASSES,
+    "cifar10": (
+        "airplane",
+        "automobile",
+        "bird",
+        "cat",
+        "deer",
+        "dog",
+        "frog",
+        "horse",
+        "ship",
+        "truck",
+    ),
+    "stl10": ("airplane", "bird", "car", "cat", "deer", "dog", "horse", "monkey", "ship", "truck"),
+}
 _UNLABELLED_SPLITS = {"stl10": ("unlabelled",), "imagenet2012": ("test",)}
 _SPLIT_ALIASES = {"stl10": {"unlabeled": "unlabelled"}}
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif")
@@ -99,10 +102,6 @@ CHECK_FILE = ".ssl_jax_image_check.json"  # per-file check results, in the image
 _CHECK_VERSION = 1
 _CHECK_PROGRESS_FILES = 1000  # a check of at least this many files prints progress lines
 _LISTED_BAD_IMAGES = 10  # files named in the DataError of bad_images='error'
-
-
-class DataError(ValueError):
-    """Missing or corrupt data; the message says how to fix it."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,112 +158,23 @@ def _split_parts(name: str, split: str) -> list[str]:
 # Fashion-MNIST (IDX)
 
 
-def _fashion_dir(data_config: Any) -> str:
-    return _get(data_config, "data_dir", "") or FASHION_MNIST_DIR
-
-
 def _fashion_paths(data_config: Any, split: str) -> tuple[str, str]:
-    if split not in _FASHION_FILES:
-        raise DataError(
-            f"{data_config.name} has splits {tuple(_FASHION_FILES)}, not {split!r} "
-            "(config.data.train_split / eval_train_split / eval_test_split)."
-        )
-    folder = _fashion_dir(data_config)
-    paths = tuple(os.path.join(folder, f) for f in _FASHION_FILES[split])
-    missing = [p for p in paths if not os.path.isfile(p)]
-    if missing:
-        raise DataError(
-            f"Fashion-MNIST files not found: {', '.join(missing)}. {FASHION_MNIST_INSTALL}."
-        )
-    return paths  # type: ignore[return-value]
-
-
-def _read_exact(f: Any, n: int, path: str, what: str) -> bytes:
-    try:
-        data = f.read(n)
-    except (EOFError, OSError, zlib.error) as e:  # gzip raises these on truncated / corrupt streams
-        raise DataError(
-            f"{path}: corrupt or truncated gzip stream while reading {what} ({e})."
-        ) from e
-    if len(data) != n:
-        raise DataError(f"{path}: truncated: {what} needs {n} bytes, the file holds {len(data)}.")
-    return data
-
-
-def read_idx_header(path: str) -> tuple[int, tuple[int, ...]]:
-    """`(magic, dims)` of a gzipped IDX file, reading only its header."""
-    with gzip.open(path, "rb") as f:
-        return _read_idx_header(f, path)
-
-
-def _read_idx_header(f: Any, path: str) -> tuple[int, tuple[int, ...]]:
-    (magic,) = struct.unpack(">i", _read_exact(f, 4, path, "the magic number"))
-    if magic not in (IDX_IMAGES_MAGIC, IDX_LABELS_MAGIC):
-        raise DataError(
-            f"{path}: magic number {magic} is neither {IDX_IMAGES_MAGIC} (images) nor "
-            f"{IDX_LABELS_MAGIC} (labels): not an unsigned-byte IDX file."
-        )
-    ndim = magic & 0xFF
-    dims = struct.unpack(f">{ndim}i", _read_exact(f, 4 * ndim, path, "the dimensions"))
-    if any(d < 0 for d in dims):
-        raise DataError(f"{path}: negative dimension in header {dims}.")
-    return magic, dims
-
-
-def read_idx(path: str, expected_magic: int) -> np.ndarray:
-    """Whole gzipped IDX file (unsigned bytes) as a uint8 array shaped by its header.
-
-    Raises `DataError` on a wrong magic number, a short or over-long payload or a corrupt gzip
-    stream.
-    """
-    try:
-        with gzip.open(path, "rb") as f:
-            magic, dims = _read_idx_header(f, path)
-            if magic != expected_magic:
-                raise DataError(
-                    f"{path}: magic number {magic}, expected {expected_magic} "
-                    f"({'images' if expected_magic == IDX_IMAGES_MAGIC else 'labels'})."
-                )
-            size = int(np.prod(dims, dtype=np.int64))
-            data = _read_exact(f, size, path, f"a payload of shape {dims}")
-            if _read_exact_or_less(f, path):
-                raise DataError(f"{path}: trailing bytes after the {dims} payload: corrupt file.")
-    except OSError as e:  # not a gzip file at all (BadGzipFile) or unreadable
-        raise DataError(f"{path}: cannot read as gzipped IDX ({e}).") from e
-    return np.frombuffer(data, np.uint8).reshape(dims)
-
-
-def _read_exact_or_less(f: Any, path: str) -> bytes:
-    try:
-        return f.read(1)
-    except (EOFError, OSError, zlib.error) as e:
-        raise DataError(f"{path}: corrupt or truncated gzip stream ({e}).") from e
-
-
-@functools.lru_cache(maxsize=4)
-def _fashion_arrays(images_path: str, labels_path: str) -> tuple[np.ndarray, np.ndarray]:
-    images = read_idx(images_path, IDX_IMAGES_MAGIC)
-    labels = read_idx(labels_path, IDX_LABELS_MAGIC)
-    if images.ndim != 3 or images.shape[1:] != (28, 28):
-        raise DataError(f"{images_path}: images of shape {images.shape[1:]}, expected (28, 28).")
-    if labels.ndim != 1 or labels.shape[0] != images.shape[0]:
-        raise DataError(
-            f"{labels_path}: {labels.shape[0]} labels for {images.shape[0]} "
-            f"images in {images_path}."
-        )
-    if labels.size and labels.max() > 9:
-        raise DataError(f"{labels_path}: label {labels.max()} outside 0..9: corrupt file.")
-    return images[..., None], labels.astype(np.int32)
+    folder = _get(data_config, "data_dir", "") or fashion_mnist.FASHION_MNIST_DIR
+    return fashion_mnist.split_paths(folder, split, data_config.name)
 
 
 def _fashion_num_examples(data_config: Any, split: str) -> int:
     images_path, labels_path = _fashion_paths(data_config, split)
     try:
-        magic, dims = read_idx_header(images_path)
-        lmagic, ldims = read_idx_header(labels_path)
+        magic, dims = fashion_mnist.read_idx_header(images_path)
+        lmagic, ldims = fashion_mnist.read_idx_header(labels_path)
     except OSError as e:
         raise DataError(f"Fashion-MNIST {split}: cannot read the IDX headers ({e}).") from e
-    if magic != IDX_IMAGES_MAGIC or lmagic != IDX_LABELS_MAGIC or dims[0] != ldims[0]:
+    if (
+        magic != fashion_mnist.IDX_IMAGES_MAGIC
+        or lmagic != fashion_mnist.IDX_LABELS_MAGIC
+        or dims[0] != ldims[0]
+    ):
         raise DataError(f"Fashion-MNIST {split}: inconsistent headers {dims} / {ldims}.")
     return int(dims[0])
 
@@ -296,7 +206,7 @@ def _array_source(
 
 
 def _fashion_source(data_config: Any, split: str) -> Source:
-    images, labels = _fashion_arrays(*_fashion_paths(data_config, split))
+    images, labels = fashion_mnist.read_split(*_fashion_paths(data_config, split))
     return _array_source("fashion_mnist", split, images, labels, True)
 
 
@@ -313,7 +223,7 @@ def _color_fashion_source(data_config: Any, split: str) -> Source:
 def _color_fashion_arrays(
     images_path: str, labels_path: str, split: str, options: Any, folder: str
 ) -> tuple[np.ndarray, np.ndarray]:
-    items, labels = _fashion_arrays(images_path, labels_path)
+    items, labels = fashion_mnist.read_split(images_path, labels_path)
     out = color_fashion_mnist.load(items, labels, split, options, folder, images_path)
     return out["image"], out["label"]
 
@@ -523,7 +433,7 @@ def clear_cache() -> None:
     """Forget materialised splits, Fashion-MNIST arrays and folder listings (tests, notebooks)."""
     _MATERIALISED.clear()
     _ARRAYS.clear()
-    _fashion_arrays.cache_clear()
+    fashion_mnist.read_split.cache_clear()
     _color_fashion_arrays.cache_clear()
     _list_folder.cache_clear()
     _readable_listing.cache_clear()
@@ -833,7 +743,7 @@ def load_arrays(data_config: Any, split: str) -> tuple[np.ndarray, np.ndarray]:
     differs."""
     name = _name(data_config)
     if name == "fashion_mnist":
-        return _fashion_arrays(*_fashion_paths(data_config, split))
+        return fashion_mnist.read_split(*_fashion_paths(data_config, split))
     if name == "color_fashion_mnist":
         paths = _fashion_paths(data_config, split)
         cfg = _get(data_config, "color_fashion_mnist", None)

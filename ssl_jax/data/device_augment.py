@@ -40,10 +40,7 @@ import ml_collections
 
 from ssl_jax.config_checks import ConfigError, check_range
 from ssl_jax.data import color, recipe_ops
-
-LUMA = (0.299, 0.587, 0.114)
-# Recipe ops that run on the host (`augment.py`); `apply_recipe` skips them.
-HOST_OPS = ("random_resized_crop", "resize", "center_crop", "horizontal_flip", "jigsaw")
+from ssl_jax.data.recipe_ops import FLOAT_OPS, HOST_OPS, LUMA
 
 
 def _standardize(x: jnp.ndarray, mean: Sequence[float], std: Sequence[float], dtype) -> jnp.ndarray:
@@ -311,12 +308,12 @@ def color_space(images: jnp.ndarray, rng: jax.Array, space: str) -> jnp.ndarray:
 def learned_flow(images: jnp.ndarray, rng: jax.Array, path: str) -> jnp.ndarray:
     """RGB `[N, H, W, 3]` in [0, 1] → InfoMin's learned colour space: the frozen view generator g
     that `view_learning.learn_views` saved at `path`, applied to its input space and standardised
-    per channel (`view_learning.apply_flow`); deterministic. Split like a colour space: 1 | 2."""
+    per channel (`flow_views.apply_flow`); deterministic. Split like a colour space: 1 | 2."""
     del rng
     _needs_colour(images, "learned_flow")
-    from ssl_jax import view_learning
+    from ssl_jax.data import flow_views  # flax's flow loads only where a recipe has the op
 
-    return view_learning.apply_flow(view_learning.load_flow(path), images)
+    return flow_views.apply_flow(flow_views.load_flow(path), images)
 
 
 DEVICE_OPS: dict[str, Callable[..., jnp.ndarray]] = {
@@ -327,8 +324,6 @@ DEVICE_OPS: dict[str, Callable[..., jnp.ndarray]] = {
     "color_space": color_space,
     "learned_flow": learned_flow,
 }
-# Ops that end a recipe with normalised model input (they replace `normalize`).
-NORMALIZING_OPS = ("color_space", "learned_flow")
 
 
 def _op_params(index: int, op: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -386,7 +381,7 @@ def apply_recipe(
         name, params = _op_params(k, op)
         if name in DEVICE_OPS:
             x = DEVICE_OPS[name](x, jax.random.fold_in(rng, k), **params)
-            normalized = name in NORMALIZING_OPS
+            normalized = name in FLOAT_OPS
     return x.astype(dtype) if normalized else _standardize(x, mean, std, dtype)
 
 
@@ -400,7 +395,7 @@ def to_model_input(
     """uint8 views whose recipe `ops` already ran on the host → model input: the recipe's trailing
     `color_space` op when it has one (`[N, H, W, 3]` in that space, normalised), else `normalize`
     with `mean` / `std`."""
-    if ops and ops[-1]["op"] in NORMALIZING_OPS:
+    if ops and ops[-1]["op"] in FLOAT_OPS:
         return apply_recipe(images, ops[-1:], jax.random.PRNGKey(0), mean, std, dtype)
     return normalize(images, mean, std, dtype)
 
@@ -481,7 +476,7 @@ def eval_ops(data_config) -> tuple[dict, ...]:
     if not views or recipes is None or views[0] not in recipes:
         return ()
     ops = tuple(dict(op) for op in recipes[views[0]])
-    return ops[-1:] if ops and ops[-1]["op"] in NORMALIZING_OPS else ()
+    return ops[-1:] if ops and ops[-1]["op"] in FLOAT_OPS else ()
 
 
 def eval_input(images: jnp.ndarray, data_config, dtype=jnp.float32) -> jnp.ndarray:
@@ -645,7 +640,7 @@ def recipe_view(
         params = {key: tuple(v) if isinstance(v, list) else v for key, v in op.items()}
         name = params.pop("op")
         width = recipe_ops.op_draws(op)
-        if name in NORMALIZING_OPS:
+        if name in FLOAT_OPS:
             if k != len(recipe) - 1:
                 raise ValueError(f"recipe op {k} ({name}) must be the recipe's last op.")
         elif name in RECIPE_OPS:

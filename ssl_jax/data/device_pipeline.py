@@ -58,7 +58,7 @@ _SHUFFLE_TAG = 0
 
 def unsupported_ops(data) -> list[tuple[str, str]]:
     """`(view, op)` pairs of the recipes with no device version."""
-    known = (*device_augment.RECIPE_OPS, *device_augment.NORMALIZING_OPS)
+    known = (*device_augment.RECIPE_OPS, *recipe_ops.FLOAT_OPS)
     return [
         (v, o) for v in data.views for o in (op["op"] for op in data.recipes[v]) if o not in known
     ]
@@ -243,7 +243,7 @@ def adapt_channels(images, channels: int, xp=jnp):
     if have == 3 and channels == 1:
         f32 = xp.float32
         x = images.astype(f32) * f32(1.0 / 255.0)
-        w = [f32(c) for c in device_augment.LUMA]
+        w = [f32(c) for c in recipe_ops.LUMA]
         luma = x[..., 0:1] * w[0] + x[..., 1:2] * w[1] + x[..., 2:3] * w[2]
         return xp.round(xp.clip(luma * f32(255.0), 0.0, 255.0)).astype(xp.uint8)
     raise ValueError(f"cannot turn {have}-channel images into {channels} channels.")

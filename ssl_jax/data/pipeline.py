@@ -22,7 +22,7 @@ Two ways to walk the permutation:
 Augmentation runs in two stages (`augment.split_point`): small fixed-size sources (≤ 160² pixels:
 Fashion-MNIST, CIFAR, STL-10) are batched first and augmented by whole-batch ops; large or
 variable-size ones are augmented image by image before batching. With `config.data.device_ops` only
-the geometric ops (`augment.HOST_OPS`) run here; `device_augment` runs the rest in the jitted step.
+the geometric ops (`recipe_ops.HOST_OPS`) run here; `device_augment` runs the rest in the jitted step.
 
 TensorFlow is imported on first use of tf.data, never at import: `eval_iterator` of a numpy-held
 set (`datasets.NUMPY_NAMES`) at its native size takes a numpy path with the same batches, and
@@ -156,10 +156,8 @@ def _eval_view_numpy(images: np.ndarray, size: int, channels: int) -> np.ndarray
 
 def _recipes(config: Any) -> list[tuple[str, Sequence[Any]]]:
     """`(name, host recipe)` per view, validated; with `config.data.device_ops` only the geometric
-    ops (`augment.HOST_OPS`) stay on the host; a `color_space` op (`augment.FLOAT_OPS`) never runs
-    here (`device_augment.to_model_input`)."""
-    from ssl_jax.data import augment
-
+    ops (`recipe_ops.HOST_OPS`) stay on the host; a `color_space` op (`recipe_ops.FLOAT_OPS`) never
+    runs here (`device_augment.to_model_input`)."""
     data = config.data
     channels = int(data.channels)
     device_ops = bool(data.get("device_ops", False))
@@ -175,17 +173,17 @@ def _recipes(config: Any) -> list[tuple[str, Sequence[Any]]]:
                 f"not in config.data.recipes {tuple(data.recipes)}."
             )
         recipe = tuple(data.recipes[name])
-        augment.validate_recipe(name, recipe, channels)
+        recipe_ops.validate_recipe(name, recipe, channels)
         if device_ops:
-            host_only = [op["op"] for op in recipe if op["op"] in augment.HOST_ONLY_OPS]
+            host_only = [op["op"] for op in recipe if op["op"] in recipe_ops.HOST_ONLY_OPS]
             if host_only:
                 raise ValueError(
                     f"recipe {name!r}: {host_only[0]} has no device version; "
                     "set config.data.device_ops = False."
                 )
-            recipe = tuple(op for op in recipe if op["op"] in augment.HOST_OPS)
+            recipe = tuple(op for op in recipe if op["op"] in recipe_ops.HOST_OPS)
         # float ops (colour spaces) run on the device: views leave the host as uint8
-        recipe = tuple(op for op in recipe if op["op"] not in augment.FLOAT_OPS)
+        recipe = tuple(op for op in recipe if op["op"] not in recipe_ops.FLOAT_OPS)
         out.append((name, recipe))
     return out
 

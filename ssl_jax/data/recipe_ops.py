@@ -92,8 +92,14 @@ SIZE_OPS = ("random_resized_crop", "resize", "center_crop", "jigsaw")
 # so trailing ones run on uint8 (a quarter of the bytes).
 PIXEL_OPS = ("horizontal_flip", "center_crop", "jigsaw")
 # Ops whose output is not an image in [0, 1] (normalised colour spaces): last in a recipe, never
-# quantised to uint8; the input pipeline leaves them to the device.
+# quantised to uint8; the input pipeline leaves them to the device, where they replace `normalize`.
 FLOAT_OPS = ("color_space", "learned_flow")
+# Ops that run on the host (`augment.py`); `device_augment.apply_recipe` skips them. With
+# `config.data.device_ops` only these run on the host, `device_augment` runs the others.
+HOST_OPS = ("random_resized_crop", "resize", "center_crop", "horizontal_flip", "jigsaw")
+# Ops with no `device_augment.DEVICE_OPS` version: a recipe with one cannot use `data.device_ops`.
+HOST_ONLY_OPS = ("rand_augment",)
+LUMA = (0.299, 0.587, 0.114)  # ITU-R 601-2 luma weights (grayscale, saturation, contrast)
 
 
 def _params(op: Mapping[str, Any]) -> dict[str, Any]:

@@ -23,41 +23,17 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from ssl_jax import checkpoint, progress  # noqa: E402
-from ssl_jax.data import datasets, device_augment, device_pipeline, pipeline  # noqa: E402
+from ssl_jax.data import (  # noqa: E402
+    datasets,
+    device_augment,
+    device_pipeline,
+    pipeline,
+    recipe_ops,
+)
 
 CURVES_FILE = "curves.png"
 AUGMENTATIONS_FILE = "augmentations.png"
 TSNE_FILE = "tsne.png"
-
-FASHION_MNIST_CLASSES = (
-    "T-shirt/top",
-    "Trouser",
-    "Pullover",
-    "Dress",
-    "Coat",
-    "Sandal",
-    "Shirt",
-    "Sneaker",
-    "Bag",
-    "Ankle boot",
-)
-CLASS_NAMES = {
-    "fashion_mnist": FASHION_MNIST_CLASSES,
-    "color_fashion_mnist": FASHION_MNIST_CLASSES,
-    "cifar10": (
-        "airplane",
-        "automobile",
-        "bird",
-        "cat",
-        "deer",
-        "dog",
-        "frog",
-        "horse",
-        "ship",
-        "truck",
-    ),
-    "stl10": ("airplane", "bird", "car", "cat", "deer", "dog", "horse", "monkey", "ship", "truck"),
-}
 
 
 def _save(fig, path: str) -> str:
@@ -162,9 +138,7 @@ def augmentation_views(
             view = np.asarray(view)[order]
             recipe = tuple(dict(op) for op in pc.data.recipes[names[v]])
             if pc.data.device_ops and not on_device:  # on the device path every op already ran
-                rgb_ops = tuple(
-                    op for op in recipe if op["op"] not in device_augment.NORMALIZING_OPS
-                )
+                rgb_ops = tuple(op for op in recipe if op["op"] not in recipe_ops.FLOAT_OPS)
                 x = device_augment.apply_recipe(
                     view, rgb_ops, jax.random.PRNGKey(1000 * d + v), pc.data.mean, pc.data.std
                 )
@@ -226,7 +200,7 @@ def tsne(workdir: str, out: str | None = None, *, num_points: int = 2000, seed: 
     ).fit_transform(feats)
     fig, ax = plt.subplots(figsize=(8, 7))
     classes = np.unique(labels)
-    names = CLASS_NAMES.get(data.name, ())
+    names = datasets.CLASS_NAMES.get(data.name, ())
     cmap = plt.get_cmap("tab10" if len(classes) <= 10 else "tab20")
     for i, c in enumerate(classes):
         sel = labels == c

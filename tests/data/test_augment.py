@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from ssl_jax.data import augment, recipes
+from ssl_jax.data import augment, recipe_ops, recipes
 
 LUMA = np.array([0.299, 0.587, 0.114])
 
@@ -44,7 +44,7 @@ def _torchvision_rrc(rng, height, width, scale, ratio):
 @pytest.mark.parametrize("height, width", [(224, 224), (60, 200)])
 def test_random_resized_crop_params_match_torchvision_statistics(height, width):
     scale, ratio, n = (0.2, 1.0), (3 / 4, 4 / 3), 4000
-    u = tf.random.stateless_uniform([n, augment.NUM_DRAWS["random_resized_crop"]], _seed(1))
+    u = tf.random.stateless_uniform([n, recipe_ops.NUM_DRAWS["random_resized_crop"]], _seed(1))
     top, left, h, w = (v.numpy() for v in augment.rrc_params(u, height, width, scale, ratio))
     assert (top >= 0).all() and (left >= 0).all()
     assert (top + h <= height).all() and (left + w <= width).all()
@@ -78,7 +78,7 @@ def test_random_resized_crop_fallback_is_centred_and_clamped():
 @pytest.mark.parametrize("size", [24, 9])
 def test_batched_crop_resize_equals_crop_then_tf_resize(antialias, size):
     images = _images(n=6, h=20, w=30)
-    u = tf.random.stateless_uniform([6, augment.NUM_DRAWS["random_resized_crop"]], _seed(2))
+    u = tf.random.stateless_uniform([6, recipe_ops.NUM_DRAWS["random_resized_crop"]], _seed(2))
     params = dict(size=size, scale=(0.1, 1.0), antialias=antialias)
     out = augment.BATCH_OPS["random_resized_crop"](tf.constant(images), u, **params).numpy()
     top, left, h, w = (v.numpy() for v in augment.rrc_params(u, 20, 30, (0.1, 1.0), (3 / 4, 4 / 3)))
@@ -271,11 +271,11 @@ def test_gray_source_recipe_and_channel_checks():
     image = tf.constant((_images(1, 28, 28, c=1)[0] * 255).astype(np.uint8))
     out = augment.apply_recipe(image, recipes.fashion_mnist_default(20), _seed(0))
     assert out.shape == (20, 20, 1) and out.dtype == tf.uint8
-    augment.validate_recipe("fm", recipes.fashion_mnist_default(28), channels=1)
+    recipe_ops.validate_recipe("fm", recipes.fashion_mnist_default(28), channels=1)
     with pytest.raises(ValueError, match=r"recipe 'moco' op 1 \(color_jitter\): saturation"):
-        augment.validate_recipe("moco", recipes.mocov2(28), channels=1)
+        recipe_ops.validate_recipe("moco", recipes.mocov2(28), channels=1)
     with pytest.raises(ValueError, match=r"recipe 'g' op 0 \(grayscale\)"):
-        augment.validate_recipe("g", ({"op": "grayscale", "p": 0.2},), channels=1)
+        recipe_ops.validate_recipe("g", ({"op": "grayscale", "p": 0.2},), channels=1)
     with pytest.raises(ValueError, match="hue needs 3-channel"):
         augment.color_jitter(tf.zeros([4, 4, 1]), _seed(0), p=1.0, hue=0.1)
 
@@ -295,10 +295,4 @@ def test_gray_source_recipe_and_channel_checks():
 )
 def test_validate_recipe_messages(recipe, message):
     with pytest.raises(ValueError, match=message):
-        augment.validate_recipe("r", recipe, channels=3)
-
-
-def test_host_ops_match_device_side():
-    from ssl_jax.data import device_augment
-
-    assert tuple(augment.HOST_OPS) == tuple(device_augment.HOST_OPS)
+        recipe_ops.validate_recipe("r", recipe, channels=3)

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from ssl_jax.config_checks import ConfigError
-from ssl_jax.data import augment, color, device_augment, pipeline, recipes
+from ssl_jax.data import augment, color, device_augment, pipeline, recipe_ops, recipes
 
 skcolor = pytest.importorskip("skimage.color")
 skdata = pytest.importorskip("skimage.data")
@@ -77,7 +77,7 @@ def test_split_channels_and_unknown_space():
 def test_color_space_op_host_and_device_agree():
     image = _images()[3]  # 64 × 64 astronaut crop
     recipe = recipes.cmc(32, "lab")
-    augment.validate_recipe("cmc", recipe, 3)
+    recipe_ops.validate_recipe("cmc", recipe, 3)
     x = image.astype(np.float32) / 255.0
     host = augment.color_space(tf.constant(x), tf.constant([0, 1]), space="lab").numpy()
     np.testing.assert_allclose(host, np.asarray(color.convert(x, "lab")), atol=1e-4)
@@ -119,6 +119,6 @@ def test_pipeline_keeps_color_space_off_the_host():
 )
 def test_recipe_checker_rejects_bad_color_space(recipe, channels, match):
     with pytest.raises(ValueError, match=match) as info:
-        augment.validate_recipe("v", recipe, channels)
+        recipe_ops.validate_recipe("v", recipe, channels)
     if "missing" not in match:
         assert isinstance(info.value, ConfigError)

@@ -13,12 +13,14 @@ from configs import common
 from ssl_jax import validation
 from ssl_jax.config_checks import ConfigError
 from ssl_jax.data import color_fashion_mnist as cfm
-from ssl_jax.data import datasets, pipeline, recipes
+from ssl_jax.data import datasets, fashion_mnist, pipeline, recipes
 from tests.data.data_helpers import make_fashion_dir
 from tests.helpers import tiny_config
 
 pytest.importorskip("skimage")
-REAL_FASHION = os.path.isfile(os.path.join(datasets.FASHION_MNIST_DIR, "t10k-images-idx3-ubyte.gz"))
+REAL_FASHION = os.path.isfile(
+    os.path.join(fashion_mnist.FASHION_MNIST_DIR, "t10k-images-idx3-ubyte.gz")
+)
 
 
 @pytest.fixture(autouse=True)
@@ -57,7 +59,7 @@ def test_shapes_labels_splits_and_determinism(fashion_dir, tmp_path):
         assert images.shape == (n, 32, 32, 3) and images.dtype == np.uint8
         assert src.channels == 3 and src.has_labels and src.lookup is not None
         assert datasets.num_examples(dc, split) == n and datasets.has_labels(dc, split)
-        _, fashion_labels = datasets._fashion_arrays(*datasets._fashion_paths(dc, split))
+        _, fashion_labels = fashion_mnist.read_split(*datasets._fashion_paths(dc, split))
         np.testing.assert_array_equal(labels, fashion_labels)
     datasets.clear_cache()
     again, _, _ = _arrays(_dc(fashion_dir, str(tmp_path / "b")))  # regenerated elsewhere
@@ -71,7 +73,7 @@ def test_shapes_labels_splits_and_determinism(fashion_dir, tmp_path):
 
 
 def test_generate_prefix_stable_and_tint_modes(fashion_dir):
-    items, _ = datasets._fashion_arrays(*datasets._fashion_paths(_dc(fashion_dir, ""), "train"))
+    items, _ = fashion_mnist.read_split(*datasets._fashion_paths(_dc(fashion_dir, ""), "train"))
     options = cfm.check_config(None)
     full = cfm.generate(items, options, "train")
     head = cfm.generate(items[:5], options, "train")
@@ -168,6 +170,6 @@ def test_real_test_split_keeps_fashion_mnist_labels(tmp_path):
     dc = _dc("", str(tmp_path))
     images, labels, src = _arrays(dc, "test")
     assert images.shape == (10_000, 32, 32, 3) and src.num_examples == 10_000
-    _, fashion_labels = datasets._fashion_arrays(*datasets._fashion_paths(dc, "test"))
+    _, fashion_labels = fashion_mnist.read_split(*datasets._fashion_paths(dc, "test"))
     np.testing.assert_array_equal(labels, fashion_labels)
     assert 0.2 < images.mean() / 255 < 0.7

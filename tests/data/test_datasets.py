@@ -10,10 +10,12 @@ import pytest
 import tensorflow_datasets as tfds
 from PIL import Image
 
-from ssl_jax.data import datasets
+from ssl_jax.data import datasets, fashion_mnist
 from tests.data.data_helpers import make_fashion_dir, write_idx
 
-REAL_FASHION = os.path.isfile(os.path.join(datasets.FASHION_MNIST_DIR, "t10k-images-idx3-ubyte.gz"))
+REAL_FASHION = os.path.isfile(
+    os.path.join(fashion_mnist.FASHION_MNIST_DIR, "t10k-images-idx3-ubyte.gz")
+)
 
 
 def _dc(**kw) -> ml_collections.ConfigDict:
@@ -35,9 +37,9 @@ def _fresh_caches():
 
 @pytest.mark.skipif(not REAL_FASHION, reason="dataset-fashion-mnist not installed")
 def test_real_fashion_mnist_files():
-    folder = datasets.FASHION_MNIST_DIR
-    images = datasets.read_idx(os.path.join(folder, "t10k-images-idx3-ubyte.gz"), 2051)
-    labels = datasets.read_idx(os.path.join(folder, "t10k-labels-idx1-ubyte.gz"), 2049)
+    folder = fashion_mnist.FASHION_MNIST_DIR
+    images = fashion_mnist.read_idx(os.path.join(folder, "t10k-images-idx3-ubyte.gz"), 2051)
+    labels = fashion_mnist.read_idx(os.path.join(folder, "t10k-labels-idx1-ubyte.gz"), 2049)
     assert images.shape == (10000, 28, 28) and images.dtype == np.uint8
     assert labels.shape == (10000,) and set(np.unique(labels)) == set(range(10))
     assert datasets.num_examples(_dc(), "train") == 60000
@@ -75,10 +77,10 @@ def test_idx_wrong_magic(tmp_path):
     path = str(tmp_path / "x.gz")
     write_idx(path, np.zeros((3, 28, 28)), magic=2049 + 0x100)
     with pytest.raises(datasets.DataError, match="magic"):
-        datasets.read_idx(path, 2051)
+        fashion_mnist.read_idx(path, 2051)
     write_idx(path, np.zeros((3,)))  # a valid labels file where images are expected
     with pytest.raises(datasets.DataError, match="magic number 2049, expected 2051"):
-        datasets.read_idx(path, 2051)
+        fashion_mnist.read_idx(path, 2051)
     folder = _write_pair(str(tmp_path / "f"), np.zeros((3, 28, 28)), np.zeros(3), image_magic=1234)
     with pytest.raises(datasets.DataError, match="magic"):
         datasets.load_source(_dc(data_dir=folder), "train")

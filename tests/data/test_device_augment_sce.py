@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from ssl_jax.data import device_augment as da
-from ssl_jax.data import recipes
+from ssl_jax.data import recipe_ops, recipes
 
 N = 2048
 ZERO, ONE = (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)  # mean / std: `apply_recipe` returns [0, 1] pixels
@@ -19,7 +19,7 @@ def _host(images_u8, recipe, seed=7):
     """`augment.apply_ops` on the batch, every example with its own uniforms; float32 [0, 1]."""
     tf = pytest.importorskip("tensorflow")
     augment = pytest.importorskip("ssl_jax.data.augment")
-    u = tf.random.stateless_uniform([len(images_u8), augment.num_draws(recipe)], [seed, 11])
+    u = tf.random.stateless_uniform([len(images_u8), recipe_ops.num_draws(recipe)], [seed, 11])
     out = augment.apply_ops(tf.constant(images_u8), recipe, u)
     return augment.to_float(out).numpy()
 

@@ -36,7 +36,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from ssl_jax.data import augment
+from ssl_jax.data import augment, recipe_ops
 from ssl_jax.data import device_randaugment as dra
 from ssl_jax.data import randaugment as ra
 
@@ -258,7 +258,7 @@ def _compare_rand_augment(images, u, params, device=None):
 def test_rand_augment_matches_host(channels, params):
     rng = np.random.default_rng(7 + channels)
     images = rng.random((256, 12, 16, channels)).astype(np.float32)  # quantised on entry
-    u = rng.random((256, augment.op_draws({"op": "rand_augment", **params}))).astype(np.float32)
+    u = rng.random((256, recipe_ops.op_draws({"op": "rand_augment", **params}))).astype(np.float32)
     dev, host = _compare_rand_augment(images, u, params)
     diff = _assert_close(dev, host, max_diff=1, per_image=0.05)
     assert (diff > 0).mean() <= 1e-4, (diff > 0).mean()

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from ssl_jax.data import augment, recipes
+from ssl_jax.data import augment, recipe_ops, recipes
 
 
 def _reference(image, offsets_y, offsets_x, grid, patch):
@@ -53,18 +53,18 @@ def test_jigsaw_offsets_are_uniform_over_each_cell():
 def test_jigsaw_recipe_runs_and_is_seeded():
     image = tf.constant(np.random.default_rng(0).integers(0, 256, (300, 280, 3), dtype=np.uint8))
     recipe = recipes.jigsaw()
-    augment.validate_recipe("jigsaw", recipe, 3)
+    recipe_ops.validate_recipe("jigsaw", recipe, 3)
     a = augment.apply_recipe(image, recipe, tf.constant([1, 2]))
     b = augment.apply_recipe(image, recipe, tf.constant([1, 2]))
     c = augment.apply_recipe(image, recipe, tf.constant([1, 3]))
     assert a.shape == (192, 192, 3) and a.dtype == tf.uint8
     assert np.array_equal(a, b) and not np.array_equal(a, c)
-    assert augment.num_draws(recipe) == 2 * augment.RRC_ATTEMPTS + 2 + 1 + 18
+    assert recipe_ops.num_draws(recipe) == 2 * recipe_ops.RRC_ATTEMPTS + 2 + 1 + 18
 
 
 def test_jigsaw_rejects_bad_sizes():
     with pytest.raises(ValueError, match="grid=0 must be a positive int"):
-        augment.validate_recipe("j", ({"op": "jigsaw", "grid": 0, "patch": 4},), 3)
+        recipe_ops.validate_recipe("j", ({"op": "jigsaw", "grid": 0, "patch": 4},), 3)
     with pytest.raises(ValueError, match="patch=12 is larger than the 10×10 cells"):
         augment.BATCH_OPS["jigsaw"](
             tf.zeros([1, 30, 30, 3], tf.uint8), tf.zeros([1, 18]), grid=3, patch=12

@@ -10,10 +10,12 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 from PIL import Image
 
-from ssl_jax.data import datasets, device_pipeline, pipeline
+from ssl_jax.data import datasets, device_pipeline, fashion_mnist, pipeline
 from tests.data.data_helpers import make_config, make_fashion_dir
 
-REAL_FASHION = os.path.isfile(os.path.join(datasets.FASHION_MNIST_DIR, "t10k-images-idx3-ubyte.gz"))
+REAL_FASHION = os.path.isfile(
+    os.path.join(fashion_mnist.FASHION_MNIST_DIR, "t10k-images-idx3-ubyte.gz")
+)
 NUM_TRAIN, NUM_TEST = 24, 20
 
 

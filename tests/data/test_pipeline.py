@@ -10,7 +10,7 @@ import pytest
 import tensorflow_datasets as tfds
 from PIL import Image
 
-from ssl_jax.data import augment, datasets, pipeline, recipes
+from ssl_jax.data import datasets, fashion_mnist, pipeline, recipe_ops, recipes
 from tests.data.data_helpers import make_config, make_fashion_dir
 
 NUM_TRAIN, NUM_TEST, BATCH = 64, 40, 8  # 8 steps per epoch
@@ -174,7 +174,7 @@ def test_one_channel_views_and_recipe_errors(fashion_dir):
 def test_device_ops_leave_only_geometry_on_the_host(fashion_dir):
     config = _config(fashion_dir, device_ops=True, views=("strong",))
     host = pipeline._recipes(config)
-    assert all(op["op"] in augment.HOST_OPS for _, recipe in host for op in recipe)
+    assert all(op["op"] in recipe_ops.HOST_OPS for _, recipe in host for op in recipe)
     assert [op["op"] for op in host[0][1]] == ["random_resized_crop", "horizontal_flip"]
     batch = next(pipeline.train_iterator(config))
     assert batch["views"][0].shape == (BATCH, 16, 16, 3)
@@ -230,7 +230,7 @@ def test_tfds_pipeline(tmp_path, cache):
 
 
 @pytest.mark.skipif(
-    not os.path.isfile(os.path.join(datasets.FASHION_MNIST_DIR, "train-images-idx3-ubyte.gz")),
+    not os.path.isfile(os.path.join(fashion_mnist.FASHION_MNIST_DIR, "train-images-idx3-ubyte.gz")),
     reason="dataset-fashion-mnist not installed",
 )
 def test_png_grid_of_views(tmp_path):

@@ -20,7 +20,7 @@ import tensorflow as tf
 from PIL import Image, ImageEnhance, ImageOps
 from skimage import data
 
-from ssl_jax.data import augment, recipes
+from ssl_jax.data import augment, recipe_ops, recipes
 from ssl_jax.data import randaugment as ra
 
 FILL = (124, 116, 104)
@@ -109,7 +109,7 @@ def test_increasing_table_and_gray_images_match_pil():
 
 
 def _draws(n, params, seed=0):
-    k = augment.op_draws({"op": "rand_augment", **params})
+    k = recipe_ops.op_draws({"op": "rand_augment", **params})
     return tf.random.stateless_uniform([n, k], [seed, 11])
 
 
@@ -191,7 +191,7 @@ def test_seeded_deterministic_and_batched_equals_single():
     again = augment.apply_recipe(tf.constant(images[0]), recipe, tf.constant([0, 5])).numpy()
     np.testing.assert_array_equal(single[0], again)
     u = tf.stack([augment.draw(recipe, tf.constant([k, 5])) for k in range(6)])
-    assert u.shape == (6, augment.num_draws(recipe))
+    assert u.shape == (6, recipe_ops.num_draws(recipe))
     batched = augment.apply_ops_uint8(tf.constant(images), recipe, u).numpy()
     diff = np.abs(batched.astype(int) - np.stack(single).astype(int))
     assert diff.max() <= 1 and (diff > 0).mean() < 1e-3  # float summation order only
@@ -204,7 +204,7 @@ def test_seeded_deterministic_and_batched_equals_single():
 def test_recipes_validate_and_run_in_tf_data():
     for make, channels in ((recipes.infomin, 3), (recipes.cmcv2_e, 3)):
         recipe = make(16)
-        augment.validate_recipe(make.__name__, recipe, channels)
+        recipe_ops.validate_recipe(make.__name__, recipe, channels)
         assert [op["op"] for op in recipe][:5] == [
             "random_resized_crop",
             "horizontal_flip",
@@ -225,7 +225,7 @@ def test_recipes_validate_and_run_in_tf_data():
 
 
 def _draws_for(recipe, n):
-    return tf.random.stateless_uniform([n, augment.num_draws(recipe)], [3, 4])
+    return tf.random.stateless_uniform([n, recipe_ops.num_draws(recipe)], [3, 4])
 
 
 @pytest.mark.parametrize(
@@ -246,14 +246,14 @@ def _draws_for(recipe, n):
 )
 def test_validate_rand_augment(params, message):
     with pytest.raises(ValueError, match=message):
-        augment.validate_recipe("r", ({"op": "rand_augment", **params},), channels=3)
+        recipe_ops.validate_recipe("r", ({"op": "rand_augment", **params},), channels=3)
 
 
 def test_validate_rand_augment_one_channel():
-    augment.validate_recipe("g", ({"op": "rand_augment"},), channels=1)  # fill → its luma
-    augment.validate_recipe("g", ({"op": "rand_augment", "fill": 0},), channels=1)
+    recipe_ops.validate_recipe("g", ({"op": "rand_augment"},), channels=1)  # fill → its luma
+    recipe_ops.validate_recipe("g", ({"op": "rand_augment", "fill": 0},), channels=1)
     with pytest.raises(ValueError, match="fill"):
-        augment.validate_recipe("g", ({"op": "rand_augment", "fill": (1, 2)},), channels=1)
+        recipe_ops.validate_recipe("g", ({"op": "rand_augment", "fill": (1, 2)},), channels=1)
 
 
 def test_pipeline_keeps_rand_augment_on_the_host():

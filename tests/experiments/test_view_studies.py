@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from ssl_jax import configs, view_learning
+from ssl_jax.data import flow_views
 from tests.data.data_helpers import make_fashion_dir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -65,12 +66,12 @@ def test_table5_learns_g_runs_cmc_writes_table_and_plot_and_resumes(tmp_path, mo
     for (cell,) in results.values():
         assert 0 <= cell["probe"] <= 1 and cell["i_nce"] <= cell["log_k"] + 1e-6
 
-    raw = view_learning.load_flow(os.path.join(workdir, "rgb_raw_s0", "g", "flow.npz"))
+    raw = flow_views.load_flow(os.path.join(workdir, "rgb_raw_s0", "g", "flow.npz"))
     rgb = jax.random.uniform(jax.random.PRNGKey(0), (4, 3, 3, 3))
     bumped = rgb.at[..., 1:].set(1 - rgb[..., 1:])  # G, B changed, R kept
     np.testing.assert_allclose(
-        view_learning.apply_flow(raw, rgb)[..., 0],
-        view_learning.apply_flow(raw, bumped)[..., 0],
+        flow_views.apply_flow(raw, rgb)[..., 0],
+        flow_views.apply_flow(raw, bumped)[..., 0],
         atol=1e-6,
     )
 
