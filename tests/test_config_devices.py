@@ -40,7 +40,7 @@ def _pretraining_configs() -> list[str]:
 
 def _signature(config) -> tuple:
     """What decides how a step's batch is grouped for BN (sizes aside)."""
-    hp = METHODS[config.method].hparams(config)  # the method's defaults filled in
+    hp = common.method_hparams(METHODS[config.method], config)  # the method's defaults filled in
     return (
         FAMILY.get(config.method, config.method),
         hp.query_bn_group_size > 0,
@@ -161,7 +161,7 @@ def test_one_device_shuffle_changes_the_key_bn_statistics():
 )
 def test_official_bn_settings(name, expected):
     config = configs.load(os.path.join(ROOT, "configs", name))
-    hp = METHODS[config.method].hparams(config)
+    hp = common.method_hparams(METHODS[config.method], config)
     got = dict(
         query=hp.query_bn_group_size,
         key=hp.key_bn_group_size,
