@@ -270,6 +270,7 @@ def test_bank_update_and_z_kept(runs, reference):
         np.testing.assert_array_equal(s.buffers["z"], z)
 
 
+@pytest.mark.own_device_test("cmc")
 def test_one_vs_eight_devices(runs):
     """The 8-device run (`train_and_evaluate`) logged the 1-device steps' losses and Z and ends
     with the same Z and, for rows written at step 1, the same banks; from the same state, one
