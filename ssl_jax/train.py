@@ -33,7 +33,7 @@ from ssl_jax.evaluate.encoder import (
 )
 from ssl_jax.evaluate.evaluators import EvalContext, build_evaluators
 from ssl_jax.methods import METHODS
-from ssl_jax.methods.common import StepContext, StepInput
+from ssl_jax.methods.common import StepContext, StepInput, method_hparams
 from ssl_jax.models import compute_dtype
 from ssl_jax.state import TrainState, create_train_state, same_dtypes, state_shardings
 from ssl_jax.writers import create_writer
@@ -71,7 +71,7 @@ def build_experiment(config: ml_collections.ConfigDict, mesh=None) -> Experiment
             f"config.method={config.method!r} is not known; allowed values: {sorted(METHODS)}"
         )
     method = METHODS[config.method]
-    hp = method.hparams(config)
+    hp = method_hparams(method, config)
     num_train = datasets.num_examples(config.data, config.data.train_split)
     if config.data.train_subset:
         num_train = min(num_train, config.data.train_subset)

@@ -1,4 +1,8 @@
-"""Small configs and synthetic batches shared by the tests."""
+"""Small configs, synthetic batches and the index of the config files shared by the tests."""
+
+import functools
+import glob
+import os
 
 import jax
 import ml_collections
@@ -9,6 +13,7 @@ from ssl_jax import configs
 from ssl_jax.state import state_shardings
 from tests.data.data_helpers import make_fashion_dir
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY_RECIPE = (
     {"op": "random_resized_crop", "size": 16, "scale": (0.3, 1.0), "ratio": (3 / 4, 4 / 3)},
     {"op": "horizontal_flip", "p": 0.5},
@@ -185,3 +190,26 @@ def np_ce0(logits) -> float:
     mx = logits.max(axis=1, keepdims=True)
     lse = mx[:, 0] + np.log(np.exp(logits - mx).sum(axis=1))
     return float(np.mean(lse - logits[:, 0]))
+
+
+@functools.cache
+def runlocal_configs() -> dict[str, ml_collections.ConfigDict]:
+    """`{file name: its ':runlocal' config}` of every pretraining file in `configs/` (the eval jobs
+    and `common.py` left out), loaded once per session: read them, load again to change one."""
+    out = {}
+    for path in sorted(glob.glob(os.path.join(ROOT, "configs", "*.py"))):
+        name = os.path.basename(path)
+        if name in ("__init__.py", "common.py"):
+            continue
+        config = configs.load(path + ":runlocal")
+        if config.job == "pretrain":
+            out[name] = config
+    return out
+
+
+def config_files_by_method() -> dict[str, list[str]]:
+    """`{config.method: [its config file names, sorted]}` over `runlocal_configs()`."""
+    out = {}
+    for name, config in runlocal_configs().items():
+        out.setdefault(config.method, []).append(name)
+    return out

@@ -6,12 +6,13 @@ does not change its maths with the device count. One config stands for each dist
 among the configs (method family; online and key encoder grouped or not; group scope; shuffle), so
 the check covers every config's setting at the cost of a few compiles; the model is shrunk to a
 ResNet-18 at width 1/8 on 16-px synthetic views and only the step's forward (`method.loss_fn`, with
-the views and target the engine builds) is compared. And on one device MoCo v2's shuffle really
-changes the key BN statistics.
+the views and target the engine builds) is compared. A method whose own tests run its configs on 1
+and 8 devices marks that test `@pytest.mark.own_device_test("<method>")` (CMC, CMCv2, CMCRing,
+InfoMin): its representatives here are skipped when that test is collected too. And on one device
+MoCo v2's shuffle really changes the key BN statistics.
 """
 
 import dataclasses
-import glob
 import os
 
 import jax
@@ -22,25 +23,14 @@ import pytest
 from ssl_jax import configs, sharding, train
 from ssl_jax.methods import METHODS, common, mocov2
 from ssl_jax.state import state_shardings
-from tests.helpers import synthetic_batch
+from tests.helpers import ROOT, runlocal_configs, synthetic_batch
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-NOT_PRETRAINING = {"knn.py", "linear_probe.py", "common.py", "__init__.py"}
 FAMILY = {"ressl": "sce", "ressl_authors": "sce"}  # same machinery, only the pair loss differs
-# Methods whose own tests run their configs on 1 and 8 devices (tests/methods/test_cmc{,v2}.py,
-# test_infomin.py); their BN structures are IR's (cmc) and MoCo v2's (cmcv2; infomin, whose jigsaw
-# forward groups its patches as the queries), whose configs stay the representatives here.
-OWN_DEVICE_TESTS = {"cmc", "cmcv2", "infomin", "cmcring"}
-
-
-def _pretraining_configs() -> list[str]:
-    paths = sorted(glob.glob(os.path.join(ROOT, "configs", "*.py")))
-    return [p for p in paths if os.path.basename(p) not in NOT_PRETRAINING]
 
 
 def _signature(config) -> tuple:
     """What decides how a step's batch is grouped for BN (sizes aside)."""
-    hp = METHODS[config.method].hparams(config)  # the method's defaults filled in
+    hp = common.method_hparams(METHODS[config.method], config)  # the method's defaults filled in
     return (
         FAMILY.get(config.method, config.method),
         hp.query_bn_group_size > 0,
@@ -53,14 +43,11 @@ def _signature(config) -> tuple:
 def _representatives() -> dict[str, tuple]:
     """{config file name: signature}, the first config (by name) of each distinct signature."""
     seen, out = set(), {}
-    for path in _pretraining_configs():
-        config = configs.load(path + ":runlocal")
-        if config.method in OWN_DEVICE_TESTS:
-            continue
+    for name, config in runlocal_configs().items():
         sig = _signature(config)
         if sig not in seen:
             seen.add(sig)
-            out[os.path.basename(path)] = sig
+            out[name] = sig
     return out
 
 
@@ -104,7 +91,13 @@ def test_every_bn_structure_of_the_configs_is_covered():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(REPRESENTATIVES))
-def test_first_step_agrees_on_one_and_eight_devices(name):
+def test_first_step_agrees_on_one_and_eight_devices(name, request):
+    """Skipped for a method whose own test, collected in this session, carries
+    `@pytest.mark.own_device_test(<method>)`."""
+    method = runlocal_configs()[name].method
+    for item in request.session.items:
+        if any(m.args == (method,) for m in item.iter_markers("own_device_test")):
+            pytest.skip(f"{method}'s configs: compared on 1 and 8 devices by {item.nodeid}")
     assert jax.device_count() == 8
     config = _small(name)
     exp1 = train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()[:1]))
@@ -161,7 +154,7 @@ def test_one_device_shuffle_changes_the_key_bn_statistics():
 )
 def test_official_bn_settings(name, expected):
     config = configs.load(os.path.join(ROOT, "configs", name))
-    hp = METHODS[config.method].hparams(config)
+    hp = common.method_hparams(METHODS[config.method], config)
     got = dict(
         query=hp.query_bn_group_size,
         key=hp.key_bn_group_size,

@@ -37,7 +37,7 @@ import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
 from ssl_jax import losses, memory
-from ssl_jax.config_checks import ConfigError, hp_field, hparams_from_config
+from ssl_jax.config_checks import ConfigError, hp_field
 from ssl_jax.methods import common
 
 EMA_BEFORE_KEYS = False
@@ -61,10 +61,6 @@ class Hparams(common.QueryBN):
     nce_eps: float = hp_field(1e-7, low=0.0)  # NCECriterion's eps
     # 'uniform': NCEAverage's rand·2s − s, not normalised; 'normal': PyContrast CMCMem's normalize(randn)
     bank_init: str = hp_field("uniform", choices=memory.ROW_INITS)
-
-
-def hparams(config) -> Hparams:
-    return hparams_from_config(Hparams, config)
 
 
 def build_model(config):

@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 
 from ssl_jax import losses, sampling
-from ssl_jax.config_checks import ConfigError, hp_field, hparams_from_config
+from ssl_jax.config_checks import ConfigError, hp_field
 from ssl_jax.methods import cmc, common, ir, ring
 
 EMA_BEFORE_KEYS = cmc.EMA_BEFORE_KEYS
@@ -46,10 +46,6 @@ class Hparams(ring.RingHparams, cmc.Hparams):
 
     num_negatives: int = hp_field(4095, low=1)
     loss: str = hp_field("softmax", choices=cmc.LOSSES)
-
-
-def hparams(config) -> Hparams:
-    return hparams_from_config(Hparams, config)
 
 
 def check_config(ctx: common.StepContext) -> None:

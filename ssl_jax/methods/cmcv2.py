@@ -28,7 +28,6 @@ import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
 from ssl_jax import losses, memory
-from ssl_jax.config_checks import hparams_from_config
 from ssl_jax.methods import cmc, common, mocov2
 
 EMA_BEFORE_KEYS = False  # PyContrast's momentum_update runs after optimizer.step()
@@ -42,10 +41,6 @@ prepare_buffers = common.prepare_buffers
 class Hparams(mocov2.Hparams):
     """MoCo v2's (τ 0.2, queue 65536, BN 32/32 shuffled), which are PyContrast's `CMCv2` preset and
     `base_options.py` (`--nce_t 0.2`, `--nce_k 65536`; DDP: 256 over 8 GPUs, per-GPU BN)."""
-
-
-def hparams(config) -> Hparams:
-    return hparams_from_config(Hparams, config)
 
 
 def check_config(ctx: common.StepContext) -> None:

@@ -14,6 +14,8 @@ buffers = update_buffers(ctx, inp, out.updates)
 metrics = {train/<k>: out.metrics[k]} ∪ {train/<k>: buffer_metrics(ctx, buffers)[k]}
 ```
 and once, before step 0 of a fresh run (never on resume), `prepare_buffers(ctx, state, embedder)`.
+The engine reads the method's `Hparams` from `config.method_config` itself (`method_hparams`); a
+module that needs more than that may define `hparams(config) -> Hparams` (none does).
 Optional, on the host between steps: `refresh_every_steps(ctx)` and `refresh_buffers(ctx, state,
 embedder) -> state`, run after every step whose count is a multiple, before that step's checkpoint
 (InterCLR's offline labels: the train split re-embedded every N epochs; `train.refresh_state`).
@@ -30,7 +32,7 @@ import jax.numpy as jnp
 import ml_collections
 from jax.sharding import Mesh
 
-from ssl_jax.config_checks import ConfigError, hp_field
+from ssl_jax.config_checks import ConfigError, hp_field, hparams_from_config
 from ssl_jax.sharding import batch_sharding
 
 PyTree = Any
@@ -98,14 +100,11 @@ class StepOutput:
 @runtime_checkable
 class Method(Protocol):
     """A method module. `Hparams` is a frozen dataclass whose fields are the allowed keys of
-    `config.method_config` (ranges via `config_checks.hparams_from_config`)."""
+    `config.method_config` (read by `method_hparams`)."""
 
     EMA_BEFORE_KEYS: bool  # target EMA before the keys (MoCo) or after the optimiser (SCE)
     USES_TARGET: bool  # False: no EMA network (IR); StepInput.target is None
     Hparams: type
-
-    def hparams(self, config: ml_collections.ConfigDict) -> Any:
-        """`Hparams` from `config.method_config` (unknown keys, types and ranges rejected)."""
 
     def check_config(self, ctx: StepContext) -> None:
         """Raise `ConfigError` for constraints between the config and the run (views, sizes)."""
@@ -135,6 +134,14 @@ class Method(Protocol):
 
     def buffer_metrics(self, ctx: StepContext, buffers: PyTree) -> dict:
         """`{name: scalar}` of the new buffers, logged as `train/<name>` (cheap: runs every step)."""
+
+
+def method_hparams(method: Method, config: ml_collections.ConfigDict) -> Any:
+    """The method's `Hparams` from `config.method_config` (unknown keys, types and ranges rejected),
+    or its own `hparams(config)` where it defines one."""
+    if hasattr(method, "hparams"):
+        return method.hparams(config)
+    return hparams_from_config(method.Hparams, config)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -53,10 +53,6 @@ class Hparams(mocov2.Hparams):
     jigsaw_weight: float = hp_field(0.5, low=0.0, high=1.0)
 
 
-def hparams(config) -> Hparams:
-    return hparams_from_config(Hparams, config)
-
-
 def jigsaw_grid(config) -> int:
     """The `grid` of the `jigsaw` op that ends the third view's recipe (3: 9 patches)."""
     data = config.data
@@ -78,7 +74,7 @@ def build_model(config):
     """`models.SSLModel` with a `JigsawHead` over grid² patches when the jigsaw branch is on."""
     from ssl_jax.models import build_model as build_ssl_model
 
-    patches = jigsaw_grid(config) ** 2 if hparams(config).jigsaw else 0
+    patches = jigsaw_grid(config) ** 2 if hparams_from_config(Hparams, config).jigsaw else 0
     return build_ssl_model(config.model, jigsaw_patches=patches)
 
 

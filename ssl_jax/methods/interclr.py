@@ -54,7 +54,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from ssl_jax import clustering, losses, memory, sampling
-from ssl_jax.config_checks import ConfigError, hp_field, hparams_from_config
+from ssl_jax.config_checks import ConfigError, hp_field
 from ssl_jax.methods import common
 from ssl_jax.sharding import DATA_AXIS
 
@@ -93,10 +93,6 @@ class Hparams(common.QueryKeyBN):
     query_bn_group_size: int = hp_field(32, low=0)
     key_bn_group_size: int = hp_field(32, low=0)
     shuffle_bn: bool = True
-
-
-def hparams(config) -> Hparams:
-    return hparams_from_config(Hparams, config)
 
 
 def check_config(ctx: common.StepContext) -> None:

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from ssl_jax import losses, memory
-from ssl_jax.config_checks import ConfigError, hp_field, hparams_from_config
+from ssl_jax.config_checks import ConfigError, hp_field
 from ssl_jax.methods import common
 
 EMA_BEFORE_KEYS = False
@@ -36,10 +36,6 @@ class Hparams(common.QueryBN):
     bank_size: int = hp_field(1_281_167, low=1)  # must equal the number of training examples
     bank_momentum: float = hp_field(0.5, low=0.0, high=1.0, high_open=True)
     bank_init: str = hp_field("normal", choices=memory.ROW_INITS)
-
-
-def hparams(config) -> Hparams:
-    return hparams_from_config(Hparams, config)
 
 
 def check_config(ctx: common.StepContext) -> None:

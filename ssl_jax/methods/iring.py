@@ -24,7 +24,6 @@ import dataclasses
 import jax
 
 from ssl_jax import losses, sampling
-from ssl_jax.config_checks import hparams_from_config
 from ssl_jax.methods import common, ir, ring
 
 EMA_BEFORE_KEYS = ir.EMA_BEFORE_KEYS
@@ -38,10 +37,6 @@ buffer_metrics = common.no_buffer_metrics
 @dataclasses.dataclass(frozen=True)
 class Hparams(ring.RingHparams, ir.Hparams):
     """IR's (`num_negatives` = the code's k − 1 ring draws) plus the ring's."""
-
-
-def hparams(config) -> Hparams:
-    return hparams_from_config(Hparams, config)
 
 
 def check_config(ctx: common.StepContext) -> None:

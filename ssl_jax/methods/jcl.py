@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 
 from ssl_jax import losses
-from ssl_jax.config_checks import ConfigError, hp_field, hparams_from_config
+from ssl_jax.config_checks import ConfigError, hp_field
 from ssl_jax.methods import common, mocov2
 
 EMA_BEFORE_KEYS = True  # as MoCo: momentum update, then the keys
@@ -59,10 +59,6 @@ class Hparams(common.QueryKeyBN):
     query_bn_group_size: int = hp_field(32, low=0)
     key_bn_group_size: int = hp_field(128, low=0)
     shuffle_bn: bool = True
-
-
-def hparams(config) -> Hparams:
-    return hparams_from_config(Hparams, config)
 
 
 def num_epochs(ctx: common.StepContext) -> int:

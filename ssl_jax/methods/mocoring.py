@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 
 from ssl_jax import losses
-from ssl_jax.config_checks import hp_field, hparams_from_config
+from ssl_jax.config_checks import hp_field
 from ssl_jax.methods import common, mocov2, ring
 
 EMA_BEFORE_KEYS = mocov2.EMA_BEFORE_KEYS
@@ -39,10 +39,6 @@ class Hparams(ring.RingHparams, mocov2.Hparams):
     """MoCo v2's plus the ring's; τ 0.07 and K 65,536 as the code's MoCoRing configs."""
 
     temperature: float = hp_field(0.07, low=0.0, low_open=True)
-
-
-def hparams(config) -> Hparams:
-    return hparams_from_config(Hparams, config)
 
 
 def check_config(ctx: common.StepContext) -> None:

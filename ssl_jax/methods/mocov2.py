@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
 from ssl_jax import losses, memory
-from ssl_jax.config_checks import hp_field, hparams_from_config
+from ssl_jax.config_checks import hp_field
 from ssl_jax.methods import common
 
 EMA_BEFORE_KEYS = True  # MoCo: momentum update, then keys
@@ -36,10 +36,6 @@ class Hparams(common.QueryKeyBN):
     query_bn_group_size: int = hp_field(32, low=0)  # official: 256 over 8 GPUs, per-GPU BN
     key_bn_group_size: int = hp_field(32, low=0)
     shuffle_bn: bool = True
-
-
-def hparams(config) -> Hparams:
-    return hparams_from_config(Hparams, config)
 
 
 def check_config(ctx: common.StepContext, num_views: int = 2) -> None:

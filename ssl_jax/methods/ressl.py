@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 from ssl_jax import losses
-from ssl_jax.config_checks import hp_field, hparams_from_config
+from ssl_jax.config_checks import hp_field
 from ssl_jax.methods import common
 from ssl_jax.methods.sce import (  # noqa: F401  (the method interface, shared with SCE)
     EMA_BEFORE_KEYS,
@@ -39,7 +39,3 @@ class Hparams(common.QueryKeyBN):
 
     def pair_loss(self, query, key, queue):
         return losses.ressl(query, key, queue, self.temperature, self.temperature_m)
-
-
-def hparams(config) -> Hparams:
-    return hparams_from_config(Hparams, config)

@@ -33,7 +33,6 @@ from ssl_jax.methods.ressl import (  # noqa: F401  (the method interface, shared
     buffer_specs,
     build_model,
     check_config,
-    hparams,
     init_buffers,
     loss_fn,
     prepare_buffers,

@@ -43,7 +43,7 @@ import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
 from ssl_jax import losses, memory
-from ssl_jax.config_checks import ConfigError, hp_field, hparams_from_config
+from ssl_jax.config_checks import ConfigError, hp_field
 from ssl_jax.methods import common
 
 EMA_BEFORE_KEYS = False  # SCE: EMA in on_train_batch_end, after the optimiser step
@@ -100,10 +100,6 @@ class Hparams(common.QueryKeyBN):
             self.coeff,
             mask_self=self.mask_self,
         )
-
-
-def hparams(config) -> Hparams:
-    return hparams_from_config(Hparams, config)
 
 
 # --------------------------------------------------------------------------------------------------

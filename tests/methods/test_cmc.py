@@ -216,7 +216,7 @@ def test_loss_fn_on_a_linear_model(loss):
     model = _LinearTwoView()
     x = jax.random.normal(jax.random.PRNGKey(0), (B, 4, 4, 3))
     variables = model.init(jax.random.PRNGKey(1), x, train=True)
-    ctx = common.StepContext(model, mesh, config, cmc.hparams(config), N, 10, 4)
+    ctx = common.StepContext(model, mesh, config, common.method_hparams(cmc, config), N, 10, 4)
     rng = np.random.default_rng(0)
     z = np.array([30.0, 50.0]) if loss == "nce" else np.array([-1.0, -1.0])
     buffers = {
@@ -270,6 +270,7 @@ def test_bank_update_and_z_kept(runs, reference):
         np.testing.assert_array_equal(s.buffers["z"], z)
 
 
+@pytest.mark.own_device_test("cmc")
 def test_one_vs_eight_devices(runs):
     """The 8-device run (`train_and_evaluate`) logged the 1-device steps' losses and Z and ends
     with the same Z and, for rows written at step 1, the same banks; from the same state, one
@@ -399,10 +400,11 @@ def test_imagenet_bn_groups_are_the_four_gpus_of_dataparallel():
     from ssl_jax import configs
 
     c = configs.load("configs/cmc_imagenet.py")
-    assert (c.global_batch_size, cmc.hparams(c).query_bn_group_size) == (128, 32)
+    assert c.global_batch_size == 128 and common.method_hparams(cmc, c).query_bn_group_size == 32
     assert stem_channels(c) == {"encoder1": (64, 64), "encoder2": (64, 64)}  # resnet50v1's stem
     local = configs.load("configs/cmc_imagenet.py:runlocal")
-    assert (local.global_batch_size, cmc.hparams(local).query_bn_group_size) == (32, 8)
+    hp = common.method_hparams(cmc, local)
+    assert local.global_batch_size == 32 and hp.query_bn_group_size == 8
 
 
 @pytest.mark.slow
@@ -413,7 +415,7 @@ def test_pycontrast_preset_runlocal_two_steps(source, tmp_path):
     from ssl_jax.writers import read_metrics
 
     c = configs.load("configs/cmc_pycontrast_imagenet.py")
-    hp = cmc.hparams(c)
+    hp = common.method_hparams(cmc, c)
     assert (hp.loss, hp.num_negatives, hp.temperature, hp.bank_init) == (
         "softmax",
         65536,

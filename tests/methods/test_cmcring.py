@@ -83,6 +83,7 @@ def test_draws_lie_in_each_directions_ring_and_loss_is_the_formula(steps):
     assert float(metrics["ring_lo"]) <= float(metrics["neg_sim"]) <= float(metrics["ring_hi"])
 
 
+@pytest.mark.own_device_test("cmcring")
 def test_one_vs_eight_devices(steps):
     (l1, m1, n1, _), _, _ = steps[1]
     (l8, m8, n8, _), _, _ = steps[8]

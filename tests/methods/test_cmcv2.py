@@ -108,6 +108,7 @@ def test_registered_with_ema_after_the_optimiser(runs):
     assert runs["exp"].ctx.model.ENCODERS == ("encoder1", "encoder2")
 
 
+@pytest.mark.own_device_test("cmcv2")
 @pytest.mark.parametrize("step", [0, 1])
 def test_step_loss_is_the_cross_view_infonce(runs, step):
     """Steps 0 and 1 (at 1, target = EMA of step 0, queues partly filled): the loss the 8-device

@@ -192,6 +192,7 @@ def test_bn_statistics_follow_both_forwards(runs):
     assert not np.allclose(got, after_query["backbone"]["bn1"]["mean"], rtol=1e-3)
 
 
+@pytest.mark.own_device_test("infomin")
 def test_one_vs_eight_devices(runs):
     m1, m8 = runs[1]["metrics"], runs[8]["metrics"]
     assert [r["step"] for r in m8] == [1, 2, 3]

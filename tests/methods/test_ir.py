@@ -327,7 +327,7 @@ DEFAULT_INIT_CONFIGS = (
 def test_config_bank_init(module):
     """The configs with the Ring code's bank set 'uniform'; the others keep the default 'normal'."""
     config = module.get_config()
-    hp = METHODS[config.method].hparams(config)
+    hp = common.method_hparams(METHODS[config.method], config)
     assert hp.bank_init == ("uniform" if module in RING_CODE_CONFIGS else "normal")
 
 
@@ -368,4 +368,4 @@ def test_bank_init_statistics(method):
 def test_unknown_bank_init_is_refused():
     config = tiny_config("ir", bank_size=N, bank_init="xavier")
     with pytest.raises(ConfigError, match="bank_init"):
-        ir.hparams(config)
+        common.method_hparams(ir, config)

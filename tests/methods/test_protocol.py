@@ -1,8 +1,11 @@
-"""The method protocol: every registered method satisfies it; buffers are any pytree with specs as a
+"""The method protocol: every registered method satisfies it and has a `:runlocal` config and tests
+(both found by scanning `configs/` and `tests/methods/`); buffers are any pytree with specs as a
 prefix; `prepare_buffers` runs once on a fresh run and never on resume; `RowEmbedder` writes the
 whole split by index without gathering; a two-encoder model is evaluated and exported."""
 
+import dataclasses
 import os
+import re
 
 import jax
 import jax.numpy as jnp
@@ -19,47 +22,67 @@ from ssl_jax.evaluate.encoder import (
     uint8_feature_fn,
 )
 from ssl_jax.methods import METHODS, common
+from ssl_jax.models import ResNet
 from ssl_jax.state import buffer_shardings
-from tests.helpers import save_random_workdir, tiny_config
+from tests.helpers import (
+    ROOT,
+    config_files_by_method,
+    runlocal_configs,
+    save_random_workdir,
+    tiny_config,
+)
 from tests.methods import toy_methods
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-RUNLOCAL = {
-    "mocov2": "configs/mocov2_fashion_mnist.py",
-    "ir": "configs/ir_fashion_mnist.py",
-    "sce": "configs/scce_fashion_mnist.py",
-    "ressl": "configs/ressl_fashion_mnist.py",
-    "ressl_authors": "configs/ressl_authors_cifar10.py",
-    "jcl": "configs/jcl_fashion_mnist.py",
-    "interclr": "configs/interclr_fashion_mnist.py",
-    "cmc": "configs/cmc_color_fashion_mnist.py",
-    "cmcv2": "configs/cmcv2_imagenet.py",
-    "cmcring": "configs/cmcring_color_fashion_mnist.py",
-    "infomin": "configs/infomin_color_fashion_mnist.py",
-    "iring": "configs/iring_fashion_mnist.py",
-    "mocoring": "configs/mocoring_fashion_mnist.py",
-}
-# ResNet sub-modules of the methods' models (one `backbone` unless named here)
-ENCODERS = {
-    "cmc": ("encoder1", "encoder2"),
-    "cmcv2": ("encoder1", "encoder2"),
-    "cmcring": ("encoder1", "encoder2"),
-}
+
+def missing_pieces(name: str, method) -> list[str]:
+    """What method `name` lacks of its configs and tests: a `configs/*.py` with `method=name` whose
+    `:runlocal` variant differs from its full run, and `tests/methods/test_<m>.py` naming the method,
+    `<m>` being the module that defines its `loss_fn` (ReSSL's is SCE's: `test_sce.py`)."""
+    missing = []
+    files = config_files_by_method().get(name, [])
+    local = runlocal_configs()
+    if not any(configs.load(os.path.join(ROOT, "configs", f)) != local[f] for f in files):
+        missing.append(f"a configs/*.py with method={name!r} and a ':runlocal' variant")
+    module = method.loss_fn.__module__.rpartition(".")[2]
+    test_file = os.path.join(ROOT, "tests", "methods", f"test_{module}.py")
+    named = rf"[\"']{name}[\"']|\b{name}\."
+    if not (os.path.isfile(test_file) and re.search(named, open(test_file).read())):
+        missing.append(f"tests/methods/test_{module}.py naming {name!r}")
+    return missing
+
+
+def model_encoders(model) -> tuple[str, ...]:
+    """The names of the model's ResNet sub-modules, in declaration order."""
+    fields = dataclasses.fields(model)
+    return tuple(f.name for f in fields if isinstance(getattr(model, f.name, None), ResNet))
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_every_method_has_a_runlocal_config_and_tests(name):
+    assert missing_pieces(name, METHODS[name]) == []
+
+
+def test_a_method_without_configs_or_tests_is_reported():
+    assert missing_pieces("prepared_bank", toy_methods.PreparedBank) == [
+        "a configs/*.py with method='prepared_bank' and a ':runlocal' variant",
+        "tests/methods/test_toy_methods.py naming 'prepared_bank'",
+    ]
 
 
 @pytest.mark.parametrize("name", sorted(METHODS))
 def test_every_method_satisfies_the_protocol(name):
+    """Checked on the method's first `:runlocal` config (by file name)."""
     method = METHODS[name]
     assert isinstance(method, common.Method), name
     assert isinstance(method.EMA_BEFORE_KEYS, bool) and isinstance(method.USES_TARGET, bool)
     # buffer_specs is a prefix of init_buffers' tree (checked without allocating anything)
-    config = configs.load(os.path.join(ROOT, RUNLOCAL[name]) + ":runlocal")
-    exp = train.build_experiment(config)
+    first = config_files_by_method()[name][0]
+    exp = train.build_experiment(configs.load(os.path.join(ROOT, "configs", first) + ":runlocal"))
     abstract = jax.eval_shape(lambda r: method.init_buffers(r, exp.ctx), jax.random.PRNGKey(0))
     shardings = buffer_shardings(exp.mesh, method.buffer_specs(exp.ctx), abstract)
     assert jax.tree.structure(shardings) == jax.tree.structure(abstract)
     assert hasattr(exp.ctx.model, "features")
-    assert exp.ctx.model.ENCODERS == ENCODERS.get(name, ("backbone",))
+    assert exp.ctx.model.ENCODERS == model_encoders(exp.ctx.model) != ()  # what the export writes
 
 
 def test_a_module_missing_a_hook_is_not_a_method():

@@ -11,7 +11,7 @@ import pytest
 
 from ssl_jax import configs, losses, memory, sharding, train
 from ssl_jax.data import datasets, device_augment
-from ssl_jax.methods import METHODS, sce
+from ssl_jax.methods import METHODS, common, sce
 from ssl_jax.state import state_shardings
 from tests.helpers import TINY_RECIPE, tiny_config
 
@@ -255,7 +255,7 @@ def test_config_builds(path):
 
 def test_imagenet_configs_match_the_paper():
     c = _load(os.path.join(CONFIG_DIR, "scce_imagenet.py")).get_config()
-    hp = sce.hparams(c)
+    hp = common.method_hparams(sce, c)
     assert (hp.symmetric, hp.temperature, hp.temperature_m, hp.coeff, hp.queue_size) == (
         True,
         0.1,

@@ -19,7 +19,6 @@ import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
 from ssl_jax import losses, memory
-from ssl_jax.config_checks import hparams_from_config
 from ssl_jax.methods import common, ir
 from ssl_jax.models import backbone_only, build_head
 from ssl_jax.sharding import DATA_AXIS
@@ -36,7 +35,6 @@ class PreparedBank:
     EMA_BEFORE_KEYS = False
     USES_TARGET = False
     Hparams = ir.Hparams
-    hparams = staticmethod(ir.hparams)
     check_config = staticmethod(ir.check_config)
     build_model = staticmethod(common.build_model)
 
@@ -147,10 +145,6 @@ class TwoEncoder:
     loss_fn = staticmethod(ir.loss_fn)
     update_buffers = staticmethod(ir.update_buffers)
     buffer_metrics = staticmethod(common.no_buffer_metrics)
-
-    @staticmethod
-    def hparams(config):
-        return hparams_from_config(TwoEncoderHparams, config)
 
     @staticmethod
     def build_model(config):
