@@ -338,22 +338,27 @@ def train_embedder(exp: Experiment) -> RowEmbedder:
 def prepare_fresh_state(exp: Experiment, state: TrainState) -> TrainState:
     """The method's `prepare_buffers` hook, once before step 0 of a new run (never on resume: the
     restored state holds its result). It gets a `RowEmbedder` over the train split."""
-    prepared = exp.method.prepare_buffers(exp.ctx, state, train_embedder(exp))
-    return prepared.replace(buffers=same_dtypes(prepared.buffers, state.buffers))
+    return _buffer_dtypes_of(state, exp.method.prepare_buffers(exp.ctx, state, train_embedder(exp)))
+
+
+def _buffer_dtypes_of(old: TrainState, new: TrainState) -> TrainState:
+    """`new` with its buffers cast back to `old`'s dtypes (a host hook may return float32 rows of a
+    bfloat16 bank)."""
+    return new.replace(buffers=same_dtypes(new.buffers, old.buffers))
 
 
 def refresh_every_steps(exp: Experiment) -> int:
     """Steps between two runs of a method's optional host hook `refresh_buffers(ctx, state,
     embedder) -> state` (0: never), e.g. InterCLR's offline labels: the loop runs it after the step
-    whose `state.step` is a multiple, before that step's checkpoint, so a resume never repeats it."""
+    whose `state.step` is a multiple, before that step's checkpoint, so a resume never repeats it;
+    never after the run's last step, whose buffers no step reads."""
     if not hasattr(exp.method, "refresh_buffers"):
         return 0
     return exp.method.refresh_every_steps(exp.ctx)
 
 
 def refresh_state(exp: Experiment, state: TrainState, embedder: RowEmbedder) -> TrainState:
-    refreshed = exp.method.refresh_buffers(exp.ctx, state, embedder)
-    return refreshed.replace(buffers=same_dtypes(refreshed.buffers, state.buffers))
+    return _buffer_dtypes_of(state, exp.method.refresh_buffers(exp.ctx, state, embedder))
 
 
 class StopRequested(Exception):  # noqa: N818  (a request, not an error)
@@ -574,7 +579,7 @@ def train_and_evaluate(
                     jax.block_until_ready(metrics)
                     compiled()
                     tick, tick_step = time.time(), done
-                if refresh_every and done % refresh_every == 0:
+                if refresh_every and done % refresh_every == 0 and done < total:
                     with (
                         jax.transfer_guard("allow"),
                         progress.phase(f"refreshing {config.method}'s buffers"),

@@ -228,11 +228,12 @@ def test_online_label_is_the_mixed_row(runs):
 @pytest.mark.slow
 def test_offline_labels_are_kmeans_of_fresh_features(monkeypatch, tmp_path):
     """labels='offline', every epoch (4 steps): `train_and_evaluate` runs `refresh_buffers` after
-    step 4 only (not 1-3, 5, 6); its labels are the k-means (key: the state's rng and step) of the
-    train split re-embedded by the step-4 encoder (eval mode) — not of the bank — and they are the
-    only label change: steps 1-4 keep the prepared labels, steps 5-6 the refreshed ones."""
+    step 4 only (not 1-3, 5-7, nor after step 8, the run's last, whose buffers no step reads); its
+    labels are the k-means (key: the state's rng and step) of the train split re-embedded by the
+    step-4 encoder (eval mode) — not of the bank — and they are the only label change: steps 1-4
+    keep the prepared labels, steps 5-8 the refreshed ones."""
     config = interclr_config(labels="offline", offline_every_epochs=1)
-    config.total_steps = 6
+    config.total_steps = 8
     config.checkpoint_every_steps = 100
     calls, prepared = [], []
     original_prepare, original_refresh = interclr.prepare_buffers, interclr.refresh_buffers
@@ -254,7 +255,7 @@ def test_offline_labels_are_kmeans_of_fresh_features(monkeypatch, tmp_path):
     assert [int(before.step) for before, _ in calls] == [4]
     before, after = calls[0]
     np.testing.assert_array_equal(before.buffers["labels"], prepared[0])  # steps 1-4: unchanged
-    np.testing.assert_array_equal(final.buffers["labels"], after["labels"])  # steps 5-6: unchanged
+    np.testing.assert_array_equal(final.buffers["labels"], after["labels"])  # steps 5-8: unchanged
     np.testing.assert_array_equal(after["bank"], before.buffers["bank"])  # the bank is kept
     exp = train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()[:1]))
     variables = {"params": before.params, "batch_stats": before.batch_stats}
