@@ -430,8 +430,8 @@ def test_pycontrast_preset_runlocal_two_steps(source, tmp_path):
     c = configs.load("configs/cmc_pycontrast_imagenet.py:runlocal")
     c.data.data_dir, c.data.color_fashion_mnist.cache_dir = source
     c.total_steps, c.log_every_steps = 2, 1
-    # the wiring, not the size: two ResNet-50s at width 1/16 (stems of 8) train as the full ones
-    c.model.width, c.model.stem_width = 0.0625, 8
+    # the wiring, not the size: two ResNet-18s at width 1/16 (stems of 8) train as the ResNet-50s
+    c.model.backbone, c.model.width, c.model.stem_width = "resnet18", 0.0625, 8
     c.evals = ml_collections.ConfigDict()
     final = jax.device_get(train.train_and_evaluate(c, str(tmp_path)))
     losses = [r["train/loss"] for r in read_metrics(str(tmp_path)) if "train/loss" in r]
