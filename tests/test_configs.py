@@ -448,18 +448,22 @@ def test_apply_override_suggests_the_close_key():
 
 def test_overrides_named_in_the_readme_and_docs_are_keys():
     """`--config.a.b=` in the README, the docs and the config docstrings names a key of a pretraining
-    config (or, `init`, of the evaluation jobs)."""
+    config (JCL's or IRing's) or, `init`, of the evaluation jobs."""
     texts = [open(os.path.join(ROOT, "README.md")).read()]
     texts += [
         open(p).read() for p in glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True)
     ]
     texts += [open(p).read() for p in CONFIG_FILES]
     keys = {k for t in texts for k in re.findall(r"--config\.([a-z_][a-z0-9_.]*[a-z0-9_])=", t)}
-    pretrain = configs.load(os.path.join(ROOT, "configs/jcl_fashion_mnist.py"))
+    # a queue method and a bank method with the ring's keys, and the evaluation jobs
+    pretrain = [
+        configs.load(os.path.join(ROOT, f"configs/{name}.py"))
+        for name in ("jcl_fashion_mnist", "iring_fashion_mnist")
+    ]
     jobs = [configs.load(os.path.join(ROOT, f"configs/{j}.py")) for j in ("knn", "linear_probe")]
     assert "evals.probe_table.num_train" in keys
     for key in sorted(keys - {"a.b"}):
-        for c in (pretrain, *jobs):
+        for c in (*pretrain, *jobs):
             node = c
             for part in key.split("."):
                 node = node.get(part) if isinstance(node, ml_collections.ConfigDict) else None
