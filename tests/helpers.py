@@ -195,7 +195,7 @@ def np_ce0(logits) -> float:
 @functools.cache
 def runlocal_configs() -> dict[str, ml_collections.ConfigDict]:
     """`{file name: its ':runlocal' config}` of every pretraining file in `configs/` (the eval jobs
-    and `common.py` left out), loaded once per session: read them, load again to change one."""
+    and `common.py` left out), loaded once per pytest run: read them, load again to change one."""
     out = {}
     for path in sorted(glob.glob(os.path.join(ROOT, "configs", "*.py"))):
         name = os.path.basename(path)

@@ -92,7 +92,7 @@ def test_every_bn_structure_of_the_configs_is_covered():
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(REPRESENTATIVES))
 def test_first_step_agrees_on_one_and_eight_devices(name, request):
-    """Skipped for a method whose own test, collected in this session, carries
+    """Skipped for a method whose own test, collected in the same pytest run, carries
     `@pytest.mark.own_device_test(<method>)`."""
     method = runlocal_configs()[name].method
     for item in request.session.items:

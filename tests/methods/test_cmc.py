@@ -52,7 +52,7 @@ def source(tmp_path_factory):
 def runlocal_config(source, **method_config):
     """`cmc_color_fashion_mnist:runlocal` on the small source, 3 steps, no evaluator: the runs below
     and the end-to-end run compile the same 8-device step (the persistent compilation cache of
-    the test session compiles it once)."""
+    one pytest run compiles it once)."""
     from ssl_jax import configs
 
     c = configs.load("configs/cmc_color_fashion_mnist.py:runlocal")
