@@ -47,6 +47,7 @@ import numpy as np  # noqa: E402
 from experiments import compare_methods, grids, paper_numbers  # noqa: E402
 
 RESULTS_DIR = os.path.join(ROOT, "docs", "results")
+PROTOCOL_KEY = "evals.probe_table.features"  # what the grid sets on every cell (`Grid.features`)
 WORK_ROOT = os.path.join(ROOT, "runs", "campaign")
 HASH_FILE = "campaign_config_hash.txt"
 
@@ -130,6 +131,13 @@ def cell_config(grid: grids.Grid, cell: grids.Cell, data_dir: str = ""):
     resolved config before `data_dir` (where the data is read from is not what is measured)."""
     _, path, own = compare_methods.parse_entry(cell.spec)
     overrides = [*grid.sets, *grids.section(grid, cell.section).sets, *own]
+    taken = [o for o in overrides if o.partition("=")[0] == PROTOCOL_KEY]
+    if taken:
+        raise SystemExit(
+            f"grid {grid.name}, cell {cell.name}: {taken[0]!r}: the grid sets {PROTOCOL_KEY} "
+            f"(Grid.features={grid.features!r}) for every cell; no override may"
+        )
+    overrides.append(f"{PROTOCOL_KEY}={grid.features}")  # last: one protocol per grid
     config = compare_methods.load_config(path, overrides, cell.seed or 0)
     if config.total_steps <= 0:
         raise SystemExit(f"grid {grid.name}: give total_steps in its sets (a curve needs it)")
@@ -142,6 +150,12 @@ def cell_config(grid: grids.Grid, cell: grids.Cell, data_dir: str = ""):
         if config.data.name == "color_fashion_mnist":
             config.data.color_fashion_mnist.cache_dir = data_dir
     return config, digest, [path, *overrides]
+
+
+def grid_protocol(grid: grids.Grid) -> str:
+    """The probe and kNN protocol every cell of `grid` records (its first cell's: the grid's
+    budget and `features` set it on all)."""
+    return compare_methods.protocol(cell_config(grid, grids.cells(grid)[0])[0])
 
 
 def _variables(state) -> dict:
@@ -176,11 +190,7 @@ def run_cell(
         commit=code or commit(),
         date=time.strftime("%Y-%m-%d"),
         device=device_kind(),
-        probe_protocol=(
-            f"{config.evals.probe_table.solver} on the {config.evals.probe_table.features} "
-            f"features, kNN k {config.evals.probe_table.knn_k} τ "
-            f"{config.evals.probe_table.knn_temperature}"
-        ),
+        probe_protocol=compare_methods.protocol(config),
     )
     if cell.kind == "raw":
         scores = compare_methods.raw_pixels(config)
@@ -222,8 +232,9 @@ def baseline_subset_knn(grid: grids.Grid, config, exp=None, variables=None) -> f
     if exp is None:  # raw pixels
         read = lambda split, n: evaluators.raw_pixels(config, split, n, k.batch_size)
     else:
+        stages = config.evals.probe_table.features == "stages"  # the cells' features
         read = lambda split, n: train.extract_features(
-            exp, variables, split, n, batch_size=k.batch_size
+            exp, variables, split, n, batch_size=k.batch_size, stages=stages
         )
     train_xy, test_xy = read(data.eval_train_split, num_train), read(data.eval_test_split, num_test)
     result = knn.weighted_knn(*train_xy, *test_xy, k=k.k, temperature=k.temperature)
@@ -302,8 +313,11 @@ def run_grid(
             os.remove(path)
         shutil.rmtree(os.path.join(work_root, grid.name, name), ignore_errors=True)
     deadline = None if minutes is None else time.time() + 60 * minutes
-    device, code = device_kind(), commit()
+    device, code, expected = device_kind(), commit(), grid_protocol(grid)
     done = read_cells(results_dir, grid)
+    stale = [n for n, r in done.items() if r.get("probe_protocol") != expected]
+    for name in stale:  # not a result of this grid: run again (the file is replaced when done)
+        print(f"  {name}: recorded under {done.pop(name).get('probe_protocol')!r}, runs again")
     todo = [c for c in all_cells.values() if c.name not in done]
     print(
         f"grid {grid.name}: {len(done)} of {len(all_cells)} cells done, {len(todo)} to run on "
@@ -328,6 +342,11 @@ def run_grid(
             flush=True,
         )
         record = run(grid, cell, work_root, data_dir, code)
+        if record.get("probe_protocol") != expected:
+            raise SystemExit(
+                f"grid {grid.name}: cell {cell.name} was scored by "
+                f"{record.get('probe_protocol')!r}, not the grid's {expected!r}; not written"
+            )
         path = write_cell(results_dir, cell, record)
         done[cell.name] = record
         written.append(cell.name)
@@ -524,8 +543,13 @@ def missing_text(missing: list[grids.Cell]) -> str:
     return "; ".join(f"`{m}` {', '.join(seeds)}".strip() for m, seeds in by_method.items())
 
 
-def grid_page(grid: grids.Grid, done: dict, results_dir: str, page_dir: str) -> list[str]:
+def grid_page(grid: grids.Grid, found: dict, results_dir: str, page_dir: str) -> list[str]:
+    """The grid's section of the page; only cells recorded under the grid's protocol go into
+    its tables (the others are named as left out), and the protocol printed is the cells'."""
     all_cells = grids.cells(grid)
+    expected = grid_protocol(grid)
+    done = {n: r for n, r in found.items() if r.get("probe_protocol") == expected}
+    left_out = {n: r.get("probe_protocol") for n, r in found.items() if n not in done}
     devices = sorted({r["device"] for r in done.values()})
     dates = sorted({r["date"] for r in done.values()})
     commits = sorted({r["commit"] for r in done.values()})
@@ -540,6 +564,22 @@ def grid_page(grid: grids.Grid, done: dict, results_dir: str, page_dir: str) -> 
             else "."
         )
     )
+    recorded = sorted({r["probe_protocol"] for r in done.values()})
+    if recorded:
+        out += [
+            "",
+            "Probe and kNN of every cell in this grid's tables, as the cells record it: "
+            + "; ".join(f"`{p}`" for p in recorded)
+            + f" ({FEATURE_WORDS.get(grid.features, grid.features)}).",
+        ]
+    if left_out:
+        out += [
+            "",
+            f"Left out of the tables ({len(left_out)}), scored under another protocol than the "
+            "grid's and to be run again: "
+            + ", ".join(f"`{n}` ({p})" for n, p in sorted(left_out.items()))
+            + ".",
+        ]
     out += ["", "```bash", grid.command or f"python experiments/campaign.py --grid={grid.name}"]
     out += ["```", ""]
     for section in grid.sections:
@@ -570,16 +610,23 @@ def grid_page(grid: grids.Grid, done: dict, results_dir: str, page_dir: str) -> 
     return out
 
 
+FEATURE_WORDS = {
+    "pooled": "the backbone's pooled last stage, the papers' protocol",
+    "stages": "every stage's pool concatenated, not the papers' protocol",
+}
+
 PAGE_HEADER = """# Results: every method on the embedded data sets
 
 Made by `python experiments/campaign.py --page=docs/results.md` from the cells in
 [`docs/results/`](results/) on {date}. Each cell is one run (a method, a seed, a budget) written
 by `experiments/campaign.py` as it finished: commit, date, device, wall time, the config's hash and
 overrides, the linear probe and kNN top-1, and the loss and kNN curves. Rows: mean ± sample std
-over the seeds, then every seed's value. The probe is the papers' protocol: multinomial logistic
-regression (L-BFGS) on standardised frozen features of the backbone's pooled last stage, l2 chosen
-on a held-out tenth of train, trained on all training images and scored on the test split; the
-kNN is weighted (k 200, τ 0.07, cosine). Random init is the first method's encoder before
+over the seeds, then every seed's value. Each grid names its probe and kNN protocol, read from its
+cells, and sets it on every cell (`Grid.features`); a cell recorded under another is kept out of
+the tables. Here that is the papers' protocol: multinomial logistic regression (L-BFGS) on
+standardised frozen features of the backbone's pooled last stage, l2 chosen on a held-out tenth
+of train, trained on all training images and scored on the test split, and the weighted kNN
+(k 200, τ 0.07, cosine) on the same features. Random init is the first method's encoder before
 training, one per seed (a method with another model, CMC's two encoders, also has its own). An ordering *holds* when the gap of the means exceeds the sum of the two
 sample stds, *does not hold* when it is below minus that sum, else it is *within the seeds'
 spread*. The last column is the paper's figure for the method in the closest setting it reports:

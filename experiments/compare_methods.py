@@ -14,7 +14,8 @@ in the table by the path and those overrides. Each run pretrains in `WORKDIR/<co
 from its checkpoints, so the script can be re-run), then fits the config's linear probe
 (`config.evals.probe_table`: solver, l2 grid, train size, batch size) on frozen online-backbone
 features of the labelled train split and scores the test split, and runs the weighted kNN
-(`config.evals.knn.k`, `.temperature`) on the same features. Baselines with the same probe: the first config's
+(`knn_k`, `knn_temperature`) on the same features: `--features` (default `pooled`, the pooled last
+stage, the papers' protocol; `stages`) for every row, whatever a config's own key says. Baselines with the same probe: the first config's
 encoder at random init (one per seed) and raw pixels. Results are cached in each run's
 `compare.json`; the script prints a Markdown table (mean ± sample standard deviation over the
 seeds, then every seed's value; `--spread=half-range` for the older tables) and writes it to
@@ -38,16 +39,25 @@ import numpy as np  # noqa: E402
 from ssl_jax import configs  # noqa: E402
 
 
+def protocol(config) -> str:
+    """The probe and kNN a config's `evals.probe_table` names, in the words every result records:
+    'lbfgs on the pooled features, kNN k 200 τ 0.07'."""
+    pt = config.evals.probe_table
+    return f"{pt.solver} on the {pt.features} features, kNN k {pt.knn_k} τ {pt.knn_temperature}"
+
+
 def evaluate(config, variables, exp) -> dict[str, float]:
     """Probe and kNN top-1 of one encoder's variables, as the default job's probe table
-    (`config.evals.probe_table`, its `knn_k` / `knn_temperature` included)."""
+    (`config.evals.probe_table`: its solver, `features`, `knn_k` / `knn_temperature`)."""
     from ssl_jax import train
     from ssl_jax.evaluate.evaluators import probe_and_knn, probe_args
 
     tr_split, te_split = config.data.eval_train_split, config.data.eval_test_split
     pt = config.evals.probe_table
-    tr = train.extract_features(exp, variables, tr_split, pt.num_train, batch_size=pt.batch_size)
-    te = train.extract_features(exp, variables, te_split, batch_size=pt.batch_size)
+    read = lambda split, n: train.extract_features(
+        exp, variables, split, n, batch_size=pt.batch_size, stages=pt.features == "stages"
+    )
+    tr, te = read(tr_split, pt.num_train), read(te_split, -1)
     result = probe_and_knn(
         tr, te, **probe_args(pt), knn_k=pt.knn_k, knn_temperature=pt.knn_temperature
     )
@@ -60,15 +70,15 @@ def run_one(config, workdir: str, with_random: bool, pretrain_only: bool = False
     the probe solver it names."""
     from ssl_jax import train
 
-    solver = config.evals.probe_table.solver
+    solver, features = config.evals.probe_table.solver, config.evals.probe_table.features
     cached, timed = os.path.join(workdir, "compare.json"), os.path.join(workdir, "pretrain.json")
     if os.path.exists(cached):
         with open(cached) as f:
             result = json.load(f)
-        # older caches were written by the ridge probe; another solver re-fits from the checkpoint
-        if result.get("probe_solver", "ridge") == solver and (
-            "random" in result or not with_random
-        ):
+        # older caches were written by the ridge probe on pooled features; another solver or
+        # other features re-fit from the checkpoint
+        same = (result.get("probe_solver", "ridge"), result.get("probe_features", "pooled"))
+        if same == (solver, features) and ("random" in result or not with_random):
             return None if pretrain_only else result
     pretrain = None
     if os.path.exists(timed):
@@ -94,6 +104,7 @@ def run_one(config, workdir: str, with_random: bool, pretrain_only: bool = False
         ),
         **pretrain,
         "probe_solver": solver,
+        "probe_features": features,
     }
     if with_random:
         init = train.init_or_restore(exp, None)
@@ -162,15 +173,19 @@ def load_config(path: str, assignments, seed: int):
     return config
 
 
-def compare(entries, seeds, sets, workdir: str, pretrain_only=False) -> tuple[dict, object]:
+def compare(
+    entries, seeds, sets, workdir: str, pretrain_only=False, features="pooled"
+) -> tuple[dict, object]:
     """Pretrains and evaluates every (entry, seed) in `workdir` (cached): rows {name: [result]} and
     the first config (its random init and raw pixels are the baselines). `pretrain_only`: train
-    every run first (evaluate later), rows are then empty."""
+    every run first (evaluate later), rows are then empty. `features`: what every row's probe and
+    kNN read (`evals.probe_table.features`), set on every config last: one protocol per table."""
     os.makedirs(workdir, exist_ok=True)
     rows, first_config = {}, None
     for index, (name, path, overrides) in enumerate(entries):
         for seed in seeds:
             config = load_config(path, [*sets, *overrides], seed)
+            config.evals.probe_table.features = features
             first_config = first_config or config
             print(f"== {name} seed {seed}", flush=True)
             run_dir = os.path.join(workdir, f"{name.replace(' ', '_')}_s{seed}")
@@ -215,6 +230,12 @@ def main() -> None:
     parser.add_argument(
         "--pretrain-only", action="store_true", help="train every run, evaluate in a later call"
     )
+    parser.add_argument(
+        "--features",
+        choices=("pooled", "stages"),
+        default="pooled",
+        help="what every row's probe and kNN read (pooled: the papers' protocol)",
+    )
     args = parser.parse_args()
     if not args.workdir:
         raise SystemExit("give --workdir")
@@ -224,13 +245,15 @@ def main() -> None:
     ]
     if not entries:
         raise SystemExit("give --configs and/or --config")
-    rows, first_config = compare(entries, seeds, args.set, args.workdir, args.pretrain_only)
+    rows, first_config = compare(
+        entries, seeds, args.set, args.workdir, args.pretrain_only, args.features
+    )
     if args.pretrain_only:
         return
     lines = [
         f"{first_config.data.name} ({first_config.data.eval_test_split}): {len(seeds)} seeds "
         f"({args.seeds}), mean ± {args.spread} (every seed), "
-        f"overrides: {' '.join(args.set) or 'none'}; probe: {first_config.evals.probe_table.solver}",
+        f"overrides: {' '.join(args.set) or 'none'}; every row: {protocol(first_config)}",
         "",
         *table(rows, first_config, args.spread),
     ]

@@ -47,8 +47,11 @@ class Section:
 @dataclasses.dataclass(frozen=True)
 class Grid:
     """`sets`: the budget, applied to every cell's config before the section's and the method's
-    own overrides; `curve_points`: in-training kNN evaluations per run (the kNN curve), each on
-    the first `curve_knn` = (train, test) images of the eval splits (-1: all)."""
+    own overrides; `features`: what the probe and the kNN read of every cell's encoder
+    (`evals.probe_table.features`: 'pooled', the backbone's pooled last stage, the papers'
+    protocol), set on every cell after all other overrides, which may not set it;
+    `curve_points`: in-training kNN evaluations per run (the kNN curve), each on the first
+    `curve_knn` = (train, test) images of the eval splits (-1: all)."""
 
     name: str
     title: str
@@ -58,6 +61,7 @@ class Grid:
     sections: tuple[Section, ...]
     seeds: tuple[int, ...] = (0, 1, 2)
     command: str = ""  # how the page says to advance it (default: the runner's plain command)
+    features: str = "pooled"
     curve_points: int = 4
     curve_knn: tuple[int, int] = (-1, -1)
 

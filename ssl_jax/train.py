@@ -440,10 +440,13 @@ def features_fn(exp: Experiment, *, stages: bool = False):
     )
 
 
-def extract_features(exp: Experiment, variables, split: str, limit: int = -1, *, batch_size: int):
-    """Features and labels of a labelled split, every example once (padding masked out)."""
+def extract_features(
+    exp: Experiment, variables, split: str, limit: int = -1, *, batch_size: int, stages=False
+):
+    """Features and labels of a labelled split, every example once (padding masked out); `stages`:
+    every stage's pool concatenated (`features_fn`), else the pooled last stage."""
     return split_features(
-        features_fn(exp),
+        features_fn(exp, stages=stages),
         variables,
         exp.config,
         split,

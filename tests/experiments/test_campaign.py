@@ -105,10 +105,10 @@ class Clock:
         return cls.now
 
 
-def fake_run(log, fail=(), seconds=None, scores=None):
+def fake_run(log, fail=(), seconds=None, scores=None, protocols=None):
     """A `run_cell` stand-in: records the call; raises for a cell named in `fail` (a run killed
-    before it finished); a record with `seconds[kind]` of wall time (the clock moves on by as much)
-    and `scores[method]` (probe, kNN)."""
+    before it finished); a record with `seconds[kind]` of wall time (the clock moves on by as much),
+    `scores[method]` (probe, kNN) and the grid's protocol (`protocols[cell name]` if named)."""
 
     def run(grid, cell, work_root, data_dir="", code=""):
         log.append(cell.name)
@@ -131,6 +131,7 @@ def fake_run(log, fail=(), seconds=None, scores=None):
             probe_top1=probe,
             knn_top1=knn,
             knn_curve=[[2, knn - 0.1], [4, knn]] if cell.kind == "train" else None,
+            probe_protocol=(protocols or {}).get(cell.name, campaign.grid_protocol(grid)),
         )
 
     return run
@@ -299,3 +300,69 @@ def test_a_method_with_another_model_is_read_against_its_own_random_init(tmp_pat
         campaign.section_table(grid, section, campaign.read_cells(str(tmp_path), grid))
     )
     assert "| random init (scce's model) | 78.50 ± 0.71 (78.00 / 79.00) |" in table
+
+
+STAGES = "lbfgs on the stages features, kNN k 200 τ 0.07"
+
+
+def test_every_grid_forces_one_protocol_on_every_cell():
+    """SCE's config probes its four stages (the default job's table); in a grid it is pooled, as
+    every other row, and no cell's own override may set the key."""
+    import dataclasses
+
+    for grid in grids.GRIDS.values():
+        configs = [campaign.cell_config(grid, c)[0] for c in grids.cells(grid)]
+        assert {c.evals.probe_table.features for c in configs} == {grid.features} == {"pooled"}
+        expected = campaign.grid_protocol(grid)
+        assert {campaign.compare_methods.protocol(c) for c in configs} == {expected}
+    assert campaign.grid_protocol(grids.CPU_LONG) == (
+        "lbfgs on the pooled features, kNN k 200 τ 0.07"
+    )
+    spec = "configs/scce_fashion_mnist.py:runlocal evals.probe_table.features=stages"
+    section = dataclasses.replace(SMALL.sections[0], methods=(("scce", spec),))
+    bad = dataclasses.replace(SMALL, sections=(section,))
+    with pytest.raises(SystemExit, match="the grid sets evals.probe_table.features"):
+        campaign.cell_config(bad, grids.cells(bad)[-1])
+
+
+def test_a_cell_scored_under_another_protocol_is_not_written_nor_shown(tmp_path, device):
+    results, log = str(tmp_path / "cells"), []
+    wrong = {"fashion_mnist.scce.s0": STAGES}
+    with pytest.raises(SystemExit, match="scored by .*stages.*not written"):
+        campaign.run_grid(SMALL, results_dir=results, run=fake_run(log, protocols=wrong))
+    assert not os.path.exists(os.path.join(results, "small", "fashion_mnist.scce.s0.json"))
+    campaign.run_grid(SMALL, results_dir=results, run=fake_run(log))
+    # a cell written earlier under another protocol is kept out of the page's table ...
+    path = os.path.join(results, "small", "fashion_mnist.scce.s1.json")
+    record = json.load(open(path))
+    json.dump(dict(record, probe_protocol=STAGES, probe_top1=0.99), open(path, "w"))
+    text = "\n".join(campaign.grid_page(SMALL, campaign.read_cells(results, SMALL), results, "."))
+    assert "`fashion_mnist.scce.s1` (lbfgs on the stages features" in text
+    assert "| scce | 50.00 | 40.00 | 1 |" in text  # seed 0 alone; the 99 % is not in it
+    pooled = campaign.grid_protocol(SMALL)
+    assert f"as the cells record it: `{pooled}` (the backbone's pooled last stage" in text
+    # ... and the runner runs it again
+    log.clear()
+    assert campaign.run_grid(SMALL, results_dir=results, run=fake_run(log)) == [
+        "fashion_mnist.scce.s1"
+    ]
+
+
+@pytest.mark.parametrize("name", grids.PAGE_GRIDS)
+def test_every_table_of_the_results_page_has_one_protocol_the_one_it_names(name):
+    """The committed cells (`docs/results/`): within each table of the page, every row (methods and
+    baselines) was scored by the grid's protocol, and `docs/results.md` prints that protocol."""
+    grid = grids.GRIDS[name]
+    found = campaign.read_cells(campaign.RESULTS_DIR, grid)
+    expected = campaign.grid_protocol(grid)
+    for section in grid.sections:
+        protocols = {
+            r["cell"]: r["probe_protocol"] for r in found.values() if r["section"] == section.key
+        }
+        other = {cell: p for cell, p in protocols.items() if p != expected}
+        assert not other, f"{name}/{section.key}: cells not scored by {expected!r}: {other}"
+    page = open(os.path.join(ROOT, "docs", "results.md"), encoding="utf-8").read()
+    grid_text = page.partition(f"## Grid `{name}`")[2].partition("\n## Grid ")[0]
+    if found:
+        assert f"as the cells record it: `{expected}`" in grid_text
+    assert "Left out of the tables" not in grid_text
