@@ -506,6 +506,7 @@ def train_and_evaluate(
     checkpoint of a step every process agrees on and raises `StopRequested` (no evaluator runs).
     """
     exp = build_experiment(config)
+    datasets.prepare(config.data)  # data that cannot be had ends here, before the workdir exists
     os.makedirs(workdir, exist_ok=True)
     checkpoint.check_same_model(workdir, config)
     ckpt = checkpoint.Checkpointer(workdir, keep=config.keep_checkpoints)

@@ -238,19 +238,48 @@ def _tfds():
     return tfds
 
 
+@contextlib.contextmanager
+def _unprepared_quiet():
+    """absl at ERROR: tfds warns "Variant folder ... has no dataset_info.json" whenever it looks
+    at a set not prepared yet, which `_tfds_prepare` says in its own words."""
+    level = logging.get_verbosity()
+    logging.set_verbosity(min(level, logging.ERROR))  # absl: a lower number logs less
+    try:
+        yield
+    finally:
+        logging.set_verbosity(level)
+
+
 def _tfds_builder(data_config: Any):
     tfds = _tfds()
-    return tfds.builder(data_config.name, data_dir=_get(data_config, "data_dir", "") or None)
+    with _unprepared_quiet():
+        return tfds.builder(data_config.name, data_dir=_get(data_config, "data_dir", "") or None)
+
+
+# How long the reachability check of a tfds set's download hosts may take (DNS included), seconds.
+REACH_TIMEOUT_S = 8.0
 
 
 def _tfds_prepare(builder, data_config: Any) -> None:
-    """Download and prepare (a no-op once prepared); imagenet2012 reads `manual_dir`."""
+    """Download and prepare (a no-op once prepared). The archives are read from `manual_dir` where
+    they are there (imagenet2012 only from there; any set's archive by its file name, e.g.
+    `cifar-10-binary.tar.gz`); a set that needs a download is first checked to be reachable, so no
+    network ends in one `DataError` at once, not after minutes of retries."""
+    with _unprepared_quiet():
+        if builder.is_prepared():
+            return
     tfds = _tfds()
     manual_dir = _get(data_config, "manual_dir", "") or None
+    missing = _archives_to_download(builder, manual_dir)
+    if missing and not builder.MANUAL_DOWNLOAD_INSTRUCTIONS:
+        reason = _unreachable(missing)
+        if reason:
+            raise DataError(_no_data_message(builder, manual_dir, missing, reason))
     try:
-        builder.download_and_prepare(
-            download_config=tfds.download.DownloadConfig(manual_dir=manual_dir)
-        )
+        with progress.phase(f"preparing {builder.name} in {builder.data_dir}"):
+            builder.download_and_prepare(
+                download_config=tfds.download.DownloadConfig(manual_dir=manual_dir)
+            )
     except AssertionError as e:  # tfds reports missing manual downloads this way
         hint = ""
         if builder.name == "imagenet2012":
@@ -259,11 +288,81 @@ def _tfds_prepare(builder, data_config: Any) -> None:
                 "into one folder and pass it with --config.data.manual_dir."
             )
         raise DataError(f"tfds could not prepare {builder.name}: {e}{hint}") from e
+    except OSError as e:  # the network went away during the download (requests' errors too)
+        if not missing:
+            raise
+        raise DataError(_no_data_message(builder, manual_dir, missing, repr(e))) from e
+
+
+def _archives_to_download(builder, manual_dir: str | None) -> list[str]:
+    """The URLs of the set's archives that are not in `manual_dir` (by the file name tfds
+    registers for them)."""
+    urls = []
+    for url, info in (builder.url_infos or {}).items():
+        name = getattr(info, "filename", None) or url.rsplit("/", 1)[-1]
+        if not (manual_dir and os.path.exists(os.path.join(manual_dir, name))):
+            urls.append(url)
+    return urls
+
+
+def _unreachable(urls: Sequence[str], timeout: float | None = None) -> str:
+    """'' when the first URL's host answers a HEAD request (any HTTP status; proxies from the
+    environment are used), else why not; the whole check, DNS included, within `timeout` s
+    (default `REACH_TIMEOUT_S`)."""
+    import urllib.error
+    import urllib.request
+
+    timeout = REACH_TIMEOUT_S if timeout is None else timeout
+
+    def head(url: str) -> str:
+        try:
+            request = urllib.request.Request(url, method="HEAD")
+            urllib.request.urlopen(request, timeout=timeout).close()
+        except urllib.error.HTTPError:  # the server answered
+            return ""
+        except (OSError, ValueError) as e:
+            return f"{url.split('/')[2]}: {getattr(e, 'reason', e)}"
+        return ""
+
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        return pool.submit(head, urls[0]).result(timeout=timeout)
+    except concurrent.futures.TimeoutError:
+        return f"{urls[0].split('/')[2]}: no answer in {timeout:g} s"
+    finally:
+        pool.shutdown(wait=False)
+
+
+def _no_data_message(builder, manual_dir, urls: Sequence[str], reason: str) -> str:
+    """One line: the set, where it was looked for, why it cannot be downloaded, the ways out."""
+    name = builder.name
+    files = ", ".join(url.rsplit("/", 1)[-1] for url in urls)
+    where = os.path.dirname(os.path.dirname(str(builder.data_dir)))  # the tfds data_dir
+    return (
+        f"{name} is not prepared in {where} (no {name}/{builder.version} there) and cannot be "
+        f"downloaded from here ({reason}). Either prepare it on a machine with internet "
+        f"(python -c \"import tensorflow_datasets as tfds; tfds.builder('{name}')"
+        f'.download_and_prepare()") and copy ~/tensorflow_datasets/{name} into {where} '
+        f"(or point --config.data.data_dir at the folder holding it), or put {files} into a "
+        "folder and pass it with --config.data.manual_dir"
+        + (f" (looked in {manual_dir})" if manual_dir else "")
+        + ", or train on your own images: --config.data.name=image_folder "
+        "--config.data.data_dir=DIR."
+    )
+
+
+def prepare(data_config: Any) -> None:
+    """Makes a config's data ready to read (tfds sets: downloaded and prepared, or one clear
+    `DataError`); the other sets are local files, checked when opened. Called before a run
+    writes anything to its workdir."""
+    if _name(data_config) in TFDS_NAMES:
+        _tfds_prepare(_tfds_builder(data_config), data_config)
 
 
 def _tfds_splits(builder) -> dict[str, int]:
     try:
-        return {k: int(v.num_examples) for k, v in builder.info.splits.items()}
+        with _unprepared_quiet():
+            return {k: int(v.num_examples) for k, v in builder.info.splits.items()}
     except Exception:  # noqa: BLE001 - info not available before preparation
         return {}
 
@@ -302,7 +401,8 @@ def _tfds_num_examples(data_config: Any, split: str) -> int:
     if split in splits:
         return splits[split]
     try:  # prepared without split info in memory (or mocked in tests): the reader's cardinality
-        n = int(_tfds_as_dataset(builder, split).cardinality())
+        with _unprepared_quiet():
+            n = int(_tfds_as_dataset(builder, split).cardinality())
         if n >= 0:
             return n
     except Exception:  # noqa: BLE001 - not prepared: fall back to the published sizes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
 import struct
@@ -62,3 +63,18 @@ def make_config(data_dir: str = "", *, seed: int = 0, global_batch_size: int = 8
     defaults.update(data)
     config.data = ml_collections.ConfigDict(defaults)
     return config
+
+
+@contextlib.contextmanager
+def mock_tfds(num_examples: int):
+    """`tfds.testing.mock_data` (random examples of each set's features, no prepare) with the
+    builders saying they are prepared: the mock stands for prepared data, so the loader's check
+    for a download that cannot be had (`datasets._tfds_prepare`) does not run. The real prepare
+    path has its own tests (`tests/data/test_tfds_prepare.py`)."""
+    from unittest import mock
+
+    import tensorflow_datasets as tfds
+
+    builder = "tensorflow_datasets.core.dataset_builder.DatasetBuilder.is_prepared"
+    with tfds.testing.mock_data(num_examples=num_examples), mock.patch(builder, lambda self: True):
+        yield

@@ -11,7 +11,7 @@ import tensorflow_datasets as tfds
 from PIL import Image
 
 from ssl_jax.data import datasets, fashion_mnist
-from tests.data.data_helpers import make_fashion_dir, write_idx
+from tests.data.data_helpers import make_fashion_dir, mock_tfds, write_idx
 
 REAL_FASHION = os.path.isfile(
     os.path.join(fashion_mnist.FASHION_MNIST_DIR, "t10k-images-idx3-ubyte.gz")
@@ -145,7 +145,7 @@ def test_missing_fashion_folder_mentions_install(tmp_path):
 )
 def test_tfds_sources(tmp_path, name, split, shape, labelled, cache):
     dc = _dc(name=name, data_dir=str(tmp_path), cache=cache)
-    with tfds.testing.mock_data(num_examples=5):
+    with mock_tfds(5):
         assert datasets.has_labels(dc, split) == labelled
         assert datasets.num_examples(dc, split) == 5
         examples = list(datasets.load_source(dc, split).as_numpy_iterator())
@@ -168,7 +168,7 @@ def test_tfds_joined_splits(tmp_path, cache):
     """stl10 'train+unlabelled' (InfoMin Table 5's 105k): the parts one after the other, index =
     position, each part's labels; `read` of a range across the join; unlabelled as a whole."""
     dc = _dc(name="stl10", data_dir=str(tmp_path), cache=cache)
-    with tfds.testing.mock_data(num_examples=5):
+    with mock_tfds(5):
         assert datasets.num_examples(dc, "train+unlabelled") == 10
         assert datasets.num_examples(dc, "train+unlabeled") == 10  # the alias, in a join too
         assert not datasets.has_labels(dc, "train+unlabelled")

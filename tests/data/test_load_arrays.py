@@ -7,11 +7,10 @@ import ml_collections
 import numpy as np
 import pytest
 import tensorflow as tf
-import tensorflow_datasets as tfds
 from PIL import Image
 
 from ssl_jax.data import datasets, device_pipeline, fashion_mnist, pipeline
-from tests.data.data_helpers import make_config, make_fashion_dir
+from tests.data.data_helpers import make_config, make_fashion_dir, mock_tfds
 
 REAL_FASHION = os.path.isfile(
     os.path.join(fashion_mnist.FASHION_MNIST_DIR, "t10k-images-idx3-ubyte.gz")
@@ -114,7 +113,7 @@ def test_image_folder_arrays_and_the_size_error(tmp_path):
 )
 def test_tfds_arrays(tmp_path, name, split, labelled):
     dc = _dc(name=name, data_dir=str(tmp_path))
-    with tfds.testing.mock_data(num_examples=5):
+    with mock_tfds(5):
         images, labels = datasets.load_arrays(dc, split)
         rows = _source_rows(dc, split)
     assert images.dtype == np.uint8 and images.shape[0] == 5 and labels.dtype == np.int32
@@ -122,7 +121,7 @@ def test_tfds_arrays(tmp_path, name, split, labelled):
         np.testing.assert_array_equal(images[i], rows[i]["image"])
         assert labels[i] == rows[i]["label"]
     assert (labels >= 0).all() if labelled else (labels == -1).all()
-    with tfds.testing.mock_data(num_examples=5):
+    with mock_tfds(5):
         with pytest.raises(datasets.DataError, match="no fixed size"):
             datasets.load_arrays(_dc(name="imagenet2012", data_dir=str(tmp_path)), "validation")
 

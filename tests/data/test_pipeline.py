@@ -7,11 +7,10 @@ import os
 
 import numpy as np
 import pytest
-import tensorflow_datasets as tfds
 from PIL import Image
 
 from ssl_jax.data import datasets, fashion_mnist, pipeline, recipe_ops, recipes
-from tests.data.data_helpers import make_config, make_fashion_dir
+from tests.data.data_helpers import make_config, make_fashion_dir, mock_tfds
 
 NUM_TRAIN, NUM_TEST, BATCH = 64, 40, 8  # 8 steps per epoch
 
@@ -216,7 +215,7 @@ def test_image_folder_pipeline(tmp_path):
 @pytest.mark.parametrize("cache", [False, True])
 def test_tfds_pipeline(tmp_path, cache):
     config = _config(str(tmp_path), name="cifar10", global_batch_size=2, cache=cache, image_size=32)
-    with tfds.testing.mock_data(num_examples=6):
+    with mock_tfds(6):
         batches = _take(pipeline.train_iterator(config), 4)
         evals = list(pipeline.eval_iterator(config, "test", batch_size=4))
     assert all(v.shape == (2, 16, 16, 3) for b in batches for v in b["views"])
