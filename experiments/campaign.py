@@ -175,7 +175,7 @@ def run_cell(
     `code`: the commit of the code that runs it (read once, when the runner starts)."""
     from ssl_jax import train, writers
 
-    t0 = time.time()
+    t0, cpu0 = time.time(), cpu_seconds()
     config, digest, overrides = cell_config(grid, cell, data_dir)
     record = dict(
         grid=grid.name,
@@ -205,6 +205,7 @@ def run_cell(
             _fresh_workdir(workdir, digest)
             state = train.train_and_evaluate(config, workdir)
             record["pretrain_s"] = round(time.time() - t0, 1)
+            record["pretrain_cpu_s"] = round(cpu_seconds() - cpu0, 1)
             record["steps"] = int(state.step)
             variables = _variables(state)
             metrics = writers.read_metrics(workdir)
@@ -215,7 +216,16 @@ def run_cell(
     record["probe_top1"] = round(float(scores["probe"]), 6)
     record["knn_top1"] = None if scores.get("knn") is None else round(float(scores["knn"]), 6)
     record["wall_s"] = round(time.time() - t0, 1)
+    record["cpu_s"] = round(cpu_seconds() - cpu0, 1)
     return record
+
+
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process so far, every thread (XLA's, tf.data's)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def baseline_subset_knn(grid: grids.Grid, config, exp=None, variables=None) -> float | None:
@@ -401,7 +411,7 @@ def summary(values) -> str:
 
 def paper_cell(key: str) -> str:
     """The paper's closest figure for a method key: 'CIFAR-10 linear 83.9 (Ring Table 1(a))'."""
-    found = paper_numbers.closest(key)
+    found = paper_numbers.closest(grids.method_key(key))
     if found is None:
         return "no comparable figure"
     source = found["source"].split(":")[0]

@@ -298,6 +298,72 @@ time. Evidence of a second kind: a longer CPU budget, not the `gpu` grid's.
     sections=(dataclasses.replace(CPU600.sections[0], sets=()),),
 )
 
+# ---- cpu_speedrun: the least CPU time in which an encoder beats raw pixels (all 60k images) ------
+# The default job's recipe (SCE, ResNet-18 width 1 with the ImageNet stem, batch 64, 2,400 steps
+# of SGD at 0.06, cosine) on all 60,000 training images is the first row; each other row moves one
+# or two levers from it (`+lever`: the stem, the width, the steps, the method). The stems on 28 px:
+# ImageNet 28 → 7 px before stage 1 (1 px at the last stage), `stride2` (3×3/2 conv, no max-pool)
+# → 14 px (2 px), CIFAR → 28 px (4 px); width 1/2 with `stride2` and 1/4 with the CIFAR stem
+# keep roughly the ImageNet stem's convolution cost at width 1.
+SPEEDRUN_BUDGET = (
+    "model.stem=imagenet",
+    "model.width=1.0",
+    "global_batch_size=64",
+    "total_steps=2400",
+    "optim.lr_scaling=none",
+    "optim.base_lr=0.06",
+    "data.train_subset=0",
+    "evals.probe_table.solver=lbfgs",
+)
+STRIDE2 = "model.stem=stride2 model.width=0.5"
+CIFAR_STEM = "model.stem=cifar model.width=0.25"
+
+CPU_SPEEDRUN = Grid(
+    name="cpu_speedrun",
+    title="the CPU speedrun: recipes against CPU minutes on all 60,000 images",
+    text="""
+Every cell pretrains on all 60,000 Fashion-MNIST training images and is scored on all 60k / 10k;
+a row is a recipe: the default job's (`scce`: SCE, ResNet-18 width 1 with the ImageNet stem,
+batch 64, 2,400 steps of SGD at lr 0.06 with cosine decay, m 0.99, queue 4,096) with one or two
+levers moved (`+stride2`: a 3×3 stride-2 stem without max-pool at width 1/2; `+cifar`: the CIFAR
+stem at width 1/4). A recipe with another stem is read against its own random init. Each cell
+records its CPU seconds (`cpu_s`, `pretrain_cpu_s`: user + system time of the process) beside its
+wall time; the curve of probe and kNN against CPU minutes is in
+[experiments/cpu_speedrun.md](experiments/cpu_speedrun.md). Run at low priority beside other
+work: the wall times are not a speed comparison, the CPU seconds are closer to one.
+""",
+    device="the 2-core CPU development machine",
+    command="nice -n 19 python experiments/campaign.py --grid=cpu_speedrun --minutes=60",
+    sets=SPEEDRUN_BUDGET,
+    seeds=(0, 1, 2),
+    curve_points=4,
+    curve_knn=(10_000, 2_000),
+    sections=(
+        Section(
+            key="fashion_mnist",
+            title=FASHION_TITLE,
+            text="",
+            methods=(
+                ("scce", "configs/scce_fashion_mnist.py"),
+                ("scce+stride2", f"configs/scce_fashion_mnist.py {STRIDE2}"),
+                ("mocov2+stride2", f"configs/mocov2_fashion_mnist.py {STRIDE2}"),
+                ("scce+cifar", f"configs/scce_fashion_mnist.py {CIFAR_STEM}"),
+                ("mocov2", "configs/mocov2_fashion_mnist.py"),
+            ),
+            own_random_init=(
+                ("scce+stride2", ("scce+stride2", "mocov2+stride2")),
+                ("scce+cifar", ("scce+cifar",)),
+            ),
+        ),
+    ),
+)
+
+
+def method_key(method: str) -> str:
+    """The method of a row: 'scce+stride2' (a recipe's levers after '+') → 'scce'."""
+    return method.partition("+")[0]
+
+
 # ---- tiny: the runner's own check --------------------------------------------------------------
 TINY = Grid(
     name="tiny",
@@ -326,6 +392,6 @@ test, without TensorFlow): checks that the cells run, the numbers mean nothing.
     ),
 )
 
-GRIDS = {g.name: g for g in (GPU, CPU_LONG, CPU600, TINY)}
+GRIDS = {g.name: g for g in (GPU, CPU_LONG, CPU600, CPU_SPEEDRUN, TINY)}
 # the grids on the results page, in its order
-PAGE_GRIDS = ("gpu", "cpu_long", "cpu600")
+PAGE_GRIDS = ("gpu", "cpu_long", "cpu600", "cpu_speedrun")

@@ -148,6 +148,7 @@ STEM_LAYERS = {
         {"kernel_size": 3, "stride": 2, "padding": 1},
     ),
     "cifar": ({"kernel_size": 3, "stride": 1, "padding": 1}, None),
+    "stride2": ({"kernel_size": 3, "stride": 2, "padding": 1}, None),
 }
 # channels of torchvision's stem and first stage
 TORCHVISION_BASE = 64

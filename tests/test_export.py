@@ -253,3 +253,12 @@ def test_command_line(workdirs, tmp_path):
     )
     assert bad.returncode == 2 and "error: Detectron2's ResNet has the ImageNet stem" in bad.stderr
     assert not (tmp_path / "x.pkl").exists()
+
+
+def test_every_resnet_stem_has_its_torch_layers():
+    """A new stem in `models/resnet.py` gets its torch conv1 / max-pool in the export."""
+    from ssl_jax import export
+    from ssl_jax.models import resnet
+
+    assert set(export.STEM_LAYERS) == set(resnet.STEMS)
+    assert export.STEM_LAYERS["stride2"] == ({"kernel_size": 3, "stride": 2, "padding": 1}, None)

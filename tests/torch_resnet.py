@@ -70,8 +70,8 @@ class TorchResNet(nn.Module):
         if stem == "imagenet":
             self.conv1 = nn.Conv2d(in_chans, base, 7, 2, 3, bias=False)
             self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
-        else:
-            self.conv1 = nn.Conv2d(in_chans, base, 3, 1, 1, bias=False)
+        else:  # 'cifar': 3x3/1; 'stride2': 3x3/2; neither max-pools
+            self.conv1 = nn.Conv2d(in_chans, base, 3, 2 if stem == "stride2" else 1, 1, bias=False)
             self.maxpool = nn.Identity()
         self.bn1 = nn.BatchNorm2d(base)
         self.relu = nn.ReLU(inplace=True)

@@ -3,7 +3,7 @@
 `config.model` schema (ml_collections.ConfigDict):
 ```
 backbone            'resnet18' | 'resnet34' | 'resnet50' | 'alexnet' (CMC's, `alexnet.py`)
-stem                'imagenet' | 'cifar'                 (default 'imagenet'; AlexNet: its layout)
+stem                'imagenet' | 'cifar' | 'stride2'     (default 'imagenet'; AlexNet: its layout)
 width               float > 0                            (default 1.0)
 dtype               'float32' | 'bfloat16' | 'auto'      (compute dtype; default 'float32'; 'auto' =
                     'bfloat16' when jax.default_backend() is a GPU or TPU, else 'float32',
@@ -66,7 +66,7 @@ __all__ = [
 
 BACKBONES = {"resnet18": 18, "resnet34": 34, "resnet50": 50}
 ALEXNETS = ("alexnet",)  # CMC's AlexNet (`alexnet.py`), built by `backbone_only` too
-STEMS = ("imagenet", "cifar")
+STEMS = _resnet.STEMS  # AlexNet checks its own
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 DTYPE_CHOICES = (*DTYPES, "auto")  # the allowed values of config.model.dtype
 ACCELERATORS = ("gpu", "cuda", "rocm", "tpu")  # backends on which 'auto' means bfloat16

@@ -14,7 +14,9 @@ Module names mirror torchvision so a state_dict can be produced mechanically (`t
 conv3, bn3]`, `downsample_conv`, `downsample_bn` (torch `downsample.0`, `downsample.1`).
 
 `stem='cifar'` replaces the stem by a 3x3 stride-1 pad-1 conv without max-pool (the usual CIFAR /
-STL variant); `width` multiplies every stage width (base channels `round(64 * width)`).
+STL variant), `stem='stride2'` by a 3x3 stride-2 pad-1 conv without max-pool (28 px → 14 px before
+stage 1: between the two in cost, for small grey images on a CPU); `width` multiplies every stage
+width (base channels `round(64 * width)`).
 """
 
 from typing import Any
@@ -33,7 +35,7 @@ STAGES = {
     50: ("bottleneck", (3, 4, 6, 3)),
 }
 EXPANSION = {"basic": 1, "bottleneck": 4}
-STEMS = ("imagenet", "cifar")
+STEMS = ("imagenet", "cifar", "stride2")
 
 # torch.nn.init.kaiming_normal_(mode="fan_out", nonlinearity="relu"): N(0, 2 / fan_out);
 # jax's "normal" is untruncated ("truncated_normal" is the truncated one).
@@ -117,7 +119,8 @@ class ResNet(nn.Module):
 
     Attributes:
       depth: 18, 34 or 50.
-      stem: 'imagenet' (7x7/2 conv, BN, ReLU, max-pool 3/2) or 'cifar' (3x3/1 conv, BN, ReLU).
+      stem: 'imagenet' (7x7/2 conv, BN, ReLU, max-pool 3/2), 'cifar' (3x3/1 conv, BN, ReLU) or
+        'stride2' (3x3/2 conv, BN, ReLU).
       width: multiplier of every stage width.
       dtype: compute dtype (float32 or bfloat16); params, BN statistics and the output are float32.
       zero_init_residual: zero-init the gamma of the last BN of each block (torchvision option).
@@ -161,10 +164,7 @@ class ResNet(nn.Module):
         kind, blocks = STAGES[self.depth]
         base = base_width(self.width)
         x = x.astype(self.dtype)
-        if self.stem == "imagenet":
-            k, s, p = 7, 2, 3
-        else:
-            k, s, p = 3, 1, 1
+        k, s, p = {"imagenet": (7, 2, 3), "cifar": (3, 1, 1), "stride2": (3, 2, 1)}[self.stem]
         stem = self.stem_width or base
         x = _conv(stem, k, s, p, self.conv_impl, self.dtype, "conv1")(x)
         x = nn.relu(BatchNorm(dtype=self.dtype, name="bn1")(x, train, bn_groups))

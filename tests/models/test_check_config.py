@@ -36,7 +36,7 @@ def test_defaults_and_every_allowed_value_pass():
             r"\['resnet18', 'resnet34', 'resnet50', 'alexnet'\]",
         ),
         ({"backbone": None}, r"config\.model\.backbone=None"),
-        ({"stem": "tiny"}, r"config\.model\.stem='tiny' .*\['imagenet', 'cifar'\]"),
+        ({"stem": "tiny"}, r"config\.model\.stem='tiny' .*\['imagenet', 'cifar', 'stride2'\]"),
         (
             {"dtype": "float16"},
             r"config\.model\.dtype='float16' .*\['float32', 'bfloat16', 'auto'\]",

@@ -38,6 +38,8 @@ def _init_shapes(model, x_shape, capture=()):
         (18, "cifar", 1.0, 32, 3, 512, 32, 4),
         (50, "cifar", 0.5, 32, 1, 1024, 32, 4),
         (34, "cifar", 2.0, 28, 1, 1024, 28, 4),
+        # stride2: conv3/2 p1, no pool: 28 -> 14, 7, 4, 2
+        (18, "stride2", 0.5, 28, 1, 256, 14, 2),
     ],
 )
 def test_output_shapes(depth, stem, width, size, channels, expected, layer1, layer4):

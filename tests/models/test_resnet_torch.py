@@ -47,6 +47,8 @@ FAST_COMPILE = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive
         (18, 0.25, "imagenet", 4, 33, 3, "float64", False),
         # CIFAR stem, 1 input channel, float32 end to end
         (18, 0.5, "cifar", 4, 28, 1, "float32", True),
+        # the stride-2 3x3 stem without max-pool (export's STEM_LAYERS['stride2']), odd size
+        (18, 0.25, "stride2", 3, 27, 1, "float64", True),
         (50, 0.25, "imagenet", 2, 32, 3, "float64", False),
     ],
 )

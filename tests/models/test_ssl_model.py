@@ -183,7 +183,7 @@ def test_bfloat16_and_options():
     "overrides, match",
     [
         ({"backbone": "resnet101"}, r"model\.backbone must be one of \['resnet18'"),
-        ({"stem": "tiny"}, r"model\.stem must be one of \['imagenet', 'cifar'\]"),
+        ({"stem": "tiny"}, r"model\.stem must be one of \['imagenet', 'cifar', 'stride2'\]"),
         ({"dtype": "float16"}, r"model\.dtype must be one of \['float32', 'bfloat16', 'auto'\]"),
         ({"width": 0.0}, r"model\.width"),
         ({"zero_init_residual": 1}, r"model\.zero_init_residual"),
