@@ -1,4 +1,5 @@
-"""MoCo v2 on Fashion-MNIST: the small default job that runs on 2 CPU cores in minutes.
+"""MoCo v2 on Fashion-MNIST: a small job that runs on 2 CPU cores in minutes (the default job is SCE's,
+`scce_fashion_mnist.py`).
 
 Not from a paper: MoCo v2's loss and state (τ 0.2, m 0.99 for the short run, queue 4096, shuffle-BN with
 8 groups) on 28-px grayscale images, a ResNet-18 with the CIFAR stem at width 1/4, MLP head 256-128,

@@ -657,13 +657,23 @@ def write_page(path: str, results_dir: str = RESULTS_DIR, names=grids.PAGE_GRIDS
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--grid", choices=sorted(grids.GRIDS))
+    parser = argparse.ArgumentParser(
+        description=" ".join(__doc__.split("\n\n")[0].split())  # the first paragraph
+    )
+    parser.add_argument("--grid", choices=sorted(grids.GRIDS), help="run this grid's missing cells")
     parser.add_argument("--minutes", type=float, help="start no cell that cannot finish in time")
     parser.add_argument("--list", action="store_true", help="every cell of --grid and its state")
-    parser.add_argument("--redo", action="append", default=[], metavar="CELL")
+    parser.add_argument(
+        "--redo",
+        action="append",
+        default=[],
+        metavar="CELL",
+        help="run this cell again (repeatable)",
+    )
     parser.add_argument("--page", metavar="PATH", help="write the results page from the cells")
-    parser.add_argument("--results-dir", default=RESULTS_DIR)
+    parser.add_argument(
+        "--results-dir", default=RESULTS_DIR, help="where the cells' JSON files are"
+    )
     parser.add_argument("--work-root", default=WORK_ROOT, help="the runs' checkpoints")
     parser.add_argument("--data-dir", default="", help="read the data from here (not in the hash)")
     parser.add_argument("--archive", default="", help="tar of the grid's cells, after each cell")

@@ -232,13 +232,14 @@ def apply_override(c: ml_collections.ConfigDict, assignment: str) -> None:
     node[leaf] = value
 
 
-def describe_runlocal(config: ml_collections.ConfigDict) -> str:
+def describe_runlocal(config: ml_collections.ConfigDict, num_train: int) -> str:
     """What a `:runlocal` pretraining config trains on, said by the command line when the run
-    starts: every config of a dataset that is not on a CPU machine (CIFAR, STL-10, ImageNet, an image
-    folder) trains on Fashion-MNIST or color_fashion_mnist under `:runlocal`, and its own data is not
-    read."""
+    starts (after the config is validated): every config of a dataset that is not on a CPU machine
+    (CIFAR, STL-10, ImageNet, an image folder) trains on Fashion-MNIST or color_fashion_mnist under
+    `:runlocal`, and its own data is not read. `num_train`: the images of its train split."""
     data = config.data
-    what = f"{data.name} (the first {data.train_subset} training images"
+    n = min(num_train, data.train_subset) if data.train_subset else num_train
+    what = f"{data.name} (the first {n} training images"
     if data.name == "fashion_mnist" and data.channels != 1:
         what += f", grey repeated over {data.channels} channels"
     return (

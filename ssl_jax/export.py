@@ -39,7 +39,6 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import sys
 
 import numpy as np
 
@@ -456,8 +455,7 @@ def main(argv) -> None:
     try:
         export(f.workdir, f.format, f.out, head=f.head, weights=f.weights)
     except (CheckpointError, ExportError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr, flush=True)
-        sys.exit(2)
+        progress.user_error(e)
 
 
 if __name__ == "__main__":

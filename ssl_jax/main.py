@@ -81,9 +81,16 @@ def main(argv) -> None:
     from ssl_jax.evaluate import knn, linear_probe, pictures
 
     config = FLAGS.config
-    if config.job == "pretrain" and _runlocal_requested(sys.argv):
-        progress.say(describe_runlocal(config))
     try:
+        if config.job == "pretrain" and _runlocal_requested(sys.argv):
+            import jax
+
+            from ssl_jax import validation
+            from ssl_jax.data import datasets
+
+            validation.validate(config, num_devices=jax.device_count())  # a bad key says so first
+            num_train = datasets.num_examples(config.data, config.data.train_split)
+            progress.say(describe_runlocal(config, num_train))
         if config.job == "pretrain":
             try:
                 train.train_and_evaluate(config, FLAGS.workdir)
@@ -102,8 +109,7 @@ def main(argv) -> None:
                 "allowed: 'pretrain', 'linear_probe', 'knn'"
             )
     except (ConfigError, DataError, CheckpointError, train.TrainingError) as e:
-        print(f"error: {e}", file=sys.stderr, flush=True)
-        sys.exit(2)
+        progress.user_error(e)
 
 
 def _config_spec(argv: list[str]) -> str | None:
@@ -158,8 +164,7 @@ def parse_flags(argv: list[str]) -> list[str]:
         message = _flag_error(argv, e)
         if message is None:
             raise
-        print(f"error: {message}", file=sys.stderr, flush=True)
-        sys.exit(2)
+        progress.user_error(message)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from typing import NoReturn
 
 
 def _is_first_process() -> bool:
@@ -109,3 +110,10 @@ def captured_stderr() -> Iterator[_Captured]:
                 tmp.seek(0)
                 sys.stderr.write(tmp.read().decode(errors="replace"))
                 sys.stderr.flush()
+
+
+def user_error(error: object) -> NoReturn:
+    """How every command ends a user error (bad config, data, checkpoint or workdir): one
+    `error: ...` line on stderr and exit status 2, no traceback."""
+    print(f"error: {error}", file=sys.stderr, flush=True)
+    sys.exit(2)

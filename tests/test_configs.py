@@ -491,12 +491,40 @@ def test_runlocal_is_read_from_the_config_argument(argv, expected):
 
 def test_runlocal_says_what_data_it_trains_on():
     """`:runlocal` of a CIFAR config trains on Fashion-MNIST: the command line says so."""
-    note = configs.describe_runlocal(configs.load("configs/mocov2_cifar10.py:runlocal"))
+    note = configs.describe_runlocal(configs.load("configs/mocov2_cifar10.py:runlocal"), 60_000)
     assert note.startswith(
         ":runlocal trains on fashion_mnist (the first 256 training images, grey repeated over 3 "
         "channels); for a config of another dataset this is a stand-in"
     )
-    note = configs.describe_runlocal(configs.load("configs/cmc_stl10.py:runlocal"))
+    note = configs.describe_runlocal(configs.load("configs/cmc_stl10.py:runlocal"), 60_000)
     assert note.startswith(
         ":runlocal trains on color_fashion_mnist (the first 256 training images)"
     )
+    # a split smaller than the subset: what there is (an image folder of 79 images)
+    note = configs.describe_runlocal(configs.load("configs/mocov2_cifar10.py:runlocal"), 79)
+    assert note.startswith(":runlocal trains on fashion_mnist (the first 79 training images")
+
+
+def test_a_bad_data_name_under_runlocal_is_the_one_line_said(tmp_path):
+    """A mistyped data set with `:runlocal`: the validation error alone, no ':runlocal trains on
+    fashion_mnst' line before it, and no workdir."""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ssl_jax.main",
+            "--config=configs/mocov2_fashion_mnist.py:runlocal",
+            f"--workdir={tmp_path / 'run'}",
+            "--config.data.name=fashion_mnst",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "fashion_mnst" in result.stderr and "runlocal trains on" not in result.stdout
+    assert [line for line in result.stderr.splitlines() if line.strip()][0].startswith("error: ")
+    assert not (tmp_path / "run").exists()

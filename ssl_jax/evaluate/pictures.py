@@ -236,8 +236,14 @@ def main(argv) -> None:
     del argv
     from absl import flags
 
+    from ssl_jax.config_checks import ConfigError
+    from ssl_jax.data.datasets import DataError
+
     progress.quiet_logs(verbose=flags.FLAGS["verbosity"].present > 0)
-    write_all(flags.FLAGS.workdir, num_points=flags.FLAGS.num_points)
+    try:
+        write_all(flags.FLAGS.workdir, num_points=flags.FLAGS.num_points)
+    except (checkpoint.CheckpointError, ConfigError, DataError) as e:
+        progress.user_error(e)
 
 
 if __name__ == "__main__":

@@ -42,3 +42,20 @@ def test_colour_space_views_are_shown_in_rgb_with_and_without_device_ops():
 
     for key, image in shown[True][1].items():
         np.testing.assert_allclose(unit(image), unit(host[key]), atol=1e-5, err_msg=str(key))
+
+
+def test_the_command_on_a_folder_that_is_no_workdir_is_one_error_line(tmp_path):
+    """`python -m ssl_jax.evaluate.pictures --workdir=<no run>`: one `error:` line, exit 2 (as
+    every other command), not a traceback."""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "ssl_jax.evaluate.pictures", f"--workdir={tmp_path / 'none'}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 2 and len(lines) == 1, result.stderr[-2000:]
+    assert lines[0].startswith("error: ") and "not an ssl_jax pretraining workdir" in lines[0]

@@ -366,3 +366,18 @@ def test_every_table_of_the_results_page_has_one_protocol_the_one_it_names(name)
     if found:
         assert f"as the cells record it: `{expected}`" in grid_text
     assert "Left out of the tables" not in grid_text
+
+
+def test_help_says_a_whole_sentence_and_every_option():
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "experiments", "campaign.py"), "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    description = result.stdout.split("\n\n")[1]
+    assert description.startswith("The results campaign") and description.rstrip().endswith(".")
+    options = result.stdout.split("options:")[1]
+    for flag in ("--grid", "--redo", "--results-dir", "--page", "--minutes"):
+        entry = options.split(flag, 1)[1].split("\n  --")[0]
+        assert len(entry.split()) > 2, (flag, entry)  # more than the metavar: a help text
