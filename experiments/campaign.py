@@ -141,7 +141,7 @@ def cell_config(grid: grids.Grid, cell: grids.Cell, data_dir: str = ""):
     config = compare_methods.load_config(path, overrides, cell.seed or 0)
     if config.total_steps <= 0:
         raise SystemExit(f"grid {grid.name}: give total_steps in its sets (a curve needs it)")
-    if cell.kind == "train" and grid.curve_points > 0:
+    if cell.kind == "train" and grid.curve_points > 0 and not grid.official:
         config.evals.knn.every_steps = max(1, config.total_steps // grid.curve_points)
         config.evals.knn.num_train, config.evals.knn.num_test = grid.curve_knn
     digest = hashlib.sha256(config.to_json(sort_keys=True).encode()).hexdigest()[:16]
@@ -192,7 +192,15 @@ def run_cell(
         device=device_kind(),
         probe_protocol=compare_methods.protocol(config),
     )
-    if cell.kind == "raw":
+    if grid.official:  # the official code trains it; our probe and kNN score its features
+        from experiments.official import runner
+
+        workdir = os.path.join(work_root, grid.name, cell.name)
+        _fresh_workdir(workdir, digest)
+        official = runner.run_cell(config, cell.method, workdir)
+        scores = {"probe": official.pop("probe"), "knn": official.pop("knn")}
+        record.update(official)
+    elif cell.kind == "raw":
         scores = compare_methods.raw_pixels(config)
         record["knn_subset_top1"] = baseline_subset_knn(grid, config)
     else:

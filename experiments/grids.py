@@ -62,6 +62,8 @@ class Grid:
     seeds: tuple[int, ...] = (0, 1, 2)
     command: str = ""  # how the page says to advance it (default: the runner's plain command)
     features: str = "pooled"
+    official: bool = False  # cells train the official code (`experiments/official/`), not ours
+    baselines: bool = True  # random-init and raw-pixel cells (an official grid reads ours)
     curve_points: int = 4
     curve_knn: tuple[int, int] = (-1, -1)
 
@@ -91,13 +93,14 @@ def cells(grid: Grid) -> list[Cell]:
     for section in grid.sections:
         first_spec = section.methods[0][1]
         specs = dict(section.methods)
-        out.append(Cell(grid.name, section.key, "raw_pixels", "raw", first_spec, None))
-        for seed in grid.seeds:
-            out.append(Cell(grid.name, section.key, "random_init", "random", first_spec, seed))
-        for owner, _ in section.own_random_init:
+        if grid.baselines:
+            out.append(Cell(grid.name, section.key, "raw_pixels", "raw", first_spec, None))
             for seed in grid.seeds:
-                name = f"random_init_{owner}"
-                out.append(Cell(grid.name, section.key, name, "random", specs[owner], seed))
+                out.append(Cell(grid.name, section.key, "random_init", "random", first_spec, seed))
+            for owner, _ in section.own_random_init:
+                for seed in grid.seeds:
+                    name = f"random_init_{owner}"
+                    out.append(Cell(grid.name, section.key, name, "random", specs[owner], seed))
         for seed in grid.seeds:
             for method, spec in section.methods:
                 out.append(Cell(grid.name, section.key, method, "train", spec, seed))
@@ -359,6 +362,35 @@ work: the wall times are not a speed comparison, the CPU seconds are closer to o
 )
 
 
+# ---- official_cpu_long: the official implementations at cpu_long's budget ---------------------
+OFFICIAL_CPU_LONG = Grid(
+    name="official_cpu_long",
+    title="the official implementations at cpu_long's budget",
+    text="""
+Each method's official code (`experiments/official/`: the pinned checkout, trained as its own
+trainer calls it, with only what cannot run on a 2-core CPU replaced, each replacement listed with
+its file:line in [experiments/official.md](experiments/official.md)) on `cpu_long`'s data and
+budget with our config's network, recipe and numbers; its query encoder's pooled last stage is
+scored by our probe and kNN. Read beside `cpu_long`'s rows of the same method (its random-init and
+raw-pixel rows are those of `cpu_long`).
+""",
+    device="the 2-core CPU development machine",
+    command="nice -n 19 python experiments/campaign.py --grid=official_cpu_long --minutes=60",
+    sets=CPU_LONG.sets,
+    official=True,
+    baselines=False,
+    curve_points=0,
+    sections=(
+        Section(
+            key="fashion_mnist",
+            title=FASHION_TITLE,
+            text="",
+            methods=(("mocov2", f"configs/mocov2_fashion_mnist.py {SUBSET}"),),
+        ),
+    ),
+)
+
+
 def method_key(method: str) -> str:
     """The method of a row: 'scce+stride2' (a recipe's levers after '+') → 'scce'."""
     return method.partition("+")[0]
@@ -392,6 +424,6 @@ test, without TensorFlow): checks that the cells run, the numbers mean nothing.
     ),
 )
 
-GRIDS = {g.name: g for g in (GPU, CPU_LONG, CPU600, CPU_SPEEDRUN, TINY)}
+GRIDS = {g.name: g for g in (GPU, CPU_LONG, CPU600, CPU_SPEEDRUN, OFFICIAL_CPU_LONG, TINY)}
 # the grids on the results page, in its order
-PAGE_GRIDS = ("gpu", "cpu_long", "cpu600", "cpu_speedrun")
+PAGE_GRIDS = ("gpu", "cpu_long", "official_cpu_long", "cpu600", "cpu_speedrun")

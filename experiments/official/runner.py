@@ -1,0 +1,112 @@
+"""Our side of an official cell (`campaign.py` calls `run_cell` for a grid with `official=True`):
+the cell's config (the grid's budget, the method's config) as the harness's numbers, the harness
+run with the official venv's python, and its features scored by the same probe and kNN as our
+cells (`evaluators.probe_and_knn` with the config's `evals.probe_table`).
+
+The official venv's python: `--official-python` of `campaign.py`, `$SSL_JAX_OFFICIAL_PYTHON`, or
+`../official_venv/bin/python` beside the checkout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from experiments.official import checkouts, harness
+
+DEFAULT_PYTHON = os.path.join(os.path.dirname(checkouts.ROOT), "official_venv", "bin", "python")
+
+
+def official_python() -> str:
+    python = os.environ.get("SSL_JAX_OFFICIAL_PYTHON", "") or DEFAULT_PYTHON
+    if not os.path.exists(python):
+        raise SystemExit(
+            f"error: no official venv python at {python}; make it as "
+            "experiments/official/harness.py's docstring says, or set $SSL_JAX_OFFICIAL_PYTHON"
+        )
+    return python
+
+
+def numbers(config, method: str) -> dict:
+    """The harness's numbers from one of our configs (what both sides train with)."""
+    from ssl_jax.data import fashion_mnist
+    from ssl_jax.models import feature_dim
+
+    data, model, optim, mc = config.data, config.model, config.optim, config.method_config
+    if data.name != "fashion_mnist":
+        raise SystemExit(f"error: official cells read Fashion-MNIST, not {data.name}")
+    views = tuple(data.views)
+    if len(set(views)) != 1:
+        raise SystemExit(f"error: official {method} makes both views with one transform: {views}")
+    if optim.lr_scaling != "none" or optim.name != "sgd" or optim.warmup_epochs:
+        raise SystemExit("error: official cells take SGD at base_lr, no scaling, no warm-up")
+    return dict(
+        method=method,
+        fashion_dir=data.data_dir or fashion_mnist.FASHION_MNIST_DIR,
+        train_subset=int(data.train_subset),
+        size=int(data.image_size),
+        channels=int(data.channels),
+        mean=[float(v) for v in data.mean],
+        std=[float(v) for v in data.std],
+        ops=[dict(op) for op in data.recipes[views[0]]],
+        width=float(model.width),
+        stem=model.stem,
+        feature_dim=feature_dim(18, model.width),
+        hidden=int(model.projector.hidden_dims[0]),
+        out_dim=int(model.projector.out_dim),
+        queue=int(mc.queue_size),
+        temperature=float(mc.temperature),
+        momentum_ema=float(config.ema.base),
+        batch=int(config.global_batch_size),
+        steps=int(config.total_steps),
+        lr=float(optim.base_lr),
+        weight_decay=float(optim.weight_decay),
+        momentum=float(optim.momentum),
+        seed=int(config.seed),
+    )
+
+
+def run_cell(config, method: str, workdir: str, official_root: str = "") -> dict:
+    """Trains the official `method` on `config`'s recipe in `workdir` (a finished run's features
+    are reused), scores its features; returns the record's official fields and scores."""
+    import numpy as np
+
+    from ssl_jax.evaluate.evaluators import probe_and_knn, probe_args
+
+    checkout = checkouts.CHECKOUTS[harness.METHODS[method][0]]
+    done = os.path.join(workdir, "features.npz")
+    if not os.path.exists(done):
+        cmd = [
+            official_python(),
+            os.path.join(os.path.dirname(os.path.abspath(__file__)), "harness.py"),
+            f"--method={method}",
+            f"--numbers={json.dumps(numbers(config, method))}",
+            f"--out={workdir}",
+            f"--official-root={official_root}",
+        ]
+        result = subprocess.run(cmd, stdout=sys.stdout, stderr=sys.stderr)
+        if result.returncode:
+            raise SystemExit(f"error: the official {method} run failed (exit {result.returncode})")
+    with np.load(done) as f:
+        train, test = (f["train_x"], f["train_y"]), (f["test_x"], f["test_y"])
+    with open(os.path.join(workdir, "run.json")) as f:
+        run = json.load(f)
+    pt = config.evals.probe_table
+    scores = probe_and_knn(
+        train, test, **probe_args(pt), knn_k=pt.knn_k, knn_temperature=pt.knn_temperature
+    )
+    return dict(
+        official_repo=checkout.repo,
+        official_commit=checkout.commit,
+        shim_hash=checkouts.shim_hash(checkout.name),
+        official_versions=run["versions"],
+        pretrain_s=run["pretrain_s"],
+        pretrain_cpu_s=run["pretrain_cpu_s"],
+        steps=run["steps"],
+        loss_curve=run["loss_curve"],
+        feature_dim=int(train[0].shape[1]),
+        probe=scores["top1"],
+        knn=scores.get("knn_top1"),
+    )

@@ -1,0 +1,182 @@
+"""The official-code harness (`experiments/official/`) against a fake "official" package
+(`fake_official/moco`: the official entry points and the CUDA / torch.distributed calls, not the
+official code): the shims make it run on one CPU process and are undone after; the queue, EMA and
+optimiser advance as the trainer calls them; our recipe becomes the transform classes in order; a
+missing or other-commit checkout is one clear error; an official cell is written by the runner and
+scored by the same probe and kNN as ours. No test needs the network or a real checkout."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from experiments import campaign, grids
+from experiments.official import checkouts, harness, runner
+from tests.data.data_helpers import make_fashion_dir
+
+FAKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_official", "moco")
+
+
+def _numbers(fashion_dir: str, **over) -> dict:
+    numbers = dict(
+        method="mocov2",
+        fashion_dir=fashion_dir,
+        train_subset=32,
+        size=28,
+        channels=1,
+        mean=[0.286],
+        std=[0.353],
+        ops=[],
+        width=0.125,
+        stem="imagenet",
+        feature_dim=8,
+        hidden=8,
+        out_dim=4,
+        queue=16,
+        temperature=0.2,
+        momentum_ema=0.9,
+        batch=8,
+        steps=6,
+        lr=0.06,
+        weight_decay=5e-4,
+        momentum=0.9,
+        seed=0,
+    )
+    return {**numbers, **over}
+
+
+def test_the_shims_run_the_official_entry_points_on_one_cpu_process(tmp_path, monkeypatch):
+    torch = pytest.importorskip("torch")
+    fashion = make_fashion_dir(str(tmp_path / "fashion"), num_train=40, num_test=10)
+
+    class Encoder(torch.nn.Module):  # a tiny `base_encoder(num_classes=dim)` with an `fc`
+        def __init__(self, num_classes):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(1, 8, 3, 2, 1)
+            self.bn = torch.nn.BatchNorm2d(8)
+            self.fc = torch.nn.Linear(8, num_classes)
+
+        def forward(self, x):
+            return self.fc(self.bn(self.conv(x)).relu().mean((2, 3)))
+
+    def to_tensor(image):  # stands in for torchvision's ToTensor + Normalize here
+        return (torch.from_numpy(np.asarray(image, np.float32) / 255)[None] - 0.286) / 0.353
+
+    monkeypatch.setattr(harness, "ops_to_transforms", lambda ops, mean, std: to_tensor)
+    for name in ("moco", "moco.builder", "moco.loader", "main_moco"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    cuda, module_cuda = torch.Tensor.cuda, torch.nn.Module.cuda
+    numbers = _numbers(fashion)
+    model, curve = harness.train_mocov2(FAKE, numbers, base_encoder=Encoder)
+    # 40 images, batch 8: 5 steps an epoch, 6 steps = 2 epochs (the second cut at one batch)
+    assert int(model.queue_ptr) == (6 * 8) % 16
+    assert torch.allclose(model.queue.norm(dim=0), torch.ones(16), atol=1e-5)
+    q = dict(model.encoder_q.named_parameters())
+    k = dict(model.encoder_k.named_parameters())
+    assert not torch.equal(q["conv.weight"], k["conv.weight"])  # EMA, not a copy
+    assert curve == []  # LOG_EVERY is 20: no point in 6 steps
+    # the shims are undone: CUDA calls fail again on this CPU torch
+    assert torch.Tensor.cuda is cuda and torch.nn.Module.cuda is module_cuda
+    builder = sys.modules["moco.builder"]
+    assert builder.concat_all_gather.__name__ == "concat_all_gather"
+    assert sys.modules["main_moco"].accuracy is harness.topk_accuracy
+    if not torch.cuda.is_available():
+        with pytest.raises((AssertionError, RuntimeError)):
+            torch.zeros(1).cuda()
+    # features: the pooled backbone (the --mlp head set aside, then put back), every image once
+    x, y = harness.features(model.encoder_q, numbers, "test")
+    assert (
+        x.shape == (10, 8)
+        and y.shape == (10,)
+        and isinstance(model.encoder_q.fc, torch.nn.Sequential)
+    )
+
+
+class _Recorder:
+    """A stand-in for `torchvision.transforms`: each class records its arguments."""
+
+    def __getattr__(self, name):
+        def make(*args, **kwargs):
+            return (name, args, kwargs)
+
+        return make
+
+
+def test_our_recipe_becomes_the_transform_classes_in_order():
+    ops = [
+        {"op": "random_resized_crop", "size": 28, "scale": (0.2, 1.0)},
+        {"op": "horizontal_flip", "p": 0.5},
+        {"op": "color_jitter", "p": 0.8, "brightness": 0.4, "contrast": 0.4},
+        {"op": "grayscale", "p": 0.2},
+    ]
+    name, (steps,), _ = harness.ops_to_transforms(ops, [0.5], [0.25], transforms=_Recorder())
+    assert name == "Compose"
+    assert steps[0] == ("RandomResizedCrop", (28,), {"scale": (0.2, 1.0)})
+    assert steps[1] == ("RandomHorizontalFlip", (), {"p": 0.5})
+    assert steps[2] == ("RandomApply", ([("ColorJitter", (0.4, 0.4, 0, 0), {})],), {"p": 0.8})
+    assert steps[3] == ("RandomGrayscale", (), {"p": 0.2})
+    assert steps[4:] == [("ToTensor", (), {}), ("Normalize", (), {"mean": [0.5], "std": [0.25]})]
+    with pytest.raises(SystemExit, match="gaussian_blur"):
+        harness.ops_to_transforms([{"op": "gaussian_blur"}], [0], [1], transforms=_Recorder())
+
+
+def test_a_missing_or_other_commit_checkout_is_one_clear_error(tmp_path):
+    with pytest.raises(SystemExit, match=r"no checkout of facebookresearch/moco .* git clone"):
+        checkouts.check("moco", str(tmp_path))
+    (tmp_path / "moco" / "moco").mkdir(parents=True)
+    for path, _ in checkouts.CHECKOUTS["moco"].files:
+        (tmp_path / "moco" / path).write_text("# another commit\n")
+    with pytest.raises(SystemExit, match=r"differs from facebookresearch/moco at 78b69caf"):
+        checkouts.check("moco", str(tmp_path))
+    assert checkouts.shim_hash("moco") == checkouts.shim_hash("moco") != ""
+    assert all(len(row) == 3 and ":" in row[0] for row in checkouts.SHIMS["moco"])
+
+
+def test_an_official_cell_is_scored_as_ours_and_written(tmp_path, monkeypatch):
+    """The runner reads the harness's features (here made up, as if the official run had
+    finished: a finished run's features are reused), scores them with our probe and kNN, and the
+    campaign writes the cell with the official fields; the numbers it hands the harness are our
+    config's."""
+    from ssl_jax.evaluate.evaluators import probe_and_knn, probe_args
+
+    grid = grids.OFFICIAL_CPU_LONG
+    cell = grids.cells(grid)[0]
+    assert [c.kind for c in grids.cells(grid)] == ["train"] * 3  # no baselines: cpu_long's
+    config = campaign.cell_config(grid, cell)[0]
+    numbers = runner.numbers(config, "mocov2")
+    assert (numbers["steps"], numbers["batch"], numbers["lr"], numbers["train_subset"]) == (
+        3000,
+        64,
+        0.06,
+        10_000,
+    )
+    assert (numbers["queue"], numbers["temperature"], numbers["momentum_ema"]) == (4096, 0.2, 0.99)
+    assert (numbers["width"], numbers["stem"], numbers["hidden"]) == (0.5, "imagenet", 256)
+    rng = np.random.default_rng(0)
+    train = (rng.normal(size=(200, 16)).astype(np.float32), rng.integers(0, 10, 200))
+    test = (rng.normal(size=(50, 16)).astype(np.float32), rng.integers(0, 10, 50))
+    workdir = tmp_path / "work" / grid.name / cell.name
+    workdir.mkdir(parents=True)
+    np.savez(
+        workdir / "features.npz", train_x=train[0], train_y=train[1], test_x=test[0], test_y=test[1]
+    )
+    run = dict(loss_curve=[[20, 7.0]], steps=3000, pretrain_s=1.0, pretrain_cpu_s=2.0, versions="v")
+    (workdir / "run.json").write_text(json.dumps(run))
+    monkeypatch.setattr(campaign, "_fresh_workdir", lambda workdir, digest: None)
+    record = campaign.run_cell(grid, cell, str(tmp_path / "work"))
+    pt = config.evals.probe_table
+    ours = probe_and_knn(
+        train, test, **probe_args(pt), knn_k=pt.knn_k, knn_temperature=pt.knn_temperature
+    )
+    assert record["probe_top1"] == round(float(ours["top1"]), 6)
+    assert record["knn_top1"] == round(float(ours["knn_top1"]), 6)
+    assert record["official_commit"] == checkouts.CHECKOUTS["moco"].commit
+    assert record["shim_hash"] == checkouts.shim_hash("moco")
+    assert record["probe_protocol"] == campaign.grid_protocol(grid)
+    assert record["loss_curve"] == [[20, 7.0]] and record["feature_dim"] == 16
+    path = campaign.write_cell(str(tmp_path / "cells"), cell, record)
+    assert json.load(open(path))["official_repo"] == "facebookresearch/moco"
