@@ -653,6 +653,58 @@ trained to convergence, not what a row should show.
 """
 
 
+DISPLAY_NAMES = {
+    "mocov2": "MoCo v2",
+    "scce": "SCE",
+    "ressl": "ReSSL",
+    "jcl": "JCL",
+    "ir": "IR",
+    "interclr": "InterCLR",
+    "iring": "IRing",
+    "mocoring": "MoCoRing",
+    "random_init": "random init",
+    "raw_pixels": "raw pixels",
+}
+
+
+def glance_table(grid: grids.Grid, section_key: str, results_dir: str = RESULTS_DIR) -> list[str]:
+    """The README's "Results at a glance": one section's rows (mean ± std over the seeds) in two
+    side-by-side columns, the best method's probe and kNN in bold; only cells of the grid's
+    protocol (as the page)."""
+    expected = grid_protocol(grid)
+    done = {
+        n: r
+        for n, r in read_cells(results_dir, grid).items()
+        if r.get("probe_protocol") == expected
+    }
+    section = grids.section(grid, section_key)
+    rows = _rows(grid, section, done)
+    keys = [m for m, _ in section.methods if rows.get(m)]
+    best = {
+        k: max(keys, key=lambda m: mean_std([r[k] for r in rows[m]])[0])
+        for k in ("probe_top1", "knn_top1")
+    }
+
+    def cell(method: str, key: str) -> str:
+        values = [r[key] for r in rows[method]]
+        text = (
+            f"{100 * values[0]:.2f}"
+            if len(values) == 1
+            else "{:.2f} ± {:.2f}".format(*mean_std(values))
+        )
+        return f"**{text}**" if best.get(key) == method else text
+
+    entries = [
+        f"{DISPLAY_NAMES.get(m, m)} | {cell(m, 'probe_top1')} | {cell(m, 'knn_top1')}"
+        for m in [*keys, "random_init", "raw_pixels"]
+        if rows.get(m)
+    ]
+    half = (len(entries) + 1) // 2
+    left, right = entries[:half], entries[half:] + [" | | "] * (2 * half - len(entries))
+    lines = ["| encoder | probe | kNN | | encoder | probe | kNN |", "|---|---|---|---|---|---|---|"]
+    return lines + [f"| {a} | | {b} |" for a, b in zip(left, right, strict=True)]
+
+
 def write_page(path: str, results_dir: str = RESULTS_DIR, names=grids.PAGE_GRIDS) -> None:
     page_dir = os.path.dirname(os.path.abspath(path))
     out = [PAGE_HEADER.format(date=time.strftime("%Y-%m-%d"))]
@@ -680,6 +732,11 @@ def main(argv=None) -> None:
     )
     parser.add_argument("--page", metavar="PATH", help="write the results page from the cells")
     parser.add_argument(
+        "--glance",
+        metavar="GRID.SECTION",
+        help="print the README's results-at-a-glance table of one section (cpu600.fashion_mnist)",
+    )
+    parser.add_argument(
         "--results-dir", default=RESULTS_DIR, help="where the cells' JSON files are"
     )
     parser.add_argument("--work-root", default=WORK_ROOT, help="the runs' checkpoints")
@@ -705,8 +762,11 @@ def main(argv=None) -> None:
         )
     if args.page:
         write_page(args.page, args.results_dir)
-    if not (args.grid or args.page):
-        parser.error("give --grid (with --list to list it) and/or --page")
+    if args.glance:
+        grid_name, _, section_key = args.glance.partition(".")
+        print("\n".join(glance_table(grids.GRIDS[grid_name], section_key, args.results_dir)))
+    if not (args.grid or args.page or args.glance):
+        parser.error("give --grid (with --list to list it), --page and/or --glance")
 
 
 if __name__ == "__main__":

@@ -381,3 +381,11 @@ def test_help_says_a_whole_sentence_and_every_option():
     for flag in ("--grid", "--redo", "--results-dir", "--page", "--minutes"):
         entry = options.split(flag, 1)[1].split("\n  --")[0]
         assert len(entry.split()) > 2, (flag, entry)  # more than the metavar: a help text
+
+
+def test_the_readme_glance_table_is_the_one_the_cells_give():
+    """The README's "Results at a glance" is `--glance=cpu600.fashion_mnist` of the committed
+    cells (only cells of the grid's protocol), not a table typed by hand."""
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    table = "\n".join(campaign.glance_table(grids.CPU600, "fashion_mnist"))
+    assert table in readme

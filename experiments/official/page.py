@@ -1,0 +1,163 @@
+"""docs/experiments/official.md: each method's official code beside ours at one budget, from the
+cells of an `official_*` grid and of the grid it mirrors, with the shim table and the loss curves.
+
+    python experiments/official/page.py            # after campaign.py --grid=official_cpu_long
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, ROOT)
+
+import numpy as np  # noqa: E402
+
+from experiments import campaign, grids  # noqa: E402
+from experiments.official import checkouts, harness  # noqa: E402
+
+PAGE = os.path.join(ROOT, "docs", "experiments", "official.md")
+PAIRS = (("official_cpu_long", "cpu_long"),)  # (official grid, the grid of ours it mirrors)
+
+
+def same_or_differs(official: list[float], ours: list[float]) -> str:
+    """'same within the seeds' spread' when the gap of the means is within the sum of the two
+    sample stds, else 'differs by X points'; 'not judged' on fewer than 2 seeds a side."""
+    if min(len(official), len(ours)) < 2:
+        return "not judged yet (fewer than 2 seeds a side)"
+    (mo, so), (mu, su) = campaign.mean_std(official), campaign.mean_std(ours)
+    if abs(mo - mu) <= so + su:
+        return f"same within the seeds' spread (official {mo:.2f} ± {so:.2f}, ours {mu:.2f} ± {su:.2f})"
+    return (
+        f"differs by {mo - mu:+.2f} points (official {mo:.2f} ± {so:.2f}, ours {mu:.2f} ± {su:.2f})"
+    )
+
+
+def loss_figure(method: str, official: list[dict], ours: list[dict], path: str) -> bool:
+    curves = [(r["loss_curve"], "official", "C1") for r in official if r.get("loss_curve")]
+    curves += [(r["loss_curve"], "ours", "C0") for r in ours if r.get("loss_curve")]
+    if not curves:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    labelled = set()
+    for curve, side, colour in curves:
+        steps, values = np.array(curve).T
+        label = None if side in labelled else side
+        labelled.add(side)
+        ax.plot(steps, values, color=colour, alpha=0.7, lw=1, label=label)
+    ax.set(
+        xlabel="step", ylabel="training loss (InfoNCE)", title=f"{method}: every seed, both sides"
+    )
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def method_rows(official_grid: grids.Grid, ours_grid: grids.Grid) -> list[str]:
+    found = campaign.read_cells(campaign.RESULTS_DIR, official_grid)
+    mine = campaign.read_cells(campaign.RESULTS_DIR, ours_grid)
+    out = []
+    for section in official_grid.sections:
+        for method, _ in section.methods:
+            official = [
+                r for r in found.values() if (r["section"], r["method"]) == (section.key, method)
+            ]
+            ours = [
+                r for r in mine.values() if (r["section"], r["method"]) == (section.key, method)
+            ]
+            checkout = checkouts.CHECKOUTS[harness.METHODS[method][0]]
+            out += [
+                f"### {method} ({section.key})",
+                "",
+                f"Official: `{checkout.repo}` @ `{checkout.commit[:8]}`, shims `{checkouts.shim_hash(checkout.name)}`.",
+                "",
+                "| side | linear probe top-1 (%) | kNN top-1 (%) | seeds | pretraining CPU min (median) |",
+                "|---|---|---|---|---|",
+            ]
+            for side, records in (("official", official), ("ours", ours)):
+                if not records:
+                    out.append(f"| {side} | – | – | 0 | – |")
+                    continue
+                cpu = [r.get("pretrain_cpu_s") for r in records if r.get("pretrain_cpu_s")]
+                minutes = f"{np.median(cpu) / 60:.1f}" if cpu else "not recorded"
+                out.append(
+                    f"| {side} | {campaign.summary([r['probe_top1'] for r in records])} "
+                    f"| {campaign.summary([r['knn_top1'] for r in records])} | {len(records)} | {minutes} |"
+                )
+            out += [
+                "",
+                f"- probe: {same_or_differs([r['probe_top1'] for r in official], [r['probe_top1'] for r in ours])}",
+                f"- kNN: {same_or_differs([r['knn_top1'] for r in official], [r['knn_top1'] for r in ours])}",
+            ]
+            figure = os.path.join(ROOT, "docs", "experiments", f"official_{method}_loss.png")
+            if loss_figure(method, official, ours, figure):
+                out += ["", f"![loss curves]({os.path.basename(figure)})"]
+            out.append("")
+    return out
+
+
+HEADER = """# The official implementations beside ours
+
+Each method's authors' code, trained on the same data at the same budget with the same network and
+recipe as our cell of the same method, and scored by the same probe and kNN (our
+`evaluators.probe_and_knn` on the query encoder's pooled last stage, all 60k / 10k Fashion-MNIST
+images). Made by `python experiments/official/page.py` on {date} from the cells of
+[`docs/results/official_cpu_long/`](../results/official_cpu_long/) and `docs/results/cpu_long/`.
+
+```bash
+# once: the official checkout outside this repository and its own venv
+git clone https://github.com/facebookresearch/moco ../official/moco && git -C ../official/moco checkout 78b69caf
+python3 -m venv ../official_venv
+../official_venv/bin/pip install -r experiments/official/requirements-official.txt
+../official_venv/bin/pip install --no-deps torchvision==0.28.0
+nice -n 19 python experiments/campaign.py --grid=official_cpu_long   # 3 seeds a method
+python experiments/official/page.py
+```
+
+A verdict is *same within the seeds' spread* when the gap of the means is within the sum of the two
+sample stds, else *differs by X points*. The budget is `cpu_long`'s: ResNet-18 width 1/2 with the
+ImageNet stem on 28-px grey images, batch 64, 3,000 steps of SGD at lr 0.06 (cosine), the first
+10,000 training images.
+"""
+
+
+def shim_table(name: str) -> list[str]:
+    rows = ["| official code | what it does there | what runs here instead |", "|---|---|---|"]
+    rows += [
+        f"| `{where}` | {what} | {instead} |" for where, what, instead in checkouts.SHIMS[name]
+    ]
+    return rows
+
+
+def write(path: str = PAGE) -> None:
+    out = [HEADER.format(date=time.strftime("%Y-%m-%d"))]
+    for official_name, ours_name in PAIRS:
+        out += [f"## `{official_name}` beside `{ours_name}`", ""]
+        out += method_rows(grids.GRIDS[official_name], grids.GRIDS[ours_name])
+    out += ["## The shims", ""]
+    for name, checkout in checkouts.CHECKOUTS.items():
+        out += [
+            f"### {checkout.repo} @ `{checkout.commit[:8]}` (shims `{checkouts.shim_hash(name)}`)",
+            "",
+            "Everything not listed (the loss, the queue update, the EMA, the optimiser step and the "
+            "order the trainer calls them in) is the official function.",
+            "",
+        ]
+        out += shim_table(name) + [""]
+    with open(path, "w") as f:
+        f.write("\n".join(out).rstrip() + "\n")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    write()

@@ -1,0 +1,168 @@
+"""docs/experiments/cpu_speedrun.md: the `cpu_speedrun` grid as a curve, probe and kNN top-1 against
+the CPU minutes of pretraining, one point per recipe (mean over its seeds), with each recipe's
+command and the fastest recipe that reaches each threshold (raw pixels, pixels + 2, pixels + 4 on
+the probe; pixels on kNN).
+
+    python experiments/speedrun_page.py        # after campaign.py --grid=cpu_speedrun
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+import numpy as np  # noqa: E402
+
+from experiments import campaign, grids  # noqa: E402
+
+PAGE = os.path.join(ROOT, "docs", "experiments", "cpu_speedrun.md")
+FIGURE = os.path.join(ROOT, "docs", "experiments", "cpu_speedrun.png")
+
+
+def recipes(grid: grids.Grid, section: grids.Section, done: dict) -> list[dict]:
+    """One entry per trained recipe with cells: its name, command, seeds' probe / kNN and the
+    median CPU minutes of its pretraining."""
+    rows = campaign._rows(grid, section, done)
+    out = []
+    for method, spec in section.methods:
+        records = rows.get(method, [])
+        if not records:
+            continue
+        cpu = [r["pretrain_cpu_s"] for r in records if r.get("pretrain_cpu_s")]
+        _, path, own = campaign.compare_methods.parse_entry(spec)
+        sets = [*grid.sets, *section.sets, *own]
+        out.append(
+            dict(
+                method=method,
+                command=f"python -m ssl_jax.main --config={path} "
+                + " ".join(f"--config.{s}" for s in sets),
+                probe=[r["probe_top1"] for r in records],
+                knn=[r["knn_top1"] for r in records],
+                cpu_min=float(np.median(cpu)) / 60 if cpu else None,
+                random=section.random_init_row(method),
+            )
+        )
+    return out
+
+
+def fastest(entries: list[dict], key: str, level: float) -> str:
+    reached = [e for e in entries if e["cpu_min"] and np.mean(e[key]) > level]
+    if not reached:
+        return "none yet"
+    best = min(reached, key=lambda e: e["cpu_min"])
+    return f"`{best['method']}` ({best['cpu_min']:.1f} CPU min, {100 * np.mean(best[key]):.2f})"
+
+
+def figure(entries: list[dict], pixels: dict, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for ax, key, label in ((axes[0], "probe", "linear probe"), (axes[1], "knn", "kNN")):
+        for e in entries:
+            if e["cpu_min"] is None:
+                continue
+            values = 100 * np.array(e[key])
+            ax.errorbar(
+                e["cpu_min"],
+                values.mean(),
+                yerr=values.std(ddof=1) if len(values) > 1 else 0,
+                fmt="o",
+                capsize=3,
+            )
+            ax.annotate(
+                e["method"],
+                (e["cpu_min"], values.mean()),
+                fontsize=7,
+                xytext=(4, 2),
+                textcoords="offset points",
+            )
+        if pixels.get(key) is not None:
+            ax.axhline(100 * pixels[key], color="grey", ls="--", label="raw pixels")
+        ax.set(xlabel="CPU minutes of pretraining (median over seeds)", ylabel=f"{label} top-1 (%)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle("cpu_speedrun: Fashion-MNIST, all 60k images, pooled last stage", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write(path: str = PAGE) -> None:
+    grid = grids.CPU_SPEEDRUN
+    expected = campaign.grid_protocol(grid)
+    done = {
+        n: r
+        for n, r in campaign.read_cells(campaign.RESULTS_DIR, grid).items()
+        if r.get("probe_protocol") == expected
+    }
+    section = grid.sections[0]
+    rows = campaign._rows(grid, section, done)
+    entries = recipes(grid, section, done)
+    raw = rows.get("raw_pixels", [])
+    pixels = {"probe": raw[0]["probe_top1"], "knn": raw[0]["knn_top1"]} if raw else {}
+    out = [
+        "# The CPU speedrun: the least CPU time in which an encoder beats raw pixels",
+        "",
+        f"Made by `python experiments/speedrun_page.py` on {time.strftime('%Y-%m-%d')} from the cells "
+        "of grid `cpu_speedrun` (its table in [results.md](../results.md)). "
+        f"Every cell pretrains on all 60,000 Fashion-MNIST training images and is scored on all 60k / "
+        f"10k by `{expected}` on the pooled last stage (the papers' protocol). CPU minutes: user + "
+        "system time of the pretraining process (every thread), the median over the recipe's seeds; "
+        "the cells ran at low priority beside other work.",
+        "",
+        "| recipe | CPU min | probe top-1 (%) | kNN top-1 (%) | seeds | its random init (probe / kNN) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for e in entries:
+        base = rows.get(e["random"], [])
+        base_text = (
+            f"{campaign.summary([r['probe_top1'] for r in base])} / "
+            f"{campaign.summary([r['knn_top1'] for r in base])}"
+            if base
+            else "–"
+        )
+        minutes = "–" if e["cpu_min"] is None else f"{e['cpu_min']:.1f}"
+        out.append(
+            f"| `{e['method']}` | {minutes} | {campaign.summary(e['probe'])} "
+            f"| {campaign.summary(e['knn'])} | {len(e['probe'])} | {base_text} |"
+        )
+    if pixels:
+        out.append(
+            f"| raw pixels | – | {100 * pixels['probe']:.2f} | {100 * pixels['knn']:.2f} | – | – |"
+        )
+        out += [
+            "",
+            "The fastest recipe over each threshold (mean over its seeds):",
+            "",
+            f"- probe > pixels ({100 * pixels['probe']:.2f}): {fastest(entries, 'probe', pixels['probe'])}",
+            f"- probe > pixels + 2: {fastest(entries, 'probe', pixels['probe'] + 0.02)}",
+            f"- probe > pixels + 4: {fastest(entries, 'probe', pixels['probe'] + 0.04)}",
+            f"- kNN > pixels ({100 * pixels['knn']:.2f}): {fastest(entries, 'knn', pixels['knn'])}",
+        ]
+    if entries:
+        figure(entries, pixels, FIGURE)
+        out += ["", f"![probe and kNN against CPU minutes]({os.path.basename(FIGURE)})"]
+    missing = [c.name for c in grids.cells(grid) if c.name not in done]
+    out += ["", "## Each recipe's command", ""]
+    out += [f"- `{e['method']}`: `{e['command']}`" for e in entries] or [
+        "No recipe has a cell yet."
+    ]
+    if missing:
+        out += [
+            "",
+            f"Cells not run yet ({len(missing)}): " + ", ".join(f"`{m}`" for m in missing) + ".",
+        ]
+    with open(path, "w") as f:
+        f.write("\n".join(out).rstrip() + "\n")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    write()
