@@ -3,6 +3,8 @@
 import functools
 import glob
 import os
+import subprocess
+import sys
 
 import jax
 import ml_collections
@@ -213,3 +215,20 @@ def config_files_by_method() -> dict[str, list[str]]:
     for name, config in runlocal_configs().items():
         out.setdefault(config.method, []).append(name)
     return out
+
+
+def run_main(*args: str, devices: int | None = None, timeout: int = 300):
+    """`python -m ssl_jax.main ARGS` to completion in the repository root, stdout and stderr
+    apart; `devices`: simulated CPU devices (None: one, as a user's run)."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    env.pop("XLA_FLAGS", None)
+    if devices:
+        env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+    return subprocess.run(
+        [sys.executable, "-m", "ssl_jax.main", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

@@ -9,6 +9,8 @@ import time
 
 import pytest
 
+from tests.helpers import run_main
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -162,18 +164,8 @@ def test_default_job_prints_the_probe_table(tmp_path):
 
 
 def _run_main(*args):
-    """`python -m ssl_jax.main ARGS` to completion, stdout and stderr apart."""
-    env = dict(
-        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", TF_CPP_MIN_LOG_LEVEL="2"
-    )
-    return subprocess.run(
-        [sys.executable, "-m", "ssl_jax.main", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    """`python -m ssl_jax.main ARGS` on 2 simulated devices, stdout and stderr apart."""
+    return run_main(*args, devices=2)
 
 
 def _error_lines(stderr: str) -> list[str]:

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import io
 import os
-import subprocess
-import sys
 import tarfile
 import time
 
@@ -23,6 +21,7 @@ import pytest
 from PIL import Image
 
 from ssl_jax.data import datasets
+from tests.helpers import run_main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SYNSETS = ("n01440764", "n01443537", "n01484850")  # the first three of ImageNet's 1,000 classes
@@ -61,17 +60,8 @@ def make_imagenet_archives(folder: str, seed: int = 0) -> str:
     return folder
 
 
-def _run_main(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env.pop("XLA_FLAGS", None)  # one CPU device, as a user's run
-    return subprocess.run(
-        [sys.executable, "-m", "ssl_jax.main", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+def _run_main(*args: str, timeout: int = 300):
+    return run_main(*args, timeout=timeout)
 
 
 TWO_SMALL_STEPS = (
