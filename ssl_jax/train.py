@@ -12,6 +12,7 @@ import functools
 import itertools
 import math
 import os
+import shutil
 import signal
 import time
 
@@ -507,47 +508,53 @@ def train_and_evaluate(
     """
     exp = build_experiment(config)
     datasets.prepare(config.data)  # data that cannot be had ends here, before the workdir exists
+    fresh_workdir = not os.path.isdir(workdir)
     os.makedirs(workdir, exist_ok=True)
-    checkpoint.check_same_model(workdir, config)
-    ckpt = checkpoint.Checkpointer(workdir, keep=config.keep_checkpoints)
-    # A resumed run starts from its newest intact checkpoint (restoring compiles nothing), and its
-    # data from that step.
-    state = init_or_restore(exp, ckpt) if ckpt.latest_step() is not None else None
-    resume_step = 0 if state is None else int(jax.device_get(state.step))
-    if state is not None:
-        say_config_changes(exp, workdir, resume_step)
-    # The data comes first: a missing or corrupt dataset is reported before anything compiles.
-    table = None
-    if exp.pipeline == "device":  # the split in device memory; the host sends indices
-        table = device_pipeline.load(config, exp.mesh)
-        print(
-            f"{config.data.name}/{config.data.train_split}: {table.num_examples} images "
-            f"{tuple(table.images.shape[1:])} in device memory "
-            f"({table.images.nbytes / 2**20:.1f} MiB per device); the recipes run in the step",
-            flush=True,
-        )
-        data = device_pipeline.index_batches(
-            config,
-            table.labels,
-            start_step=resume_step,
-            process_index=jax.process_index(),
-            process_count=jax.process_count(),
-        )
-    else:
-        data = pipeline.train_iterator(
-            config,
-            start_step=resume_step,
-            process_index=jax.process_index(),
-            process_count=jax.process_count(),
-        )
-    first_batch = next(data)
-    # evaluator config errors come before anything compiles
-    evaluators = build_evaluators(config, eval_context(exp, workdir))
-    if state is None:
-        with progress.phase(f"initialising {config.method}'s state"):  # a bank embeds the split
-            state = prepare_fresh_state(exp, init_or_restore(exp, None))
-    if jax.process_index() == 0:
-        checkpoint.write_config(workdir, config)
+    try:  # up to the first step: an error here leaves no folder behind in a new workdir
+        checkpoint.check_same_model(workdir, config)
+        ckpt = checkpoint.Checkpointer(workdir, keep=config.keep_checkpoints)
+        # A resumed run starts from its newest intact checkpoint (restoring compiles nothing), and its
+        # data from that step.
+        state = init_or_restore(exp, ckpt) if ckpt.latest_step() is not None else None
+        resume_step = 0 if state is None else int(jax.device_get(state.step))
+        if state is not None:
+            say_config_changes(exp, workdir, resume_step)
+        # The data comes first: a missing or corrupt dataset is reported before anything compiles.
+        table = None
+        if exp.pipeline == "device":  # the split in device memory; the host sends indices
+            table = device_pipeline.load(config, exp.mesh)
+            print(
+                f"{config.data.name}/{config.data.train_split}: {table.num_examples} images "
+                f"{tuple(table.images.shape[1:])} in device memory "
+                f"({table.images.nbytes / 2**20:.1f} MiB per device); the recipes run in the step",
+                flush=True,
+            )
+            data = device_pipeline.index_batches(
+                config,
+                table.labels,
+                start_step=resume_step,
+                process_index=jax.process_index(),
+                process_count=jax.process_count(),
+            )
+        else:
+            data = pipeline.train_iterator(
+                config,
+                start_step=resume_step,
+                process_index=jax.process_index(),
+                process_count=jax.process_count(),
+            )
+        first_batch = next(data)
+        # evaluator config errors come before anything compiles
+        evaluators = build_evaluators(config, eval_context(exp, workdir))
+        if state is None:
+            with progress.phase(f"initialising {config.method}'s state"):  # a bank embeds the split
+                state = prepare_fresh_state(exp, init_or_restore(exp, None))
+        if jax.process_index() == 0:
+            checkpoint.write_config(workdir, config)
+    except BaseException:
+        if fresh_workdir:  # nothing of value in it yet: no step has run
+            shutil.rmtree(workdir, ignore_errors=True)
+        raise
     writer = create_writer(workdir)
     start_step = int(jax.device_get(state.step))
     total = exp.ctx.total_steps

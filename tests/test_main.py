@@ -230,3 +230,27 @@ def test_a_negative_learning_rate_is_rejected_before_the_data_is_read(tmp_path):
     lines = _error_lines(result.stderr)
     # the message is optim.check_config's (its owner words it); one line naming the key
     assert len(lines) == 1 and lines[0].startswith("error: config.optim.base_lr=-1"), result.stderr
+
+
+@pytest.mark.slow
+def test_an_image_folder_without_a_test_folder(tmp_path):
+    """Evaluators off: the run trains (no eval split is read). Evaluators on: one error line that
+    names the split's config key, and no workdir left behind."""
+    from tests.helpers import write_png_folder
+
+    images = tmp_path / "images"
+    write_png_folder(str(images), classes=2, per_class=40)
+    common = [
+        "--config=configs/mocov2_cifar10.py:runlocal",
+        "--config.data.name=image_folder",
+        f"--config.data.data_dir={images}",
+    ]
+    off = ["--config.evals.knn.every_steps=-1", "--config.evals.probe_table.every_steps=-1"]
+    result = run_main(*common, *off, f"--workdir={tmp_path / 'off'}")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "step 6/6" in result.stdout and "(the first 80 training images)" in result.stdout
+    result = run_main(*common, f"--workdir={tmp_path / 'on'}")
+    lines = _error_lines(result.stderr)
+    assert result.returncode == 2 and len(lines) == 1, result.stderr[-2000:]
+    assert "no folder" in lines[0] and "config.data" in lines[0] and "eval_test_split" in lines[0]
+    assert not (tmp_path / "on").exists()

@@ -556,7 +556,10 @@ def _folder_for_split(data_config: Any, split: str) -> str:
         return root
     raise DataError(
         f"image_folder split {split!r}: no folder {sub!r}. Split 'train' is data_dir (or "
-        "data_dir/train when it exists); any other split must be a sub-folder of data_dir."
+        "data_dir/train when it exists); any other split must be a sub-folder of data_dir. The "
+        "splits are named by config.data.train_split, .eval_train_split and .eval_test_split (the "
+        "evaluators' images: set it to an existing folder, e.g. 'train', or turn the evaluators "
+        "off with --config.evals.<name>.every_steps=-1)."
     )
 
 

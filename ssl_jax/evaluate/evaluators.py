@@ -443,6 +443,8 @@ def build_evaluators(config: ml_collections.ConfigDict, ctx: EvalContext) -> lis
     evaluators = []
     for name, entry in (config.get("evals") or {}).items():
         cls, kwargs = eval_entry(name, entry)
+        if kwargs.get("every_steps", 0) == -1:  # off: its data is not touched
+            continue
         if cls in _NEEDS_LABELS and not all(
             datasets.has_labels(config.data, split)
             for split in (config.data.eval_train_split, config.data.eval_test_split)
