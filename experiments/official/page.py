@@ -112,7 +112,7 @@ Each method's authors' code, trained on the same data at the same budget with th
 recipe as our cell of the same method, and scored by the same probe and kNN (our
 `evaluators.probe_and_knn` on the query encoder's pooled last stage, all 60k / 10k Fashion-MNIST
 images). Made by `python experiments/official/page.py` on {date} from the cells of
-[`docs/results/official_cpu_long/`](../results/official_cpu_long/) and `docs/results/cpu_long/`.
+grids `official_cpu_long` and `cpu_long` in [`docs/results/`](../results/).
 
 ```bash
 # once: the official checkout outside this repository and its own venv
