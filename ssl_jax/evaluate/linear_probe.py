@@ -456,6 +456,29 @@ def _cache(inputs, key: str, *, mesh, batch_size: int, limit: int):
         )
 
 
+# An epoch's mean cross-entropy above this many times chance level (ln C) means the head diverges.
+DIVERGED_FACTOR = 3.0
+
+
+def divergence_warning(loss: float, num_classes: int, lr: float, preset: str) -> str | None:
+    """The line a probe job prints when its training loss has left chance level far behind
+    upwards (or is not finite): the head diverges, and what to change; None otherwise."""
+    chance = math.log(num_classes)
+    if math.isfinite(loss) and loss <= DIVERGED_FACTOR * chance:
+        return None
+    return (
+        f"warning: the probe's loss {loss:.1f} is above {DIVERGED_FACTOR:g} × chance level "
+        f"(ln {num_classes} = {chance:.2f}): the head diverges at lr {lr:g}"
+        + (
+            " (preset 'moco' is MoCo's ImageNet ResNet-50 protocol, lr 30)"
+            if preset == "moco"
+            else ""
+        )
+        + "; for a small encoder or data set use the ':fast' preset, or a smaller "
+        "--config.probe.optim.base_lr"
+    )
+
+
 def run_sgd(inputs, probe, *, mesh, writer=None, log=print) -> dict:
     """Protocol 'sgd'. Returns `{'top1', 'top5', 'count', 'kernel', 'bias', 'steps'}`."""
     config = inputs.config
@@ -482,10 +505,15 @@ def run_sgd(inputs, probe, *, mesh, writer=None, log=print) -> dict:
         epochs = _images_epochs(trainer, inputs, probe, mesh)
     num_epochs = math.ceil(trainer.total / trainer.spe)
     every = max(1, int(probe.eval_every_epochs))
-    result = {}
+    result, warned = {}, False
     t0 = time.time()
+    num_classes = int(trainer.head["kernel"].shape[-1])
     for epoch, loss in enumerate(epochs, start=1):
         lr = float(trainer.lr(trainer.step - 1))
+        warning = divergence_warning(float(loss), num_classes, lr, probe.get("preset", ""))
+        if warning and not warned:
+            log(warning)
+            warned = True
         scalars = {"probe/train_loss": loss, "probe/lr": lr}
         line = f"probe epoch {epoch}/{num_epochs} | loss {loss:.4f} | lr {lr:.4g}"
         if epoch % every == 0 or epoch == num_epochs:
@@ -498,6 +526,7 @@ def run_sgd(inputs, probe, *, mesh, writer=None, log=print) -> dict:
     head = jax.device_get(trainer.head)
     return {
         **result,
+        "diverged": warned,
         "kernel": np.asarray(head["kernel"]),
         "bias": np.asarray(head["bias"]),
         "steps": trainer.step,

@@ -165,3 +165,17 @@ def test_lbfgs_probe_is_sklearns_logistic_regression_on_correlated_features():
     probs /= probs.sum(1, keepdims=True)
     np.testing.assert_allclose(probs, ref.predict_proba((x[n:] - mean) / std), atol=2e-3)
     assert r["top1"] == pytest.approx(ref.score((x[n:] - mean) / std, y[n:]), abs=2 / 400)
+
+
+def test_a_diverging_probe_says_so_and_what_to_change():
+    """Chance level of 10 classes is ln 10 = 2.30: MoCo's lr-30 preset on a small encoder gave
+    losses of 575 -> 900 in silence; a loss far above chance (or not finite) is one warning line
+    naming the lr, the preset and the way out."""
+    from ssl_jax.evaluate import linear_probe
+
+    assert linear_probe.divergence_warning(2.2, 10, 30.0, "moco") is None
+    assert linear_probe.divergence_warning(6.8, 10, 30.0, "moco") is None  # 2.95 × chance
+    line = linear_probe.divergence_warning(574.8, 10, 30.0, "moco")
+    assert line.startswith("warning: the probe's loss 574.8 is above 3 × chance level")
+    assert "lr 30" in line and "preset 'moco'" in line and "':fast'" in line
+    assert "preset 'moco'" not in linear_probe.divergence_warning(float("nan"), 10, 0.1, "sce")
