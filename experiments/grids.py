@@ -86,22 +86,22 @@ class Cell:
 
 
 def cells(grid: Grid) -> list[Cell]:
-    """The grid's cells in run order: per section, the baselines (cheap, and what every row is
-    read against), then seed by seed every method (a partly run grid has every method at seed 0
-    first; within one process later seeds reuse the compiled step from the persistent cache)."""
+    """The grid's cells in run order: per section, the raw pixels, then seed by seed the
+    random-init baselines (cheap, and what every row is read against) and every method, so that a
+    partly run grid has every row at seed 0 first (within one process later seeds reuse the
+    compiled step from the persistent cache)."""
     out = []
     for section in grid.sections:
         first_spec = section.methods[0][1]
         specs = dict(section.methods)
         if grid.baselines:
             out.append(Cell(grid.name, section.key, "raw_pixels", "raw", first_spec, None))
-            for seed in grid.seeds:
+        for seed in grid.seeds:
+            if grid.baselines:
                 out.append(Cell(grid.name, section.key, "random_init", "random", first_spec, seed))
-            for owner, _ in section.own_random_init:
-                for seed in grid.seeds:
+                for owner, _ in section.own_random_init:
                     name = f"random_init_{owner}"
                     out.append(Cell(grid.name, section.key, name, "random", specs[owner], seed))
-        for seed in grid.seeds:
             for method, spec in section.methods:
                 out.append(Cell(grid.name, section.key, method, "train", spec, seed))
     return out
