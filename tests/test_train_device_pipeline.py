@@ -59,28 +59,34 @@ def _run_steps(config, devices, steps=3):
     batches = device_pipeline.index_batches(config, table.labels)
     state = train.prepare_fresh_state(exp, train.init_or_restore(exp, None))
     step = train.jit_train_step(exp, state)
-    losses = []
+    losses, first_params = [], None
     for _ in range(steps):
         batch = {**sharding.host_to_global(next(batches), mesh), "images": table.images}
         state, metrics = step(state, batch)
         losses.append(float(metrics["train/loss"]))
-    return state, losses
+        first_params = jax.device_get(state.params) if first_params is None else first_params
+    return state, losses, first_params
 
 
 @pytest.mark.parametrize("method", ["mocov2", "ir"])
 def test_one_vs_eight_devices(method):
-    """The same global batch, views and losses on 1 and 8 devices: losses at `test_train`'s
-    synthetic-batch tolerance; parameters after 3 steps at atol 1e-4 (IR's differ by up to 2.9e-5
-    here, 2e-5 with synthetic views: a view pixel may round the other way on 8 devices, where the
-    resize products run on 1/8 of the batch)."""
+    """The same global batch, views and losses on 1 and 8 devices: losses of 3 steps at
+    `test_train`'s synthetic-batch tolerance (the queue or bank written at one step is read at the
+    next); parameters after the first step at atol 1e-5. Not after the third: on 2026-11-27 (jax
+    0.10, this CPU) MoCo v2's first-step parameters agree to 3e-7, and the tiny model's BN over
+    groups of 4 keys amplifies that rounding to 2e-4 after step 2 and 9e-4 after step 3 while the
+    losses still agree to 3e-6 (relative), so a later-step parameter check measures the chaos of
+    float rounding, not the sharding (the earlier check passed on other machines at atol 1e-4).
+    IR: a view pixel may round the other way on 8 devices, where the resize products run on 1/8
+    of the batch."""
     assert jax.device_count() == 8
     config = _device_config(method)
     config.optim.base_lr = 0.01
-    state1, losses1 = _run_steps(config, jax.devices()[:1])
-    state8, losses8 = _run_steps(config, jax.devices())
+    _, losses1, first1 = _run_steps(config, jax.devices()[:1])
+    _, losses8, first8 = _run_steps(config, jax.devices())
     np.testing.assert_allclose(losses1, losses8, rtol=2e-4, atol=1e-5)
-    for a, b in zip(jax.tree.leaves(state1.params), jax.tree.leaves(state8.params)):
-        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-3, atol=1e-4)
+    for a, b in zip(jax.tree.leaves(first1), jax.tree.leaves(first8)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
     assert len(set(losses1)) == 3  # the batches move on
 
 
@@ -113,5 +119,5 @@ def test_every_small_data_config_trains_with_the_device_pipeline(name, colour_so
     config.evals = type(config.evals)()
     if config.data.name == "color_fashion_mnist":
         config.data.data_dir, config.data.color_fashion_mnist.cache_dir = colour_source
-    _, losses = _run_steps(config, jax.devices()[:1], steps=2)
+    _, losses, _ = _run_steps(config, jax.devices()[:1], steps=2)
     assert all(np.isfinite(losses)) and losses[0] != losses[1]
