@@ -74,11 +74,11 @@ every seed of the other). Two settings differ between the runs, not the code: on
 official code computes the keys' BN over the whole batch of 64 (`moco/builder.py:69-113` has no
 per-GPU groups in one process), ours over two shuffled groups of 32 (`key_bn_group_size=32`), and
 `main_moco.py:372-381` steps the cosine lr once per epoch, ours every step. Ours with either
-official setting (`cpu_long_variants`, seed 0 only, 2026-11-27) closes part of the gap (whole-batch
-key BN 5.93, per-epoch lr 5.99) and stays within the spread on the probe and kNN; the rest of the
-gap (~0.2) is not explained yet. Left to check: the augmentations' implementations (tf.data's
+official setting (`cpu_long_variants`, 2026-11-27: whole-batch key BN at seeds 0 and 1, per-epoch
+lr at seed 0) closes part of the gap (5.86 and 5.99) and stays within the spread on the probe and
+kNN; the rest of the gap (~0.15) is not explained yet. Left to check: the augmentations' implementations (tf.data's
 against torchvision's crop and jitter), the projector's initialisation (torch's `nn.Linear`
-default against flax's), and both settings together, at three seeds. Our pretraining (the variants' cells, which record it) took 5.6-5.8
+default against flax's), and both settings together, at three seeds. Our pretraining (the variants' cells, which record it) took 5.5-5.6
 CPU minutes per run where the official code took 9.7 (both on the 2-core machine, one run after
 the other; ours through XLA, the official through torch 2.13 on CPU).
 """,
