@@ -59,6 +59,14 @@ def cell_path(results_dir: str, cell: grids.Cell) -> str:
     return os.path.join(results_dir, cell.grid, f"{cell.name}.json")
 
 
+def protocol_cells(found: dict[str, dict], grid: grids.Grid) -> tuple[dict, dict]:
+    """(the cells of `found` recorded under the grid's protocol, {name: protocol} of the rest):
+    what the page, the glance table and the studies' pages may show, and what they leave out."""
+    expected = grid_protocol(grid)
+    kept = {n: r for n, r in found.items() if r.get("probe_protocol") == expected}
+    return kept, {n: r.get("probe_protocol") for n, r in found.items() if n not in kept}
+
+
 def read_cells(results_dir: str, grid: grids.Grid) -> dict[str, dict]:
     """{cell name: record} of the grid's finished cells."""
     done = {}
@@ -565,9 +573,7 @@ def grid_page(grid: grids.Grid, found: dict, results_dir: str, page_dir: str) ->
     """The grid's section of the page; only cells recorded under the grid's protocol go into
     its tables (the others are named as left out), and the protocol printed is the cells'."""
     all_cells = grids.cells(grid)
-    expected = grid_protocol(grid)
-    done = {n: r for n, r in found.items() if r.get("probe_protocol") == expected}
-    left_out = {n: r.get("probe_protocol") for n, r in found.items() if n not in done}
+    done, left_out = protocol_cells(found, grid)
     devices = sorted({r["device"] for r in done.values()})
     dates = sorted({r["date"] for r in done.values()})
     commits = sorted({r["commit"] for r in done.values()})
@@ -671,12 +677,7 @@ def glance_table(grid: grids.Grid, section_key: str, results_dir: str = RESULTS_
     """The README's "Results at a glance": one section's rows (mean ± std over the seeds) in two
     side-by-side columns, the best method's probe and kNN in bold; only cells of the grid's
     protocol (as the page)."""
-    expected = grid_protocol(grid)
-    done = {
-        n: r
-        for n, r in read_cells(results_dir, grid).items()
-        if r.get("probe_protocol") == expected
-    }
+    done, _ = protocol_cells(read_cells(results_dir, grid), grid)
     section = grids.section(grid, section_key)
     rows = _rows(grid, section, done)
     keys = [m for m, _ in section.methods if rows.get(m)]

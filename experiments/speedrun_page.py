@@ -97,11 +97,7 @@ def figure(entries: list[dict], pixels: dict, path: str) -> None:
 def write(path: str = PAGE) -> None:
     grid = grids.CPU_SPEEDRUN
     expected = campaign.grid_protocol(grid)
-    done = {
-        n: r
-        for n, r in campaign.read_cells(campaign.RESULTS_DIR, grid).items()
-        if r.get("probe_protocol") == expected
-    }
+    done, _ = campaign.protocol_cells(campaign.read_cells(campaign.RESULTS_DIR, grid), grid)
     section = grid.sections[0]
     rows = campaign._rows(grid, section, done)
     entries = recipes(grid, section, done)

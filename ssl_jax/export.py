@@ -43,7 +43,7 @@ import pickle
 import numpy as np
 
 from ssl_jax.models import BACKBONES
-from ssl_jax.models.resnet import STAGES, base_width
+from ssl_jax.models.resnet import STAGES, STEM_CONVS, base_width
 from ssl_jax.models.torch_names import flax_to_torchvision_state_dict
 
 FORMATS = ("torchvision", "detectron2")
@@ -142,12 +142,11 @@ def detectron2_checkpoint(encoder) -> dict:
 
 # The stems of `models/resnet.py` as torch modules: conv1 (kernel, stride, padding), max-pool or None.
 STEM_LAYERS = {
-    "imagenet": (
-        {"kernel_size": 7, "stride": 2, "padding": 3},
-        {"kernel_size": 3, "stride": 2, "padding": 1},
-    ),
-    "cifar": ({"kernel_size": 3, "stride": 1, "padding": 1}, None),
-    "stride2": ({"kernel_size": 3, "stride": 2, "padding": 1}, None),
+    stem: (
+        dict(zip(("kernel_size", "stride", "padding"), conv, strict=True)),
+        {"kernel_size": 3, "stride": 2, "padding": 1} if stem == "imagenet" else None,
+    )
+    for stem, conv in STEM_CONVS.items()
 }
 # channels of torchvision's stem and first stage
 TORCHVISION_BASE = 64

@@ -35,7 +35,9 @@ STAGES = {
     50: ("bottleneck", (3, 4, 6, 3)),
 }
 EXPANSION = {"basic": 1, "bottleneck": 4}
-STEMS = ("imagenet", "cifar", "stride2")
+# stem -> conv1 (kernel, stride, padding); only 'imagenet' max-pools after it (3/2, padding 1)
+STEM_CONVS = {"imagenet": (7, 2, 3), "cifar": (3, 1, 1), "stride2": (3, 2, 1)}
+STEMS = tuple(STEM_CONVS)
 
 # torch.nn.init.kaiming_normal_(mode="fan_out", nonlinearity="relu"): N(0, 2 / fan_out);
 # jax's "normal" is untruncated ("truncated_normal" is the truncated one).
@@ -164,7 +166,7 @@ class ResNet(nn.Module):
         kind, blocks = STAGES[self.depth]
         base = base_width(self.width)
         x = x.astype(self.dtype)
-        k, s, p = {"imagenet": (7, 2, 3), "cifar": (3, 1, 1), "stride2": (3, 2, 1)}[self.stem]
+        k, s, p = STEM_CONVS[self.stem]
         stem = self.stem_width or base
         x = _conv(stem, k, s, p, self.conv_impl, self.dtype, "conv1")(x)
         x = nn.relu(BatchNorm(dtype=self.dtype, name="bn1")(x, train, bn_groups))
