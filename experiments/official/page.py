@@ -78,9 +78,9 @@ official setting (`cpu_long_variants`, 2026-11-27: whole-batch key BN at seeds 0
 lr at seed 0) closes part of the gap (5.86 and 5.99) and stays within the spread on the probe and
 kNN; the rest of the gap (~0.15) is not explained yet. Left to check: the augmentations' implementations (tf.data's
 against torchvision's crop and jitter), the projector's initialisation (torch's `nn.Linear`
-default against flax's), and both settings together, at three seeds. Our pretraining (the variants' cells, which record it) took 5.5-5.6
-CPU minutes per run where the official code took 9.7 (both on the 2-core machine, one run after
-the other; ours through XLA, the official through torch 2.13 on CPU).
+default against flax's), and both settings together, at three seeds. The cells' CPU minutes (ours 5.5-5.6 in the
+variants' cells, the official 9.7) were measured beside other work on the 2-core machine: they are
+not a speed comparison (that needs a side-by-side run on an idle machine).
 """,
 }
 
