@@ -40,7 +40,8 @@ from ssl_jax.models import head_config  # noqa: E402
 
 
 def get_config(arg=None):
-    a = common.parse_arg(arg)
+    # crop_min: the random resized crops' smallest area fraction, both views (a speedrun lever)
+    a = common.parse_arg(arg, crop_min=0.2)
     c = configs.base_config()
     c.method = "sce"
     c.method_config = ml_collections.ConfigDict(
@@ -66,7 +67,10 @@ def get_config(arg=None):
     c.data.shuffle_buffer = 60_000
     c.data.views = ("weak", "strong")
     c.data.recipes = ml_collections.ConfigDict(
-        {"weak": recipes.weak(28), "strong": recipes.fashion_mnist_default(28)}
+        {
+            "weak": recipes.weak(28, scale=(a.crop_min, 1.0)),
+            "strong": recipes.fashion_mnist_default(28, scale=(a.crop_min, 1.0)),
+        }
     )
 
     c.model.backbone = "resnet18"

@@ -4,6 +4,7 @@ the results page made from the cells.
     python experiments/campaign.py --grid=gpu --minutes=12     # the next cells that fit in 12 min
     python experiments/campaign.py --grid=gpu --list           # every cell and its state
     python experiments/campaign.py --grid=cpu600 --redo=fashion_mnist.mocov2.s0
+    python experiments/campaign.py --grid=cpu600 --only=fashion_mnist.jcl.s1   # these, in this order
     python experiments/campaign.py --page=docs/results.md      # the page, from every grid's cells
 
 A grid (`experiments/grids.py`) is a fixed list of cells at one budget. The runner takes the cells
@@ -322,17 +323,20 @@ def run_grid(
     results_dir: str = RESULTS_DIR,
     work_root: str = WORK_ROOT,
     redo: tuple[str, ...] = (),
+    only: tuple[str, ...] = (),
     data_dir: str = "",
     archive: str = "",
     run=run_cell,
 ) -> list[str]:
-    """Runs the grid's missing cells in order (and `redo`'s) within `minutes`; returns the names
-    of the cells it wrote."""
+    """Runs the grid's missing cells in order (and `redo`'s) within `minutes`, or with `only`
+    just those of the named cells that are missing (and `redo`'s), in the order named; returns the
+    names of the cells it wrote."""
     all_cells = {c.name: c for c in grids.cells(grid)}
     lock = _lock(work_root, grid)  # noqa: F841  (held while this function runs)
-    unknown = [name for name in redo if name not in all_cells]
-    if unknown:
-        raise SystemExit(f"--redo: no cell {unknown} in grid {grid.name} (see --list)")
+    for flag, names in (("--redo", redo), ("--only", only)):
+        unknown = [name for name in names if name not in all_cells]
+        if unknown:
+            raise SystemExit(f"{flag}: no cell {unknown} in grid {grid.name} (see --list)")
     for name in redo:
         path = cell_path(results_dir, all_cells[name])
         if os.path.exists(path):
@@ -344,7 +348,10 @@ def run_grid(
     stale = [n for n, r in done.items() if r.get("probe_protocol") != expected]
     for name in stale:  # not a result of this grid: run again (the file is replaced when done)
         print(f"  {name}: recorded under {done.pop(name).get('probe_protocol')!r}, runs again")
-    todo = [c for c in all_cells.values() if c.name not in done]
+    order = (
+        [all_cells[name] for name in dict.fromkeys([*only, *redo])] if only else all_cells.values()
+    )
+    todo = [c for c in order if c.name not in done]
     print(
         f"grid {grid.name}: {len(done)} of {len(all_cells)} cells done, {len(todo)} to run on "
         f"{device}" + ("" if minutes is None else f" within {minutes:g} min"),
@@ -731,6 +738,13 @@ def main(argv=None) -> None:
         metavar="CELL",
         help="run this cell again (repeatable)",
     )
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="CELL",
+        help="run only these missing cells, in the order given (repeatable)",
+    )
     parser.add_argument("--page", metavar="PATH", help="write the results page from the cells")
     parser.add_argument(
         "--glance",
@@ -758,6 +772,7 @@ def main(argv=None) -> None:
             results_dir=args.results_dir,
             work_root=args.work_root,
             redo=tuple(args.redo),
+            only=tuple(args.only),
             data_dir=args.data_dir,
             archive=args.archive,
         )

@@ -104,11 +104,11 @@ def weak(size: int, scale: tuple[float, float] = (0.2, 1.0)) -> Recipe:
     )
 
 
-def fashion_mnist_default(size: int = 28) -> Recipe:
+def fashion_mnist_default(size: int = 28, scale: tuple[float, float] = (0.2, 1.0)) -> Recipe:
     """Grayscale data: RRC scale (0.2, 1), flip, brightness / contrast jitter p 0.8. No saturation,
     hue or grayscale op, so it works with `channels` 1 or 3."""
     return (
-        {"op": "random_resized_crop", "size": size, "scale": (0.2, 1.0)},
+        {"op": "random_resized_crop", "size": size, "scale": scale},
         {"op": "horizontal_flip", "p": 0.5},
         {"op": "color_jitter", "p": 0.8, "brightness": 0.4, "contrast": 0.4},
     )

@@ -169,6 +169,19 @@ def test_a_killed_cell_leaves_no_file_and_is_run_next_time(tmp_path, device):
         campaign.run_grid(SMALL, results_dir=results, redo=("nope",), run=fake_run(log))
 
 
+def test_only_runs_the_named_missing_cells_in_the_order_given(tmp_path, device):
+    results, log = str(tmp_path / "cells"), []
+    names = [c.name for c in grids.cells(SMALL)]
+    first, later = names[1], names[-1]
+    written = campaign.run_grid(SMALL, results_dir=results, only=(later, first), run=fake_run(log))
+    assert log == written == [later, first]
+    log.clear()
+    campaign.run_grid(SMALL, results_dir=results, only=(later, names[0]), run=fake_run(log))
+    assert log == [names[0]]  # a done cell is not run again
+    with pytest.raises(SystemExit, match="--only: no cell"):
+        campaign.run_grid(SMALL, results_dir=results, only=("nope",), run=fake_run(log))
+
+
 def test_one_runner_per_grid(tmp_path, device):
     held = campaign._lock(str(tmp_path), SMALL)
     with pytest.raises(SystemExit, match=f"another runner .* \\(pid {os.getpid()}\\)"):
