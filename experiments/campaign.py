@@ -182,7 +182,7 @@ def run_cell(
 ) -> dict:
     """Runs one cell and returns its record (nothing is written to the results folder here);
     `code`: the commit of the code that runs it (read once, when the runner starts)."""
-    from ssl_jax import train, writers
+    from ssl_jax import checkpoint, train, writers
 
     t0, cpu0 = time.time(), cpu_seconds()
     config, digest, overrides = cell_config(grid, cell, data_dir)
@@ -220,6 +220,9 @@ def run_cell(
         else:
             workdir = os.path.join(work_root, grid.name, cell.name)
             _fresh_workdir(workdir, digest)
+            resumed = checkpoint.newest_step(workdir)
+            if resumed:  # its time and CPU seconds are then of the last part only
+                record["resumed_from_step"] = resumed
             state = train.train_and_evaluate(config, workdir)
             record["pretrain_s"] = round(time.time() - t0, 1)
             record["pretrain_cpu_s"] = round(cpu_seconds() - cpu0, 1)
@@ -766,16 +769,25 @@ def main(argv=None) -> None:
     if args.grid and args.list:
         print(list_grid(grids.GRIDS[args.grid], args.results_dir, args.work_root))
     elif args.grid:
-        run_grid(
-            grids.GRIDS[args.grid],
-            minutes=args.minutes,
-            results_dir=args.results_dir,
-            work_root=args.work_root,
-            redo=tuple(args.redo),
-            only=tuple(args.only),
-            data_dir=args.data_dir,
-            archive=args.archive,
-        )
+        from ssl_jax.train import StopRequested
+
+        try:
+            run_grid(
+                grids.GRIDS[args.grid],
+                minutes=args.minutes,
+                results_dir=args.results_dir,
+                work_root=args.work_root,
+                redo=tuple(args.redo),
+                only=tuple(args.only),
+                data_dir=args.data_dir,
+                archive=args.archive,
+            )
+        except (KeyboardInterrupt, StopRequested) as stop:
+            # a stopped cell keeps its checkpoint (the next run resumes it), a finished one its
+            # file; exit at once: the interpreter's teardown of TensorFlow can hang here
+            print(f"stopped ({stop or 'Ctrl-C'}); the same command goes on from here", flush=True)
+            sys.stdout.flush()
+            os._exit(130)
     if args.page:
         write_page(args.page, args.results_dir)
     if args.glance:

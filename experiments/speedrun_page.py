@@ -32,7 +32,12 @@ def recipes(grid: grids.Grid, section: grids.Section, done: dict) -> list[dict]:
         records = rows.get(method, [])
         if not records:
             continue
-        cpu = [r["pretrain_cpu_s"] for r in records if r.get("pretrain_cpu_s")]
+        # a cell resumed from a checkpoint measured only its last part
+        cpu = [
+            r["pretrain_cpu_s"]
+            for r in records
+            if r.get("pretrain_cpu_s") and not r.get("resumed_from_step")
+        ]
         _, path, own = campaign.compare_methods.parse_entry(spec)
         sets = [*grid.sets, *section.sets, *own]
         out.append(

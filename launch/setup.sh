@@ -6,10 +6,13 @@
 #   - .venv with requirements-dev.txt (requirements.txt + pytest + ruff + nbclient/ipykernel for
 #     tests/test_colab.py, which executes colab/*.ipynb: the README's test command) and the package
 #     itself (`pip install -e .`, so `import ssl_jax` works outside the repository);
-#   - torch==2.13.0 (CPU) for the export parity tests, best effort: without it they skip.
+#   - torch and torchvision as a pinned pair that imports together (torchvision's compiled ops are
+#     built for one torch release: PyPI's torchvision beside another torch fails at import), for
+#     the export's loading lines and parity tests; best effort: without them those tests skip.
 # Usage: bash launch/setup.sh [FASHION_MNIST_DIR]
 #   FASHION_MNIST_DIR: a folder with the four IDX .gz files (then nothing is installed with apt).
 set -euo pipefail
+TORCH_VERSION=2.14.1 TORCHVISION_VERSION=0.29.1  # a pair: change both together
 cd "$(dirname "$0")/.."
 data_dir=${1:-}
 if [ -z "$data_dir" ] && [ ! -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
@@ -23,6 +26,6 @@ if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 # the package itself, editable: `import ssl_jax` and `python -m ssl_jax.main` work from any folder
 # (setuptools' notice that an editable install exists is not printed; errors are)
 PYTHONWARNINGS=ignore .venv/bin/pip install -q --no-deps -e .
-# the CPU build where pip finds one (an extra index set in PIP_EXTRA_INDEX_URL is honoured)
-.venv/bin/pip install -q torch==2.13.0 \
-  || echo "torch==2.13.0 not installable here: the export parity tests will be skipped"
+# (an extra index set in PIP_EXTRA_INDEX_URL, e.g. a CPU-only build of the same pair, is honoured)
+.venv/bin/pip install -q "torch==$TORCH_VERSION" "torchvision==$TORCHVISION_VERSION" \
+  || echo "torch $TORCH_VERSION + torchvision $TORCHVISION_VERSION not installable here: the export tests will be skipped"

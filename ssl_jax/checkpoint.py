@@ -348,6 +348,12 @@ def locate(path: str) -> tuple[str, str, int]:
     return run_dir, step_dir, step
 
 
+def newest_step(workdir: str) -> int | None:
+    """The newest complete checkpoint's step in a workdir (None: none), without opening it."""
+    steps = _committed_steps(os.path.join(workdir, CHECKPOINT_DIR))
+    return steps[-1] if steps else None
+
+
 def _committed_steps(directory: str) -> list[int]:
     if not os.path.isdir(directory):
         return []

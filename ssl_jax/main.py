@@ -20,6 +20,7 @@ cross-process collectives use gloo.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -55,20 +56,23 @@ def _ran_probe_table(config) -> bool:
 
 
 def exit_now(code: int) -> None:
-    """Exit after a stop request, its checkpoint written: one process skips the interpreter's
-    teardown (TensorFlow's and XLA's, seconds that a scheduler's grace period may not have);
-    several processes exit normally, so `jax.distributed` shuts down in step."""
-    import jax
+    """Exit at the end of a job (everything written) or after a stop request (its checkpoint
+    written): one process skips the interpreter's teardown (TensorFlow's and XLA's: seconds of
+    silence that a Ctrl-C turns into a traceback, and that a scheduler's grace period may not
+    have); several processes exit normally, so `jax.distributed` shuts down in step."""
+    jax = sys.modules.get("jax")  # not imported: one process
 
     sys.stdout.flush()
     sys.stderr.flush()
-    if jax.process_count() == 1:
+    if jax is None or jax.process_count() == 1:
         os._exit(code)
     sys.exit(code)
 
 
 def main(argv) -> None:
     del argv
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not ignored (nohup, `&`)
+        signal.signal(signal.SIGINT, progress.interrupt)
     initialize_distributed()  # first: a dry run exits here, before the heavy imports
     # TensorFlow's start-up lines and orbax / clu INFO logs only with absl's --verbosity
     progress.quiet_logs(verbose=FLAGS["verbosity"].present > 0)
@@ -98,7 +102,8 @@ def main(argv) -> None:
                 print(f"{stop}", flush=True)
                 exit_now(FLAGS.stop_exit_code)
             if _ran_probe_table(config):  # a completed default-job-style run: its pictures
-                pictures.write_all(FLAGS.workdir)  # on every process (t-SNE features are sharded)
+                # on every process (the t-SNE features are sharded)
+                pictures.write_all(FLAGS.workdir, num_points=pictures.tsne_points(config))
         elif config.job == "linear_probe":
             linear_probe.run(config, FLAGS.workdir)
         elif config.job == "knn":
@@ -110,6 +115,26 @@ def main(argv) -> None:
             )
     except (ConfigError, DataError, CheckpointError, train.TrainingError) as e:
         progress.user_error(e)
+    except KeyboardInterrupt:
+        say_interrupted(FLAGS.workdir)
+        exit_now(130)  # 128 + SIGINT, as a shell reports it; no interpreter teardown to interrupt
+    exit_now(0)  # everything is written: skip the teardown (seconds of TensorFlow's, silent)
+
+
+def say_interrupted(workdir: str | None) -> None:
+    """The stop message of a Ctrl-C outside the training steps (inside them it stops after the
+    step and saves, `train.StopRequested`): what it interrupted and what is kept."""
+    from ssl_jax import checkpoint
+
+    where = progress.current()
+    step = checkpoint.newest_step(workdir) if workdir and os.path.isdir(workdir) else None
+    kept = (
+        "no checkpoint was written"
+        if step is None
+        else f"the checkpoint at step {step} is kept in {checkpoint.checkpoint_dir(workdir)}; "
+        "the same command resumes from it"
+    )
+    progress.say(f"interrupted (Ctrl-C){f' during {where!r}' if where else ''}: {kept}.")
 
 
 def _config_spec(argv: list[str]) -> str | None:
@@ -168,4 +193,8 @@ def parse_flags(argv: list[str]) -> list[str]:
 
 
 if __name__ == "__main__":
-    app.run(main, flags_parser=parse_flags)
+    try:
+        app.run(main, flags_parser=parse_flags)
+    except KeyboardInterrupt:  # before the job started (imports, flags)
+        say_interrupted(None)
+        exit_now(130)

@@ -34,6 +34,24 @@ def _is_first_process() -> bool:
         return True
 
 
+_OPEN: list[str] = []  # the phases started and not yet ended, innermost last
+_INTERRUPTED: list[str] = []  # the innermost phase a KeyboardInterrupt left, once
+_CTRL_C: list[int] = []  # SIGINTs that `interrupt` received
+
+
+def interrupt(signum, frame) -> NoReturn:
+    """A job's SIGINT handler (`signal.signal(SIGINT, progress.interrupt)`): `KeyboardInterrupt`
+    at once, and again at the end of the running phase if that one was swallowed (raised inside
+    a `__del__` or a weakref callback, where Python prints it and goes on)."""
+    _CTRL_C.append(signum)
+    raise KeyboardInterrupt
+
+
+def current() -> str | None:
+    """The phase a Ctrl-C interrupted, else the innermost phase now running, else None."""
+    return (_INTERRUPTED or _OPEN or [None])[-1]
+
+
 def say(line: str) -> None:
     """One progress line on stdout (process 0), flushed at once."""
     if _is_first_process():
@@ -45,16 +63,43 @@ def phase(what: str) -> Iterator[None]:
     """`what ...` before the block and `what: N.N s` after it (not when the block raises: the
     error is the line to read)."""
     done = start(what)
-    yield
+    with running(what):
+        yield
     done()
+
+
+@contextlib.contextmanager
+def running(what: str) -> Iterator[None]:
+    """Marks the block as phase `what` for `current()` without a line (a phase that prints its
+    own)."""
+    if what not in _OPEN:
+        _OPEN.append(what)
+    try:
+        yield
+        if _CTRL_C:  # a Ctrl-C inside that something swallowed
+            raise KeyboardInterrupt
+    except BaseException as e:
+        if isinstance(e, KeyboardInterrupt) and not _INTERRUPTED:
+            _INTERRUPTED.append(what)
+        raise
+    finally:
+        if what in _OPEN:
+            _OPEN.remove(what)
 
 
 def start(what: str) -> Callable[[], None]:
     """`what ...` now; the returned function says `what: N.N s` (for a phase that ends inside a
     loop, e.g. the compilation that the first step pays)."""
     say(f"{what} ...")
+    _OPEN.append(what)
     began = time.perf_counter()
-    return lambda: say(f"{what}: {format_seconds(time.perf_counter() - began)}")
+
+    def done() -> None:
+        if what in _OPEN:
+            _OPEN.remove(what)
+        say(f"{what}: {format_seconds(time.perf_counter() - began)}")
+
+    return done
 
 
 def format_seconds(seconds: float) -> str:

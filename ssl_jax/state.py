@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import flax.struct
@@ -77,10 +78,13 @@ def state_shardings(abstract_state: TrainState, mesh: Mesh, buffer_specs) -> Tra
     return shardings.replace(buffers=buffer_shardings(mesh, buffer_specs, abstract_state.buffers))
 
 
-def create_train_state(
-    rng: jax.Array, *, tx, method, ctx, sample_input: jax.ShapeDtypeStruct
-) -> TrainState:
-    """Initialise the state directly in its sharded layout: eval_shape → shardings → jit(out_shardings).
+def state_initializer(
+    *, tx, method, ctx, sample_input: jax.ShapeDtypeStruct
+) -> Callable[[jax.Array], TrainState]:
+    """`rng → TrainState`, the state made directly in its sharded layout: eval_shape → shardings →
+    jit(out_shardings), compiled on the first call and reused after (a run's fresh state and its
+    probe's random-init encoder share one compilation: most of it is the initialisers' random
+    draws, seconds on a CPU whatever the model's width).
 
     The model is `ctx.model` (the method's `build_model`); the buffers come from `method.init_buffers`
     with shardings from `method.buffer_specs`, queues and banks in `config.buffer_dtype`. Params,
@@ -108,6 +112,13 @@ def create_train_state(
             rng=state_rng,
         )
 
-    abstract = jax.eval_shape(init, rng)
-    shardings = state_shardings(abstract, mesh, method.buffer_specs(ctx))
-    return jax.jit(init, out_shardings=shardings)(rng)
+    compiled = []
+
+    def initialize(rng: jax.Array) -> TrainState:
+        if not compiled:
+            abstract = jax.eval_shape(init, rng)
+            shardings = state_shardings(abstract, mesh, method.buffer_specs(ctx))
+            compiled.append(jax.jit(init, out_shardings=shardings))
+        return compiled[0](rng)
+
+    return initialize

@@ -7,14 +7,15 @@ from notebooks and tests.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
-import functools
 import itertools
 import math
 import os
 import shutil
 import signal
 import time
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -36,7 +37,7 @@ from ssl_jax.evaluate.evaluators import EvalContext, build_evaluators
 from ssl_jax.methods import METHODS
 from ssl_jax.methods.common import StepContext, StepInput, method_hparams
 from ssl_jax.models import compute_dtype
-from ssl_jax.state import TrainState, create_train_state, same_dtypes, state_shardings
+from ssl_jax.state import TrainState, same_dtypes, state_initializer, state_shardings
 from ssl_jax.writers import create_writer
 
 
@@ -56,6 +57,7 @@ class Experiment:
     lr_schedule: optax.Schedule
     ema_schedule: object
     sample_input: jax.ShapeDtypeStruct
+    init_state: Callable[[jax.Array], TrainState]  # a fresh state from a key (compiled once)
     pipeline: str = "tfdata"  # `config.data.pipeline` resolved: 'tfdata' or 'device'
 
 
@@ -113,6 +115,7 @@ def build_experiment(config: ml_collections.ConfigDict, mesh=None) -> Experiment
         lr_schedule,
         ema_schedule,
         sample_input,
+        state_initializer(tx=tx, method=method, ctx=ctx, sample_input=sample_input),
         device_pipeline.resolve(config),
     )
 
@@ -253,10 +256,7 @@ def jit_train_step(exp: Experiment, state: TrainState):
 def abstract_state(exp: Experiment) -> TrainState:
     """The state's shapes, dtypes and shardings (`jax.ShapeDtypeStruct`s), nothing allocated: what a
     restore fills and what `jit_train_step(...).lower` needs."""
-    init = functools.partial(
-        create_train_state, tx=exp.tx, method=exp.method, ctx=exp.ctx, sample_input=exp.sample_input
-    )
-    abstract = jax.eval_shape(init, jax.random.PRNGKey(exp.config.seed))
+    abstract = jax.eval_shape(exp.init_state, jax.random.PRNGKey(exp.config.seed))
     shardings = state_shardings(abstract, exp.mesh, exp.method.buffer_specs(exp.ctx))
     return jax.tree.map(
         lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s), abstract, shardings
@@ -296,13 +296,9 @@ def init_or_restore(exp: Experiment, ckpt: checkpoint.Checkpointer | None) -> Tr
     """This workdir's latest checkpoint if there is one (said in the log), else a fresh state.
 
     A fresh state is not yet prepared: `prepare_fresh_state` runs the method's `prepare_buffers`."""
-    rng = jax.random.PRNGKey(exp.config.seed)
-    init = functools.partial(
-        create_train_state, tx=exp.tx, method=exp.method, ctx=exp.ctx, sample_input=exp.sample_input
-    )
     latest = ckpt.latest_step() if ckpt is not None else None
     if latest is None:
-        return init(rng)
+        return exp.init_state(jax.random.PRNGKey(exp.config.seed))
     with progress.phase("restoring the newest checkpoint"):  # which: said by the next line
         state, step = ckpt.restore_intact(abstract_state(exp))  # a damaged one is set aside
     logging.info("Resuming from the checkpoint at step %d in %s", step, ckpt.directory)
@@ -404,6 +400,21 @@ class _StopRequest:
     def _handle(self, signum, frame):
         self.signal = signal.Signals(signum).name
 
+    @contextlib.contextmanager
+    def interruptible(self):
+        """A Ctrl-C inside (an evaluation: minutes, no step to stop after) interrupts at once with
+        `KeyboardInterrupt`, the step's checkpoint already saved or in flight (the loop finishes
+        it); one process only: several must stop together, after a step."""
+        if self._multi or signal.SIGINT not in self._previous:
+            yield
+            return
+        outer = self._previous[signal.SIGINT]  # the job's (`progress.interrupt`), else Python's
+        signal.signal(signal.SIGINT, outer if callable(outer) else signal.default_int_handler)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, self._handle)
+
     def __exit__(self, *exc):
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
@@ -475,7 +486,7 @@ def eval_context(exp: Experiment, workdir: str) -> EvalContext:
 
 def _run_evaluators(evaluators, state: TrainState, step: int, writer) -> None:
     for evaluator in evaluators:
-        with jax.transfer_guard("allow"):
+        with jax.transfer_guard("allow"), progress.running(f"step {step}: evals.{evaluator.name}"):
             writer.write_scalars(step, evaluator.run(state, step))
         writer.flush()
 
@@ -636,7 +647,8 @@ def train_and_evaluate(
                     print(f"{stopping}: saved the checkpoint at step {done}; exiting.", flush=True)
                     raise StopRequested(done, stopping)
                 if due:
-                    _run_evaluators(due, state, done, writer)
+                    with stop.interruptible():
+                        _run_evaluators(due, state, done, writer)
                     tick = time.time()
     except BaseException:
         # Whatever stopped the loop (bad input, a bug, an interrupt), a save in flight completes

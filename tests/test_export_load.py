@@ -3,9 +3,13 @@ run as written, build the run's ResNet, load the weights with `strict=True` and 
 `ssl_jax.load_encoder` on the same uint8 images (grey default job, an RGB CIFAR-stem run at width
 1/8, CMC's two encoders on Lab).
 
-Without torchvision the lines run against a stand-in with torchvision's ResNet names, stock
-shapes (3-channel ImageNet stem, 1000-way `fc`) and `_make_layer` (`tests/torch_resnet.py`)."""
+They run against the real torchvision, which `launch/setup.sh` installs with its torch as a pair;
+a torchvision that is installed but does not import (one built for another torch) fails here.
+Without torchvision installed at all the lines run against a stand-in with torchvision's ResNet
+names, stock shapes (3-channel ImageNet stem, 1000-way `fc`) and `_make_layer`
+(`tests/torch_resnet.py`)."""
 
+import importlib.util
 import json
 import sys
 import types
@@ -13,7 +17,7 @@ import types
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch", reason="torch not installed (pip install torch==2.13.0)")
+torch = pytest.importorskip("torch", reason="torch not installed (bash launch/setup.sh)")
 
 import torch_resnet  # noqa: E402
 
@@ -40,16 +44,17 @@ def _stock(depth: int):
 
 
 def _torchvision():
-    try:
-        import torchvision
-    except ImportError:
-        resnet = types.SimpleNamespace(
-            BasicBlock=torch_resnet.BasicBlock, Bottleneck=torch_resnet.Bottleneck
-        )
-        models = types.SimpleNamespace(resnet=resnet, **{f"resnet{d}": _stock(d) for d in (18, 50)})
-        torchvision = types.ModuleType("torchvision")
-        torchvision.models = models
-    return torchvision
+    if importlib.util.find_spec("torchvision") is not None:
+        import torchvision  # installed: it must import beside this torch
+
+        return torchvision
+    resnet = types.SimpleNamespace(
+        BasicBlock=torch_resnet.BasicBlock, Bottleneck=torch_resnet.Bottleneck
+    )
+    models = types.SimpleNamespace(resnet=resnet, **{f"resnet{d}": _stock(d) for d in (18, 50)})
+    stand_in = types.ModuleType("torchvision")  # not installed
+    stand_in.models = models
+    return stand_in
 
 
 def _rgb_cifar_stem():

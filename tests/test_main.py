@@ -107,6 +107,38 @@ def test_sigterm_saves_a_checkpoint_and_exits(tmp_path):
     assert not glob.glob(str(workdir / "*.png"))
 
 
+@pytest.mark.slow
+def test_ctrl_c_during_the_probe_table_stops_at_once_with_the_stop_message(tmp_path):
+    """A Ctrl-C outside the training steps (here the probe table at the last step: minutes on a
+    real run, no step to stop after) ends the job at once: one line naming the phase and the
+    checkpoint kept, exit status 130, no traceback; the same command then resumes."""
+    table = dict(type="probe_table", every_steps=0, num_train=64, batch_size=64)
+    workdir = tmp_path / "run"
+    args = (
+        f"--config={_config_file(tmp_path, 'mocov2_fashion_mnist.py:runlocal', table=table)}",
+        f"--workdir={workdir}",
+        "--config.total_steps=2",
+    )
+    # SIGINT as a terminal sends it (the test runner's own handler is not inherited)
+    proc = _main(*args, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if line.startswith("  probe: pretrained"):
+            proc.send_signal(signal.SIGINT)
+            break
+    out = "".join(lines) + proc.stdout.read()
+    proc.wait(timeout=300)
+    assert proc.returncode == 130, out
+    last = out.strip().splitlines()[-1]
+    assert last == (
+        "interrupted (Ctrl-C) during 'step 2: evals.table': the checkpoint at step 2 is kept in "
+        f"{workdir / 'checkpoints'}; the same command resumes from it."
+    ), out
+    assert "Traceback" not in out and "KeyboardInterrupt" not in out, out
+    assert not (workdir / "probe_table.txt").exists()
+
+
 def test_missing_dataset_is_a_clear_error_before_compiling(tmp_path):
     proc = _main(
         "--config=configs/ir_fashion_mnist.py",

@@ -28,3 +28,32 @@ def test_phase_that_raises_prints_no_duration(capsys):
 )
 def test_format_seconds(seconds, text):
     assert progress.format_seconds(seconds) == text
+
+
+@pytest.fixture
+def fresh_interrupts(monkeypatch):
+    for name in ("_OPEN", "_INTERRUPTED", "_CTRL_C"):
+        monkeypatch.setattr(progress, name, [])
+
+
+def test_current_names_the_phase_a_ctrl_c_interrupted(fresh_interrupts):
+    assert progress.current() is None
+    with pytest.raises(KeyboardInterrupt), progress.phase("initialising the state"):
+        assert progress.current() == "initialising the state"
+        with progress.running("step 6: evals.probe_table"):
+            assert progress.current() == "step 6: evals.probe_table"
+            progress.interrupt(2, None)
+    assert progress.current() == "step 6: evals.probe_table"  # the innermost, after it left
+
+
+def test_a_swallowed_ctrl_c_is_raised_again_when_its_phase_ends(fresh_interrupts, capsys):
+    """Python prints and drops an exception raised in a `__del__` or weakref callback: a Ctrl-C
+    that lands there still stops the job, at the end of the phase it came in."""
+    with pytest.raises(KeyboardInterrupt), progress.phase("pictures: t-SNE"):
+        try:  # as a weakref callback would
+            progress.interrupt(2, None)
+        except KeyboardInterrupt:
+            pass
+        reached = True
+    assert reached and progress.current() == "pictures: t-SNE"
+    assert capsys.readouterr().out.splitlines() == ["pictures: t-SNE ..."]  # no duration line

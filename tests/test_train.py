@@ -239,3 +239,19 @@ def test_evaluators_run_on_schedule_and_never_after_a_stop(tmp_path, monkeypatch
     train.train_and_evaluate(config, str(tmp_path))
     knn_steps = [r["step"] for r in read_metrics(str(tmp_path)) if "eval/knn_top1" in r]
     assert knn_steps == [4]
+
+
+def test_the_run_and_its_probes_random_init_compile_the_state_once(monkeypatch):
+    """The fresh state and the probe table's random-init encoder come from one compiled
+    initialiser (its compilation, the initialisers' random draws, took seconds a time), and the
+    random init is the run's own step-0 encoder."""
+    exp = train.build_experiment(tiny_config("mocov2"))
+    traces = []
+    init_buffers = exp.method.init_buffers
+    monkeypatch.setattr(exp.method, "init_buffers", lambda *a: traces.append(1) or init_buffers(*a))
+    fresh = train.init_or_restore(exp, None)
+    first = len(traces)
+    random_init = train.eval_context(exp, "unused").random_init()
+    assert len(traces) == first  # not traced (nor compiled) again
+    for a, b in zip(jax.tree.leaves(fresh.params), jax.tree.leaves(random_init["params"])):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

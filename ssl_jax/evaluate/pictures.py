@@ -179,7 +179,20 @@ def augmentation_grid(
     return _save(fig, out)
 
 
-def tsne(workdir: str, out: str | None = None, *, num_points: int = 2000, seed: int = 0) -> str:
+TSNE_POINTS = 2000
+
+
+def tsne_points(config) -> int:
+    """A run's t-SNE size: `TSNE_POINTS` test images, at most as many as its probe tables' test
+    sets (a `:runlocal` table of 256 images gets a t-SNE of 256: a second, not half a minute)."""
+    evals = config.get("evals") or {}
+    sizes = [int(e.get("num_test", -1)) for e in evals.values() if e.get("type") == "probe_table"]
+    return min([TSNE_POINTS, *(n for n in sizes if n > 0)])
+
+
+def tsne(
+    workdir: str, out: str | None = None, *, num_points: int = TSNE_POINTS, seed: int = 0
+) -> str:
     """t-SNE of the backbone features (online weights, latest checkpoint) of the first
     `num_points` test images, coloured by class."""
     from sklearn.manifold import TSNE
@@ -219,7 +232,7 @@ def tsne(workdir: str, out: str | None = None, *, num_points: int = 2000, seed: 
     return _save(fig, out or os.path.join(workdir, TSNE_FILE))
 
 
-def write_all(workdir: str, *, num_points: int = 2000) -> list[str]:
+def write_all(workdir: str, *, num_points: int = TSNE_POINTS) -> list[str]:
     """All three pictures of a pretraining workdir; returns their paths. Call it on every process
     (the t-SNE features are computed on all devices); only process 0 writes."""
     config = checkpoint.read_config(workdir)
