@@ -3,7 +3,9 @@
 
 The backbone is frozen (eval-mode BatchNorm); the dataset, the image size and the normalisation come
 from the pretraining run (`config.init`) unless `--config.data.<key>=` overrides them. Presets
-(`get_config('moco')`, the default, ..., combinable with `runlocal`: 'fast,runlocal'):
+(`get_config('moco')`, ..., combinable with `runlocal`: 'fast,runlocal'); none named is 'auto':
+`probe` holds 'moco' and `probe_small_data` 'fast', and the job takes the second for a run
+pretrained on one of `SMALL_DATA` (its first lines say which; override the block it takes):
 
 - 'moco': MoCo / JCL / InfoMin ImageNet protocol — `main_lincls.py` of facebookresearch/moco
   (He et al. 2020; Chen et al. 2020, MoCo v2), used unchanged by JCL (Cai et al. 2021) and InfoMin
@@ -68,6 +70,12 @@ def _optim(**kw) -> ml_collections.ConfigDict:
     return ml_collections.ConfigDict(o)
 
 
+# Pretraining data sets on which the default ('auto') takes 'fast': tens of thousands of small
+# images, whose cached features fit in memory; MoCo's SGD protocol (lr 30, for a ResNet-50 on
+# ImageNet) diverges on a small encoder there. Any other (ImageNet, an image folder) takes 'moco'.
+SMALL_DATA = ("fashion_mnist", "color_fashion_mnist", "cifar10", "cifar100", "stl10")
+
+
 def get_config(arg=None):
     a = common.parse_arg(arg, **dict.fromkeys(PRESETS, False))
     chosen = [p for p in PRESETS if getattr(a, p)]
@@ -76,11 +84,20 @@ def get_config(arg=None):
             f"config argument {arg!r}: give at most one preset of {list(PRESETS)}, optionally "
             "with 'runlocal' (e.g. 'fast,runlocal')"
         )
-    preset = chosen[0] if chosen else "moco"
-
     c = jobs.job_config("linear_probe")
-    c.probe = ml_collections.ConfigDict()
-    p = c.probe
+    if chosen:
+        c.probe = probe_block(chosen[0], a.runlocal)
+    else:  # 'auto': the job takes `probe_small_data` when the run was pretrained on SMALL_DATA
+        c.probe = probe_block("moco", a.runlocal)
+        c.probe.preset = "auto"
+        c.probe_small_data = probe_block("fast", a.runlocal)
+        c.small_data = SMALL_DATA
+    return c
+
+
+def probe_block(preset: str, runlocal: bool) -> ml_collections.ConfigDict:
+    """`config.probe` of one preset."""
+    p = ml_collections.ConfigDict()
     p.preset = preset
     p.protocol = "sgd"  # 'sgd' | 'fast'
     p.input = "images"  # sgd: 'images' (augmented, frozen forward per step) | 'features' (cached)
@@ -114,7 +131,7 @@ def get_config(arg=None):
         p.input = "features"
         p.eval_batch_size = 512
 
-    if a.runlocal:
+    if runlocal:
         p.num_train = 512
         p.num_test = 1000
         p.eval_batch_size = 128
@@ -123,4 +140,4 @@ def get_config(arg=None):
             p.batch_size = 64
             p.num_epochs = 2.0
             p.optim.decay_epochs = tuple(e * 2.0 / 100.0 for e in p.optim.decay_epochs)
-    return c
+    return p

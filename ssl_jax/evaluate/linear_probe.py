@@ -52,9 +52,13 @@ def _fit_softmax(x, y, l2, precond, init, unprecond=None, *, iterations, tol):
     makes the Hessian of the quadratic part the identity): the same minimum, reached in tens of
     iterations where the raw, ill-conditioned features (correlated channels) take thousands."""
 
+    # the labels as one-hot rows, not gathered (`take_along_axis`): its derivatives are scatters of
+    # shape [n, 1] that XLA constant-folds at compile time, seconds for a 54,000-row probe
+    onehot = jax.nn.one_hot(y, init["w"].shape[1], dtype=jnp.float32)
+
     def objective(w, b):
         logits = x @ w + b
-        ce = optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
+        ce = -jnp.sum(jax.nn.log_softmax(logits) * onehot, axis=1).mean()
         return ce + 0.5 * l2 * jnp.sum(w**2)
 
     loss = lambda p: objective(precond @ p["v"], p["b"])
@@ -560,14 +564,40 @@ def run_fast(inputs, probe, *, mesh) -> dict:
     return {**r, "count": len(test_y), "steps": 0}
 
 
+def resolve_preset(
+    config: ml_collections.ConfigDict, data_name: str, *, num_devices: int, log=print
+) -> ml_collections.ConfigDict:
+    """The default preset, 'auto' (`configs/linear_probe.py`), made concrete for the data the
+    encoder is probed on: `config.probe_small_data` (the 'fast' preset) for one of
+    `config.small_data`, else `config.probe` (MoCo's ImageNet protocol); said in one line. A named
+    preset is returned as it is."""
+    if config.probe.preset != "auto":
+        return config
+    config = config.copy_and_resolve_references()
+    small = data_name in config.small_data
+    if small:
+        config.probe = config.probe_small_data
+    config.probe.preset = "fast" if small else "moco"
+    jobs.validate_eval_job(config, num_devices=num_devices)
+    log(
+        f"preset: '{config.probe.preset}' (the default for {data_name}: "
+        + ("cached features, L-BFGS logistic regression" if small else "MoCo's SGD protocol")
+        + "; name one to choose, e.g. configs/linear_probe.py:"
+        + ("moco" if small else "fast")
+        + ")"
+    )
+    return config
+
+
 def run(config: ml_collections.ConfigDict, workdir: str, *, mesh=None) -> dict:
     """The linear_probe job: every check first (run, architecture, labels), then the probe; writes
     metrics.jsonl / TensorBoard, `probe_head.npz`, `probe_result.json` and `probe_config.json` in
     `workdir`. Returns the result record."""
     mesh = sharding.make_mesh() if mesh is None else mesh
     inputs = jobs.prepare(config, mesh)
-    probe, enc = config.probe, inputs.encoder
     log = lambda line: print(line, flush=True) if jax.process_index() == 0 else None
+    config = resolve_preset(config, inputs.config.data.name, num_devices=mesh.size, log=log)
+    probe, enc = config.probe, inputs.encoder
     log(
         f"linear probe ({probe.protocol}, {probe.input if probe.protocol == 'sgd' else 'cached'}) "
         f"of {enc.config.model.backbone} ({enc.weights} weights, step {enc.step}) from "

@@ -4,6 +4,7 @@ import json
 import os
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -52,7 +53,7 @@ def test_presets_follow_their_protocols():
         0.01,
         "constant",
     )
-    assert fast.probe.protocol == "fast" and probe_config.get_config().probe.preset == "moco"
+    assert fast.probe.protocol == "fast" and probe_config.get_config().probe.preset == "auto"
     with pytest.raises(configs.ConfigError, match="preset"):
         probe_config.get_config("moco,sce")
 
@@ -179,3 +180,46 @@ def test_a_diverging_probe_says_so_and_what_to_change():
     assert line.startswith("warning: the probe's loss 574.8 is above 3 × chance level")
     assert "lr 30" in line and "preset 'moco'" in line and "':fast'" in line
     assert "preset 'moco'" not in linear_probe.divergence_warning(float("nan"), 10, 0.1, "sce")
+
+
+def test_the_softmax_probe_compiles_no_scatter_over_its_rows():
+    """The probe's objective reads the labels as one-hot rows: `take_along_axis` would put
+    scatters of shape [rows, 1] in its derivatives, which XLA constant-folds at compile time
+    (seconds, and `slow_operation_alarm` blocks in the user's log, for a 54,000-row probe)."""
+    rows, dim, classes = 4321, 8, 10  # a row count no other dimension has
+    lowered = linear_probe._fit_softmax.lower(
+        jnp.zeros((rows, dim), jnp.float32),
+        jnp.zeros((rows,), jnp.int32),
+        jnp.float32(1e-3),
+        jnp.eye(dim),
+        {"w": jnp.zeros((dim, classes)), "b": jnp.zeros((classes,))},
+        iterations=5,
+        tol=1e-6,
+    )
+    hlo = lowered.compiler_ir("hlo").as_hlo_text()
+    over_rows = [
+        line
+        for line in hlo.splitlines()
+        if f"[{rows}," in line and ("scatter(" in line or "gather(" in line)
+    ]
+    assert not over_rows, over_rows[:3]
+
+
+@pytest.mark.parametrize("data, preset", [("fashion_mnist", "fast"), ("imagenet2012", "moco")])
+def test_the_default_preset_is_the_one_for_the_pretraining_data(data, preset):
+    """No preset named: 'fast' for a run pretrained on a small data set (MoCo's lr-30 SGD protocol
+    diverges on a small encoder there), MoCo's ImageNet protocol otherwise; said in one line."""
+    config = probe_config.get_config()
+    config.init = "runs/x"
+    config.probe_small_data.num_train = 123  # the small-data block is the one that runs
+    lines = []
+    resolved = linear_probe.resolve_preset(config, data, num_devices=1, log=lines.append)
+    assert resolved.probe.preset == preset and config.probe.preset == "auto"  # not in place
+    expected = probe_config.get_config(preset).probe
+    expected.preset = preset
+    if preset == "fast":
+        expected.num_train = 123
+    assert resolved.probe.to_dict() == expected.to_dict()
+    assert lines == [lines[0]] and f"preset: '{preset}' (the default for {data}" in lines[0]
+    named = probe_config.get_config("sce")
+    assert linear_probe.resolve_preset(named, data, num_devices=1, log=lines.append) is named
