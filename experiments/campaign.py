@@ -769,7 +769,7 @@ def main(argv=None) -> None:
     if args.grid and args.list:
         print(list_grid(grids.GRIDS[args.grid], args.results_dir, args.work_root))
     elif args.grid:
-        from ssl_jax.train import StopRequested
+        from ssl_jax.run_control import StopRequested
 
         try:
             run_grid(

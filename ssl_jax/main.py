@@ -77,7 +77,7 @@ def main(argv) -> None:
     # TensorFlow's start-up lines and orbax / clu INFO logs only with absl's --verbosity
     progress.quiet_logs(verbose=FLAGS["verbosity"].present > 0)
 
-    from ssl_jax import train
+    from ssl_jax import run_control, train
     from ssl_jax.checkpoint import CheckpointError
     from ssl_jax.config_checks import ConfigError
     from ssl_jax.configs import describe_runlocal
@@ -98,7 +98,9 @@ def main(argv) -> None:
         if config.job == "pretrain":
             try:
                 train.train_and_evaluate(config, FLAGS.workdir)
-            except train.StopRequested as stop:  # checkpoint saved: exit now, inside the grace time
+            except (
+                run_control.StopRequested
+            ) as stop:  # checkpoint saved: exit now, inside the grace time
                 print(f"{stop}", flush=True)
                 exit_now(FLAGS.stop_exit_code)
             if _ran_probe_table(config):  # a completed default-job-style run: its pictures

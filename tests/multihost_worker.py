@@ -29,7 +29,7 @@ def main(argv: list[str]) -> int:
     # cache: an executable of a cross-process computation loaded from it hangs the gloo collectives.
     jax.config.update("jax_threefry_partitionable", True)
 
-    from ssl_jax import train
+    from ssl_jax import run_control, train
     from tests.helpers import tiny_config
 
     config = tiny_config("mocov2")
@@ -38,7 +38,7 @@ def main(argv: list[str]) -> int:
     config.checkpoint_every_steps = 1000
     config.data.pipeline = os.environ.get("SSL_JAX_TEST_PIPELINE", config.data.pipeline)
     if sigterm_at is not None:
-        poll, polls = train._StopRequest.poll, []
+        poll, polls = run_control.StopVote.poll, []
 
         def poll_with_sigterm(self, *, sync):
             polls.append(sync)
@@ -46,11 +46,11 @@ def main(argv: list[str]) -> int:
                 os.kill(os.getpid(), signal.SIGTERM)
             return poll(self, sync=sync)
 
-        train._StopRequest.poll = poll_with_sigterm
+        run_control.StopVote.poll = poll_with_sigterm
     print(f"process {jax.process_index()}/{jax.process_count()}: {jax.device_count()} devices")
     try:
         train.train_and_evaluate(config, workdir)
-    except train.StopRequested as stop:
+    except run_control.StopRequested as stop:
         print(f"stopped: step {stop.step} ({stop.reason})", flush=True)
     return 0
 

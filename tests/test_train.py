@@ -6,7 +6,7 @@ import jax
 import numpy as np
 import pytest
 
-from ssl_jax import configs, sharding, train
+from ssl_jax import configs, run_control, sharding, train
 from tests.helpers import synthetic_batch, tiny_config
 
 
@@ -218,7 +218,7 @@ def test_evaluators_run_on_schedule_and_never_after_a_stop(tmp_path, monkeypatch
         type="knn", every_steps=2, k=5, temperature=0.1, num_train=32, num_test=16, batch_size=16
     )
     polls = []
-    poll = train._StopRequest.poll
+    poll = run_control.StopVote.poll
 
     def poll_with_sigterm_at_step_2(self, *, sync):
         polls.append(sync)
@@ -226,8 +226,8 @@ def test_evaluators_run_on_schedule_and_never_after_a_stop(tmp_path, monkeypatch
             os.kill(os.getpid(), signal.SIGTERM)  # handled by the loop's handler at once
         return poll(self, sync=sync)
 
-    monkeypatch.setattr(train._StopRequest, "poll", poll_with_sigterm_at_step_2)
-    with pytest.raises(train.StopRequested, match="SIGTERM: stopped after step 2") as stop:
+    monkeypatch.setattr(run_control.StopVote, "poll", poll_with_sigterm_at_step_2)
+    with pytest.raises(run_control.StopRequested, match="SIGTERM: stopped after step 2") as stop:
         train.train_and_evaluate(config, str(tmp_path))
     assert stop.value.step == 2
     from ssl_jax.checkpoint import Checkpointer
