@@ -360,8 +360,53 @@ work: the wall times are not a speed comparison, the CPU seconds are closer to o
                 ("scce+stride2+steps4800", f"{SCCE} {STRIDE2} total_steps=4800"),
             ),
             own_random_init=(
-                ("scce+stride2", ("scce+stride2", "mocov2+stride2")),
+                (
+                    "scce+stride2",
+                    (
+                        "scce+stride2",
+                        "mocov2+stride2",
+                        "scce+stride2+crop0.5",
+                        "scce+stride2+steps4800",
+                    ),
+                ),
                 ("scce+cifar", ("scce+cifar",)),
+            ),
+        ),
+    ),
+)
+
+
+# ---- cpu_speedrun_methods: every Fashion-MNIST method at cpu_speedrun's best recipe -------------
+CPU_SPEEDRUN_METHODS = Grid(
+    name="cpu_speedrun_methods",
+    title="every Fashion-MNIST method at the CPU speedrun's best recipe",
+    text="""
+`cpu_speedrun`'s best recipe so far for every Fashion-MNIST method: all 60,000 training images,
+ResNet-18 width 1/2 with the 3×3 stride-2 stem (no max-pool: 14 px before stage 1, 2 px at the
+last), batch 64, 2,400 steps of SGD at lr 0.06 with cosine decay, each method's own numbers
+otherwise (its config). Read against its own random init (the same network) and raw pixels. Run at
+low priority beside other work (CPU seconds recorded).
+""",
+    device="the 2-core CPU development machine",
+    command="nice -n 19 python experiments/campaign.py --grid=cpu_speedrun_methods --minutes=60",
+    sets=(*SPEEDRUN_BUDGET, *STRIDE2.split()),
+    seeds=(0, 1, 2),
+    curve_points=4,
+    curve_knn=(10_000, 2_000),
+    sections=(
+        Section(
+            key="fashion_mnist",
+            title=FASHION_TITLE,
+            text="",
+            methods=(
+                ("ressl", "configs/ressl_fashion_mnist.py"),
+                ("jcl", "configs/jcl_fashion_mnist.py"),
+                ("ir", "configs/ir_fashion_mnist.py"),
+                ("interclr", "configs/interclr_fashion_mnist.py"),
+                ("iring", "configs/iring_fashion_mnist.py"),
+                ("mocoring", "configs/mocoring_fashion_mnist.py"),
+                ("scce", SCCE),
+                ("mocov2", "configs/mocov2_fashion_mnist.py"),
             ),
         ),
     ),
@@ -391,7 +436,10 @@ raw-pixel rows are those of `cpu_long`).
             key="fashion_mnist",
             title=FASHION_TITLE,
             text="",
-            methods=(("mocov2", f"configs/mocov2_fashion_mnist.py {SUBSET}"),),
+            methods=(
+                ("mocov2", f"configs/mocov2_fashion_mnist.py {SUBSET}"),
+                ("jcl", f"configs/jcl_fashion_mnist.py {SUBSET}"),
+            ),
         ),
     ),
 )
@@ -473,7 +521,24 @@ test, without TensorFlow): checks that the cells run, the numbers mean nothing.
 
 GRIDS = {
     g.name: g
-    for g in (GPU, CPU_LONG, CPU600, CPU_SPEEDRUN, OFFICIAL_CPU_LONG, CPU_LONG_VARIANTS, TINY)
+    for g in (
+        GPU,
+        CPU_LONG,
+        CPU600,
+        CPU_SPEEDRUN,
+        CPU_SPEEDRUN_METHODS,
+        OFFICIAL_CPU_LONG,
+        CPU_LONG_VARIANTS,
+        TINY,
+    )
 }
 # the grids on the results page, in its order
-PAGE_GRIDS = ("gpu", "cpu_long", "official_cpu_long", "cpu_long_variants", "cpu600", "cpu_speedrun")
+PAGE_GRIDS = (
+    "gpu",
+    "cpu_long",
+    "official_cpu_long",
+    "cpu_long_variants",
+    "cpu600",
+    "cpu_speedrun",
+    "cpu_speedrun_methods",
+)

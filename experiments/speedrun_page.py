@@ -39,7 +39,11 @@ def recipes(grid: grids.Grid, section: grids.Section, done: dict) -> list[dict]:
             if r.get("pretrain_cpu_s") and not r.get("resumed_from_step")
         ]
         _, path, own = campaign.compare_methods.parse_entry(spec)
-        sets = [*grid.sets, *section.sets, *own]
+        sets = {}  # the effective overrides: a later value of a key replaces the earlier one
+        for item in [*grid.sets, *section.sets, *own]:
+            key, _, value = item.partition("=")
+            sets[key] = value
+        sets = [f"{key}={value}" for key, value in sets.items()]
         out.append(
             dict(
                 method=method,
