@@ -12,13 +12,13 @@ python (torch, torchvision; never ssl_jax's requirements):
 `--numbers` (JSON, written by `experiments/official/runner.py` from our config, so both sides read
 one recipe): the images (`fashion_dir`, `train_subset`, `size`, `channels`, `mean`, `std`), the
 recipe's ops, the network (`width`, `stem`, `feature_dim`, `hidden`, `out_dim`), the method's
-numbers (`queue`, `momentum_ema`, `temperature`), the optimiser (`batch`, `steps`, `lr`,
+numbers (`queue`, `momentum_ema`, `temperature`; JCL's `num_keys` M' and `lam` λ), the optimiser (`batch`, `steps`, `lr`,
 `weight_decay`, `momentum`) and the `seed`. The official code runs as its trainer calls it; only
 what cannot run on a CPU in one process is replaced (`checkouts.SHIMS`, each with its file:line).
 
 Out: `DIR/features.npz` (`train_x`, `train_y`: all 60,000 training images; `test_x`, `test_y`:
 the 10,000 test images; the query encoder's pooled backbone in eval mode) and `DIR/run.json` (the
-loss every 20 steps, steps, seconds, CPU seconds, versions).
+loss every 20 steps, steps, seconds, CPU seconds, versions; JCL's λ of each epoch).
 
 torchvision 0.28.0 as pip finds it for torch 2.13.0+cpu is a CUDA build whose C ops cannot load;
 its models and transforms are Python, so the C ops' meta registrations are skipped
@@ -144,8 +144,10 @@ def topk_accuracy(output, target, topk=(1,)):
 
 @contextlib.contextmanager
 def moco_shims(builder, main_moco=None):
-    """`checkouts.SHIMS['moco']`'s rows: `.cuda()` is the identity, the all-gather is the
-    process's own tensor, the shuffle's broadcast a no-op on rank 0, `accuracy` reshapes."""
+    """`checkouts.SHIMS['moco']`'s and `['jcl']`'s rows on the module that builds the model (MoCo's
+    `moco.builder`, JCL's `moco.moco_unlimit_key_default`, each with its own `concat_all_gather`
+    name): `.cuda()` is the identity, the all-gather is the process's own tensor, the shuffle's
+    broadcast a no-op on rank 0, `accuracy` reshapes."""
     import torch
 
     if main_moco is not None:
@@ -211,79 +213,189 @@ class Cut:
 
 class LoggedLoss:
     """The official criterion (`nn.CrossEntropyLoss`, main_moco.py:193), its value kept every
-    `LOG_EVERY` steps for the loss curve (measurement only)."""
+    `LOG_EVERY` steps for the loss curve (measurement only). `extra`, when given, returns the term
+    the trainer adds to the criterion's loss (JCL's `jcl_loss`, main_moco.py:345): the curve is then
+    of the sum, the loss the optimiser steps on."""
 
-    def __init__(self, criterion):
-        self.criterion, self.step, self.curve = criterion, 0, []
+    def __init__(self, criterion, extra=None):
+        self.criterion, self.extra, self.step, self.curve = criterion, extra, 0, []
 
     def __call__(self, output, target):
         loss = self.criterion(output, target)
         self.step += 1
         if self.step % LOG_EVERY == 0:
-            self.curve.append([self.step, round(float(loss.detach()), 5)])
-            print(f"step {self.step} | loss {float(loss.detach()):.4f}", flush=True)
+            value = float(loss.detach()) + (float(self.extra()) if self.extra else 0.0)
+            self.curve.append([self.step, round(value, 5)])
+            print(f"step {self.step} | loss {value:.4f}", flush=True)
         return loss
+
+
+def import_official(path: str, *names: str) -> list[types.ModuleType]:
+    """The modules `names` from the checkout at `path`. MoCo's and JCL's checkouts both have a
+    `moco` package and a `main_moco`: those of another checkout are dropped from `sys.modules`
+    first, so each name is this checkout's."""
+    tops = {name.split(".")[0] for name in names}
+    for name in list(sys.modules):
+        if name.split(".")[0] in tops:
+            del sys.modules[name]
+    sys.path.insert(0, path)
+    try:
+        return [importlib.import_module(name) for name in names]
+    finally:
+        sys.path.remove(path)
+
+
+def seeded_loader(numbers: dict, transform):
+    """`main_moco.py`'s seeding (`random.seed`, `torch.manual_seed`) and its DataLoader as one
+    process runs it: our subset as PIL images through `transform`, shuffled with a seeded
+    generator, drop_last (`SHIMS`' data-loading rows)."""
+    import torch
+
+    n = numbers
+    random.seed(n["seed"])  # main_moco.py:105-107 (MoCo), :118-120 (JCL)
+    torch.manual_seed(n["seed"])
+    images, labels = read_fashion(n["fashion_dir"], "train")
+    if n["train_subset"]:
+        images, labels = images[: n["train_subset"]], labels[: n["train_subset"]]
+    return torch.utils.data.DataLoader(
+        PILDataset(images, labels, transform),
+        batch_size=n["batch"],
+        shuffle=True,
+        num_workers=0,
+        drop_last=True,
+        generator=torch.Generator().manual_seed(n["seed"]),
+    )
+
+
+def encoder_factory(numbers: dict, base_encoder=None):
+    """`base_encoder(num_classes)` as the official builders call it: ours (`torchvision_resnet` at
+    the config's width and stem) unless a test gives one."""
+    if base_encoder is not None:
+        return base_encoder
+
+    def make(num_classes):
+        return torchvision_resnet(
+            numbers["width"], numbers["stem"], numbers["channels"], num_classes
+        )
+
+    return make
+
+
+def check_head(model, numbers: dict) -> None:
+    if model.encoder_q.fc[0].out_features != numbers["hidden"]:
+        raise SystemExit(
+            f"error: the official --mlp head is {model.encoder_q.fc[0].out_features} wide, "
+            f"our config's {numbers['hidden']}: give the config a hidden width of the feature dim"
+        )
+
+
+def sgd(model, numbers: dict):
+    """The official optimiser (MoCo main_moco.py:195-197, JCL main_moco.py:224-226)."""
+    import torch
+
+    n = numbers
+    return torch.optim.SGD(
+        model.parameters(), n["lr"], momentum=n["momentum"], weight_decay=n["weight_decay"]
+    )
+
+
+def run_epochs(main_moco, train_loader, model, criterion, optimizer, args, steps: int) -> None:
+    """The official epoch loop (MoCo main_moco.py:260-266, JCL :289-306): per epoch
+    `adjust_learning_rate`, then `train`; the last epoch cut at `steps` (no sampler, no checkpoint
+    file)."""
+    per_epoch = len(train_loader)
+    for epoch in range(args.epochs):
+        main_moco.adjust_learning_rate(optimizer, epoch, args)
+        batches = min(per_epoch, steps - epoch * per_epoch)
+        main_moco.train(Cut(train_loader, batches), model, criterion, optimizer, epoch, args)
 
 
 def train_mocov2(path: str, numbers: dict, base_encoder=None):
     """MoCo v2 as `main_moco.py` trains it (`--mlp --aug-plus --cos`, our numbers): the official
     `moco.builder.MoCo`, `moco.loader.TwoCropsTransform`, `main_moco.train` and
-    `main_moco.adjust_learning_rate` per epoch. Returns (the MoCo module, the loss curve)."""
+    `main_moco.adjust_learning_rate` per epoch. Returns (the MoCo module, the loss curve, {})."""
     import torch
 
-    sys.path.insert(0, path)
-    try:
-        builder = importlib.import_module("moco.builder")
-        loader = importlib.import_module("moco.loader")
-        main_moco = importlib.import_module("main_moco")
-    finally:
-        sys.path.remove(path)
+    builder, loader, main_moco = import_official(path, "moco.builder", "moco.loader", "main_moco")
     n = numbers
-    seed = n["seed"]
-    random.seed(seed)  # main_moco.py:105-107
-    torch.manual_seed(seed)
-    if base_encoder is None:
-
-        def base_encoder(num_classes):
-            return torchvision_resnet(n["width"], n["stem"], n["channels"], num_classes)
-
-    images, labels = read_fashion(n["fashion_dir"], "train")
-    if n["train_subset"]:
-        images, labels = images[: n["train_subset"]], labels[: n["train_subset"]]
     transform = loader.TwoCropsTransform(ops_to_transforms(n["ops"], n["mean"], n["std"]))
-    dataset = PILDataset(images, labels, transform)
-    generator = torch.Generator().manual_seed(seed)
-    train_loader = torch.utils.data.DataLoader(
-        dataset,
-        batch_size=n["batch"],
-        shuffle=True,
-        num_workers=0,
-        drop_last=True,
-        generator=generator,
-    )
+    train_loader = seeded_loader(n, transform)
     with moco_shims(builder, main_moco):
         model = builder.MoCo(
-            base_encoder, n["out_dim"], n["queue"], n["momentum_ema"], n["temperature"], True
+            encoder_factory(n, base_encoder),
+            n["out_dim"],
+            n["queue"],
+            n["momentum_ema"],
+            n["temperature"],
+            True,
         )
-        if model.encoder_q.fc[0].out_features != n["hidden"]:
-            raise SystemExit(
-                f"error: the official --mlp head is {model.encoder_q.fc[0].out_features} wide, "
-                f"our config's {n['hidden']}: give the config a hidden width of the feature dim"
-            )
+        check_head(model, n)
         criterion = LoggedLoss(torch.nn.CrossEntropyLoss().cuda())
-        optimizer = torch.optim.SGD(
-            model.parameters(), n["lr"], momentum=n["momentum"], weight_decay=n["weight_decay"]
-        )  # main_moco.py:195-197
-        per_epoch = len(train_loader)
-        epochs = math.ceil(n["steps"] / per_epoch)
+        optimizer = sgd(model, n)
+        epochs = math.ceil(n["steps"] / len(train_loader))
         args = argparse.Namespace(
             lr=n["lr"], cos=True, epochs=epochs, schedule=[], gpu=None, print_freq=10**9
         )
-        for epoch in range(epochs):  # main_moco.py:260-266
-            main_moco.adjust_learning_rate(optimizer, epoch, args)
-            batches = min(per_epoch, n["steps"] - epoch * per_epoch)
-            main_moco.train(Cut(train_loader, batches), model, criterion, optimizer, epoch, args)
-    return model, criterion.curve
+        run_epochs(main_moco, train_loader, model, criterion, optimizer, args, n["steps"])
+    return model, criterion.curve, {}
+
+
+def train_jcl(path: str, numbers: dict, base_encoder=None):
+    """JCL as its `main_moco.py` trains it (`scripts/main_pretrain.sh`: `--mlp --aug-plus --cos
+    --model_version MoCoUnlimitedKeysDefault --jcl 1`, `--k_crops` = M' + 1, `--jcl_lambda` λ; our
+    numbers): the official `moco.MoCoUnlimitedKeysDefault`, `moco.loader.MultiCropsTransform`,
+    `main_moco.train` (its λ ramp `jcl_lambda·(epoch + 1)/epochs` and `loss = ce + jcl_loss`) and
+    `main_moco.adjust_learning_rate` per epoch. Returns (the module, the loss curve of
+    ce + jcl_loss, {"lambda_per_epoch": the `ratio` each epoch's forwards got})."""
+    import torch
+
+    jcl, loader, main_moco = import_official(
+        path, "moco.moco_unlimit_key_default", "moco.loader", "main_moco"
+    )
+    n = numbers
+    k_crops = n["num_keys"] + 1
+    transform = loader.MultiCropsTransform(
+        ops_to_transforms(n["ops"], n["mean"], n["std"]), k_crops=k_crops
+    )
+    train_loader = seeded_loader(n, transform)
+    seen = {"jcl_loss": 0.0, "ratios": []}
+
+    def record(module, args, kwargs, output):  # measurement only: what `train` got back
+        seen["jcl_loss"] = output[2].detach()
+        if not seen["ratios"] or seen["ratios"][-1] != kwargs["ratio"]:
+            seen["ratios"].append(kwargs["ratio"])
+
+    with moco_shims(jcl, main_moco):
+        model = jcl.MoCoUnlimitedKeysDefault(
+            encoder_factory(n, base_encoder),
+            n["out_dim"],
+            n["queue"],
+            n["momentum_ema"],
+            n["temperature"],
+            True,
+        )
+        check_head(model, n)
+        hook = model.register_forward_hook(record, with_kwargs=True)
+        criterion = LoggedLoss(torch.nn.CrossEntropyLoss().cuda(0), lambda: seen["jcl_loss"])
+        optimizer = sgd(model, n)
+        epochs = math.ceil(n["steps"] / len(train_loader))
+        args = argparse.Namespace(
+            lr=n["lr"],
+            cos=True,
+            epochs=epochs,
+            schedule=[],
+            gpu=0,
+            print_freq=10**9,
+            jcl=1,
+            jcl_lambda=n["lam"],
+            k_crops=k_crops,
+        )
+        main_moco.logger = main_moco.setup_logger(
+            output=None, distributed_rank=0, color=False, name="moco"
+        )
+        run_epochs(main_moco, train_loader, model, criterion, optimizer, args, n["steps"])
+        hook.remove()
+    return model, criterion.curve, {"lambda_per_epoch": [round(r, 6) for r in seen["ratios"]]}
 
 
 def features(encoder, numbers: dict, split: str, batch: int = 500):
@@ -310,7 +422,7 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-METHODS = {"mocov2": ("moco", train_mocov2)}
+METHODS = {"mocov2": ("moco", train_mocov2), "jcl": ("jcl", train_jcl)}
 
 
 def main(argv=None) -> None:
@@ -319,7 +431,13 @@ def main(argv=None) -> None:
     parser.add_argument("--numbers", required=True, help="the recipe as JSON (runner.py)")
     parser.add_argument("--out", required=True, help="folder for features.npz and run.json")
     parser.add_argument("--official-root", default="", help="where the checkouts are")
-    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=int(os.environ.get("SSL_JAX_OFFICIAL_THREADS", 0)) or os.cpu_count(),
+        help="torch's intra-op threads ($SSL_JAX_OFFICIAL_THREADS, else every core): 1 beside "
+        "other busy processes, where 2 threads spin-wait (JCL: 4.5 against 0.14 s a step)",
+    )
     args = parser.parse_args(argv)
     import torch
 
@@ -330,7 +448,7 @@ def main(argv=None) -> None:
     numbers = json.loads(args.numbers)
     os.makedirs(args.out, exist_ok=True)
     t0, cpu0 = time.time(), cpu_seconds()
-    model, curve = train(path, numbers)
+    model, curve, extra = train(path, numbers)
     pretrain_s, pretrain_cpu_s = time.time() - t0, cpu_seconds() - cpu0
     train_x, train_y = features(model.encoder_q, numbers, "train")
     test_x, test_y = features(model.encoder_q, numbers, "test")
@@ -345,6 +463,7 @@ def main(argv=None) -> None:
         pretrain_s=round(pretrain_s, 1),
         pretrain_cpu_s=round(pretrain_cpu_s, 1),
         versions=f"torch {torch.__version__}, torchvision {torchvision.__version__}",
+        **extra,
     )
     with open(os.path.join(args.out, "run.json"), "w") as f:
         json.dump(run, f, indent=1)

@@ -39,9 +39,18 @@ def numbers(config, method: str) -> dict:
         raise SystemExit(f"error: official cells read Fashion-MNIST, not {data.name}")
     views = tuple(data.views)
     if len(set(views)) != 1:
-        raise SystemExit(f"error: official {method} makes both views with one transform: {views}")
+        raise SystemExit(f"error: official {method} makes every view with one transform: {views}")
     if optim.lr_scaling != "none" or optim.name != "sgd" or optim.warmup_epochs:
         raise SystemExit("error: official cells take SGD at base_lr, no scaling, no warm-up")
+    extra = {}
+    if method == "jcl":  # M' keys (`--k_crops` M' + 1) and λ, ramped as the official `train` does
+        if mc.lam_schedule != "linear_epoch":
+            raise SystemExit(
+                f"error: official jcl ramps λ per epoch (main_moco.py:342), not {mc.lam_schedule!r}"
+            )
+        if len(views) != mc.num_keys + 1:
+            raise SystemExit(f"error: jcl with {mc.num_keys} keys needs {mc.num_keys + 1} views")
+        extra = dict(num_keys=int(mc.num_keys), lam=float(mc.lam))
     return dict(
         method=method,
         fashion_dir=data.data_dir or fashion_mnist.FASHION_MNIST_DIR,
@@ -65,6 +74,7 @@ def numbers(config, method: str) -> dict:
         weight_decay=float(optim.weight_decay),
         momentum=float(optim.momentum),
         seed=int(config.seed),
+        **extra,
     )
 
 
@@ -106,6 +116,7 @@ def run_cell(config, method: str, workdir: str, official_root: str = "") -> dict
         pretrain_cpu_s=run["pretrain_cpu_s"],
         steps=run["steps"],
         loss_curve=run["loss_curve"],
+        **({"lambda_per_epoch": run["lambda_per_epoch"]} if "lambda_per_epoch" in run else {}),
         feature_dim=int(train[0].shape[1]),
         probe=scores["top1"],
         knn=scores.get("knn_top1"),

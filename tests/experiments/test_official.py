@@ -1,6 +1,6 @@
-"""The official-code harness (`experiments/official/`) against a fake "official" package
-(`fake_official/moco`: the official entry points and the CUDA / torch.distributed calls, not the
-official code): the shims make it run on one CPU process and are undone after; the queue, EMA and
+"""The official-code harness (`experiments/official/`) against fake "official" packages
+(`fake_official/moco`, `fake_official/jcl`: the official entry points and the CUDA /
+torch.distributed calls, not the official code): the shims make it run on one CPU process and are undone after; the queue, EMA and
 optimiser advance as the trainer calls them; our recipe becomes the transform classes in order; a
 missing or other-commit checkout is one clear error; an official cell is written by the runner and
 scored by the same probe and kNN as ours. No test needs the network or a real checkout."""
@@ -19,6 +19,7 @@ from experiments.official import checkouts, harness, runner
 from tests.data.data_helpers import make_fashion_dir
 
 FAKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_official", "moco")
+FAKE_JCL = os.path.join(os.path.dirname(FAKE), "jcl")
 
 
 def _numbers(fashion_dir: str, **over) -> dict:
@@ -49,11 +50,11 @@ def _numbers(fashion_dir: str, **over) -> dict:
     return {**numbers, **over}
 
 
-def test_the_shims_run_the_official_entry_points_on_one_cpu_process(tmp_path, monkeypatch):
-    torch = pytest.importorskip("torch")
-    fashion = make_fashion_dir(str(tmp_path / "fashion"), num_train=40, num_test=10)
+def _tiny_encoder(torch, monkeypatch):
+    """A tiny `base_encoder(num_classes=dim)` with an `fc`; the recipe's transform replaced by
+    ToTensor + Normalize on the grey image (torchvision is not needed here)."""
 
-    class Encoder(torch.nn.Module):  # a tiny `base_encoder(num_classes=dim)` with an `fc`
+    class Encoder(torch.nn.Module):
         def __init__(self, num_classes):
             super().__init__()
             self.conv = torch.nn.Conv2d(1, 8, 3, 2, 1)
@@ -61,24 +62,33 @@ def test_the_shims_run_the_official_entry_points_on_one_cpu_process(tmp_path, mo
             self.fc = torch.nn.Linear(8, num_classes)
 
         def forward(self, x):
-            return self.fc(self.bn(self.conv(x)).relu().mean((2, 3)))
+            return self.fc(self.bn(self.conv(x)).relu().amax((2, 3)))  # max: images differ
 
-    def to_tensor(image):  # stands in for torchvision's ToTensor + Normalize here
-        return (torch.from_numpy(np.asarray(image, np.float32) / 255)[None] - 0.286) / 0.353
+    def to_tensor(image):  # noise: a view's augmentation (JCL's M' keys of one image differ)
+        x = (torch.from_numpy(np.asarray(image, np.float32) / 255)[None] - 0.286) / 0.353
+        return x + 0.5 * torch.randn(x.shape)
 
     monkeypatch.setattr(harness, "ops_to_transforms", lambda ops, mean, std: to_tensor)
-    for name in ("moco", "moco.builder", "moco.loader", "main_moco"):
-        monkeypatch.delitem(sys.modules, name, raising=False)
+    for name in [n for n in sys.modules if n.split(".")[0] in ("moco", "main_moco")]:
+        monkeypatch.delitem(sys.modules, name)
+    return Encoder
+
+
+def test_the_shims_run_the_official_entry_points_on_one_cpu_process(tmp_path, monkeypatch):
+    torch = pytest.importorskip("torch")
+    fashion = make_fashion_dir(str(tmp_path / "fashion"), num_train=40, num_test=10)
+
+    Encoder = _tiny_encoder(torch, monkeypatch)
     cuda, module_cuda = torch.Tensor.cuda, torch.nn.Module.cuda
     numbers = _numbers(fashion)
-    model, curve = harness.train_mocov2(FAKE, numbers, base_encoder=Encoder)
+    model, curve, extra = harness.train_mocov2(FAKE, numbers, base_encoder=Encoder)
     # 40 images, batch 8: 5 steps an epoch, 6 steps = 2 epochs (the second cut at one batch)
     assert int(model.queue_ptr) == (6 * 8) % 16
     assert torch.allclose(model.queue.norm(dim=0), torch.ones(16), atol=1e-5)
     q = dict(model.encoder_q.named_parameters())
     k = dict(model.encoder_k.named_parameters())
     assert not torch.equal(q["conv.weight"], k["conv.weight"])  # EMA, not a copy
-    assert curve == []  # LOG_EVERY is 20: no point in 6 steps
+    assert curve == [] and extra == {}  # LOG_EVERY is 20: no point in 6 steps
     # the shims are undone: CUDA calls fail again on this CPU torch
     assert torch.Tensor.cuda is cuda and torch.nn.Module.cuda is module_cuda
     builder = sys.modules["moco.builder"]
@@ -94,6 +104,48 @@ def test_the_shims_run_the_official_entry_points_on_one_cpu_process(tmp_path, mo
         and y.shape == (10,)
         and isinstance(model.encoder_q.fc, torch.nn.Sequential)
     )
+
+
+def test_the_jcl_shims_run_its_entry_points_with_m_plus_one_views(tmp_path, monkeypatch):
+    """JCL's `train` as its `main_moco.py` calls it: each step's key batch is the M' key crops of
+    `MultiCropsTransform(k_crops=M' + 1)`, the queue receives mean keys, λ is the official
+    per-epoch ramp, the curve is of ce + jcl_loss; MoCo's checkout in the same process first (both
+    have a `moco` package) does not shadow JCL's."""
+    torch = pytest.importorskip("torch")
+    fashion = make_fashion_dir(str(tmp_path / "fashion"), num_train=40, num_test=10)
+    Encoder = _tiny_encoder(torch, monkeypatch)
+    harness.train_mocov2(FAKE, _numbers(fashion), base_encoder=Encoder)
+    monkeypatch.setattr(harness, "LOG_EVERY", 2)
+    cuda = torch.Tensor.cuda
+    numbers = _numbers(fashion, method="jcl", steps=7, num_keys=3, lam=2.0)
+    model, curve, extra = harness.train_jcl(FAKE_JCL, numbers, base_encoder=Encoder)
+    assert sys.modules["moco"].__file__.startswith(FAKE_JCL)
+    assert type(model).__name__ == "MoCoUnlimitedKeysDefault"
+    assert model.keys_per_query == [3] * 7  # M' = 3 key crops a query, every step
+    # 40 images, batch 8: 5 steps an epoch, 7 steps = 2 epochs, λ·(epoch + 1)/2 each
+    assert extra == {"lambda_per_epoch": [1.0, 2.0]}
+    assert int(model.queue_ptr) == (7 * 8) % 16
+    # every column was written by now, with a mean of unit keys: norm < 1 (not re-normalised)
+    assert bool((model.queue.norm(dim=0) < 1 - 1e-5).all())
+    assert [step for step, _ in curve] == [2, 4, 6] and all(np.isfinite(v) for _, v in curve)
+    assert torch.Tensor.cuda is cuda
+    jcl = sys.modules["moco.moco_unlimit_key_default"]
+    assert jcl.concat_all_gather.__name__ == "concat_all_gather"
+    assert sys.modules["main_moco"].logger is not None
+    x, y = harness.features(model.encoder_q, numbers, "train")
+    assert x.shape == (40, 8) and y.shape == (40,)
+
+
+def test_the_jcl_curve_is_of_the_loss_the_optimiser_steps_on(monkeypatch):
+    """`LoggedLoss` with JCL's `extra`: the logged value is ce + jcl_loss, the returned loss the
+    criterion's alone (the trainer adds jcl_loss itself)."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(harness, "LOG_EVERY", 1)
+    logged = harness.LoggedLoss(torch.nn.CrossEntropyLoss(), lambda: torch.tensor(0.25))
+    output, target = torch.tensor([[2.0, 0.0]]), torch.tensor([0])
+    ce = float(torch.nn.functional.cross_entropy(output, target))
+    assert float(logged(output, target)) == pytest.approx(ce)
+    assert logged.curve == [[1, round(ce + 0.25, 5)]]
 
 
 class _Recorder:
@@ -124,19 +176,32 @@ def test_our_recipe_becomes_the_transform_classes_in_order():
         harness.ops_to_transforms([{"op": "gaussian_blur"}], [0], [1], transforms=_Recorder())
 
 
-def test_a_missing_or_other_commit_checkout_is_one_clear_error(tmp_path):
-    with pytest.raises(SystemExit, match=r"no checkout of facebookresearch/moco .* git clone"):
-        checkouts.check("moco", str(tmp_path))
-    (tmp_path / "moco" / "moco").mkdir(parents=True)
-    for path, _ in checkouts.CHECKOUTS["moco"].files:
-        (tmp_path / "moco" / path).write_text("# another commit\n")
-    with pytest.raises(SystemExit, match=r"differs from facebookresearch/moco at 78b69caf"):
-        checkouts.check("moco", str(tmp_path))
-    assert checkouts.shim_hash("moco") == checkouts.shim_hash("moco") != ""
-    assert all(len(row) == 3 and ":" in row[0] for row in checkouts.SHIMS["moco"])
+@pytest.mark.parametrize(
+    "name, repo, commit",
+    [
+        ("moco", "facebookresearch/moco", "78b69caf"),
+        ("jcl", "caiqi/Joint-Contrastive-Learning", "1cefabb8"),
+    ],
+)
+def test_a_missing_or_other_commit_checkout_is_one_clear_error(tmp_path, name, repo, commit):
+    with pytest.raises(SystemExit, match=rf"no checkout of {repo} .* git clone"):
+        checkouts.check(name, str(tmp_path))
+    (tmp_path / name / "moco").mkdir(parents=True)
+    files = checkouts.CHECKOUTS[name].files
+    with pytest.raises(SystemExit, match=rf"has no {files[0][0]}: not {repo} at {commit}"):
+        checkouts.check(name, str(tmp_path))
+    for path, _ in files:
+        (tmp_path / name / path).write_text("# another commit\n")
+    with pytest.raises(SystemExit, match=rf"differs from {repo} at {commit}"):
+        checkouts.check(name, str(tmp_path))
+    assert checkouts.shim_hash(name) == checkouts.shim_hash(name) != ""
+    assert checkouts.shim_hash("jcl") != checkouts.shim_hash("moco")
+    assert all(len(row) == 3 and ":" in row[0] for row in checkouts.SHIMS[name])
+    assert harness.METHODS[{"moco": "mocov2", "jcl": "jcl"}[name]][0] == name
 
 
-def test_an_official_cell_is_scored_as_ours_and_written(tmp_path, monkeypatch):
+@pytest.mark.parametrize("method, checkout", [("mocov2", "moco"), ("jcl", "jcl")])
+def test_an_official_cell_is_scored_as_ours_and_written(tmp_path, monkeypatch, method, checkout):
     """The runner reads the harness's features (here made up, as if the official run had
     finished: a finished run's features are reused), scores them with our probe and kNN, and the
     campaign writes the cell with the official fields; the numbers it hands the harness are our
@@ -144,10 +209,10 @@ def test_an_official_cell_is_scored_as_ours_and_written(tmp_path, monkeypatch):
     from ssl_jax.evaluate.evaluators import probe_and_knn, probe_args
 
     grid = grids.OFFICIAL_CPU_LONG
-    cell = grids.cells(grid)[0]
-    assert [c.kind for c in grids.cells(grid)] == ["train"] * 3  # no baselines: cpu_long's
+    cell = next(c for c in grids.cells(grid) if c.method == method)
+    assert [c.kind for c in grids.cells(grid)] == ["train"] * 6  # no baselines: cpu_long's
     config = campaign.cell_config(grid, cell)[0]
-    numbers = runner.numbers(config, "mocov2")
+    numbers = runner.numbers(config, method)
     assert (numbers["steps"], numbers["batch"], numbers["lr"], numbers["train_subset"]) == (
         3000,
         64,
@@ -156,6 +221,15 @@ def test_an_official_cell_is_scored_as_ours_and_written(tmp_path, monkeypatch):
     )
     assert (numbers["queue"], numbers["temperature"], numbers["momentum_ema"]) == (4096, 0.2, 0.99)
     assert (numbers["width"], numbers["stem"], numbers["hidden"]) == (0.5, "imagenet", 256)
+    if method == "jcl":  # the released script's M' (k_crops 5) and λ; 5 views of one recipe
+        assert (numbers["num_keys"], numbers["lam"]) == (4, 2.0)
+        assert len(config.data.views) == 5
+        config.method_config.lam_schedule = "constant"
+        with pytest.raises(SystemExit, match="ramps λ per epoch"):
+            runner.numbers(config, method)
+        config.method_config.lam_schedule = "linear_epoch"
+    else:
+        assert "num_keys" not in numbers
     rng = np.random.default_rng(0)
     train = (rng.normal(size=(200, 16)).astype(np.float32), rng.integers(0, 10, 200))
     test = (rng.normal(size=(50, 16)).astype(np.float32), rng.integers(0, 10, 50))
@@ -165,6 +239,8 @@ def test_an_official_cell_is_scored_as_ours_and_written(tmp_path, monkeypatch):
         workdir / "features.npz", train_x=train[0], train_y=train[1], test_x=test[0], test_y=test[1]
     )
     run = dict(loss_curve=[[20, 7.0]], steps=3000, pretrain_s=1.0, pretrain_cpu_s=2.0, versions="v")
+    if method == "jcl":
+        run["lambda_per_epoch"] = [0.1 * (e + 1) for e in range(20)]
     (workdir / "run.json").write_text(json.dumps(run))
     monkeypatch.setattr(campaign, "_fresh_workdir", lambda workdir, digest: None)
     record = campaign.run_cell(grid, cell, str(tmp_path / "work"))
@@ -174,9 +250,10 @@ def test_an_official_cell_is_scored_as_ours_and_written(tmp_path, monkeypatch):
     )
     assert record["probe_top1"] == round(float(ours["top1"]), 6)
     assert record["knn_top1"] == round(float(ours["knn_top1"]), 6)
-    assert record["official_commit"] == checkouts.CHECKOUTS["moco"].commit
-    assert record["shim_hash"] == checkouts.shim_hash("moco")
+    assert record["official_commit"] == checkouts.CHECKOUTS[checkout].commit
+    assert record["shim_hash"] == checkouts.shim_hash(checkout)
+    assert record.get("lambda_per_epoch") == run.get("lambda_per_epoch")
     assert record["probe_protocol"] == campaign.grid_protocol(grid)
     assert record["loss_curve"] == [[20, 7.0]] and record["feature_dim"] == 16
     path = campaign.write_cell(str(tmp_path / "cells"), cell, record)
-    assert json.load(open(path))["official_repo"] == "facebookresearch/moco"
+    assert json.load(open(path))["official_repo"] == checkouts.CHECKOUTS[checkout].repo
