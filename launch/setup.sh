@@ -29,3 +29,7 @@ PYTHONWARNINGS=ignore .venv/bin/pip install -q --no-deps -e .
 # (an extra index set in PIP_EXTRA_INDEX_URL, e.g. a CPU-only build of the same pair, is honoured)
 .venv/bin/pip install -q "torch==$TORCH_VERSION" "torchvision==$TORCHVISION_VERSION" \
   || echo "torch $TORCH_VERSION + torchvision $TORCHVISION_VERSION not installable here: the export tests will be skipped"
+# triton (torch.compile's GPU kernels, a dependency of torch's CUDA build) segfaults when it is
+# imported into a process that loaded TensorFlow first, as torchvision does after ssl_jax; loading
+# an exported encoder needs no triton
+.venv/bin/pip uninstall -q -y triton 2>/dev/null || true

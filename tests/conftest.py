@@ -1,10 +1,15 @@
 """Test set-up: 8 simulated CPU devices, TensorFlow kept off accelerators, quiet logs."""
 
 import os
+import sys
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# torch's CUDA build brings triton (GPU kernels for torch.compile), whose import segfaults in a
+# process that has loaded TensorFlow and XLA first (torchvision imports it through torch._dynamo);
+# nothing here compiles torch code: torch takes an unimportable triton as absent
+sys.modules.setdefault("triton", None)
 
 import jax  # noqa: E402
 
