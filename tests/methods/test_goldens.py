@@ -5,7 +5,9 @@
 `sce` and `ressl` were re-recorded at the BN-groups change (issue 12 item 2: SCE's SplitBN splits the
 target trunk's BN only, no longer the projector's); `ressl` again when shuffle-BN's permuted key batch
 was kept sharded (a sharding constraint: same maths, another summation order; step 3 moved by 7e-5
-relative, steps 1-2 by < 2e-6); the others are unchanged since 54a2d37.
+relative, steps 1-2 by < 2e-6); `sce` and `ressl` again when their configs' network became the
+default job's stride-2 stem at width 1/2 (2026-11-28: another network, the same maths); the others
+are unchanged since 54a2d37.
 Regenerate only for a deliberate change of a method's maths:
 `python -m tests.methods.test_goldens --write` (and say why in the commit).
 """
