@@ -1,11 +1,11 @@
 """ReSSL on Fashion-MNIST: the small CPU job of `scce_fashion_mnist.py` with the ReSSL loss.
 
 Not from a paper: everything as `scce_fashion_mnist.py` (built by its `get_config`: weak view
-→ target, `fashion_mnist_default` jitter view → online, full-width ResNet-18 with the ImageNet stem
-on 28-px grayscale, projector 512 → 256 (BN, ReLU) → 128, queue 4096, momentum 0.99, shuffle-BN in
-8 key BN groups, batch 64, 2400 steps (~2.6 epochs), SGD lr 0.24 × 64/256 = 0.06, wd 5e-4, no
-warm-up, final linear-probe table on every stage's pooled output, no kNN monitor); only the loss and
-τ_m change.
+→ target, `fashion_mnist_default` jitter view → online, ResNet-18 at width 1/2 with the stride-2
+stem on 28-px grayscale, projector 256 → 256 (BN, ReLU) → 128, queue 4096, momentum 0.99,
+shuffle-BN in 8 key BN groups, batch 64, 2400 steps (~2.6 epochs), SGD lr 0.24 × 64/256 = 0.06,
+wd 5e-4, no warm-up, final linear-probe table on the last stage's pooled output, no kNN monitor);
+only the loss and τ_m change.
 The ReSSL loss (`methods/ressl.py`, `losses.ressl`: cross-entropy between the target's and the
 online network's relations to the queue, no positive) takes τ 0.1 and τ_m 0.04 (the ReSSL paper's
 values, solo-learn's defaults; the SCE paper uses "the best temperatures reported" by ReSSL).
