@@ -71,7 +71,13 @@ def run_main_without_tensorflow(args: Sequence[str], timeout: float) -> subproce
     """`python -m ssl_jax.main *args` under `run_without_tensorflow`; a non-zero exit of main is
     the process's exit status (the TensorFlow check runs after main either way)."""
     code = f"""
+import os
 import runpy
+
+def _exit(code):  # main ends with os._exit (no teardown): raise instead, so the check runs
+    raise SystemExit(code)
+
+os._exit = _exit
 sys.argv = ["ssl_jax.main", *{list(args)!r}]
 try:
     runpy.run_module("ssl_jax.main", run_name="__main__", alter_sys=True)
