@@ -14,14 +14,7 @@ ball lesion, `:space=ycbcr|ydbdr` other colour spaces (the parent's `:flow` is n
 `:runlocal` as `cmc_color_fashion_mnist.py`: 6 steps of 32 images, a bank of 256 and 64 draws.
 """
 
-import os
-import sys
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import cmc_color_fashion_mnist, common  # noqa: E402
+from configs import cmc_color_fashion_mnist, common
 
 
 def get_config(arg=None):

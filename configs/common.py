@@ -3,9 +3,10 @@ shrink. Each config file writes its own run's numbers and calls these for what i
 (a dataset's splits and normalisation, what `:runlocal` does); nothing here picks a method's numbers,
 except the blocks one released code base repeats in all its configs (the Ring code's `ring_*`).
 
-A config file is loaded by path (`--config=configs/X.py`, `ssl_jax.configs.load`), so it puts the
-repository root on `sys.path` before `from configs import common`. Library code (`ssl_jax/`) never
-imports this package.
+A config file is loaded by path (`--config=configs/X.py`, `ssl_jax.configs.load`) and imports
+`configs.common` as a package: from the repository root (`python -m` puts it on `sys.path`) or, from
+any folder, through the install (`pip install -e .` installs `configs` beside `ssl_jax`). Library
+code (`ssl_jax/`) never imports this package.
 """
 
 from __future__ import annotations

@@ -17,17 +17,10 @@ policies; `:ball` the ball lesion (no inner cut). Sources: mhw32/contrastive-rin
 `:runlocal` trains a few steps on Fashion-MNIST (3 channels) with a bank/queue of 256.
 """
 
-import os
-import sys
-
 import ml_collections
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common  # noqa: E402
-from ssl_jax import configs  # noqa: E402
+from configs import common
+from ssl_jax import configs
 
 
 def get_config(arg=None):

@@ -19,14 +19,7 @@ this run stays at 32 px with the CIFAR stem. Sources: mhw32/contrastive-ring-pub
 `ir_color_fashion_mnist.py`: 6 steps of 32 images, a bank of 256 and 64 draws.
 """
 
-import os
-import sys
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common, ir_color_fashion_mnist  # noqa: E402
+from configs import common, ir_color_fashion_mnist
 
 
 def get_config(arg=None):

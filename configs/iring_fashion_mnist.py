@@ -11,14 +11,7 @@ the ball lesion. Sources: mhw32/contrastive-ring-public @fb3e1c2 (`src/objective
 a bank of 256 and 64 draws.
 """
 
-import os
-import sys
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common, ir_fashion_mnist  # noqa: E402
+from configs import common, ir_fashion_mnist
 
 
 def get_config(arg=None):

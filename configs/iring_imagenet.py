@@ -10,14 +10,7 @@ sharded bank by exact ranks (`sampling.ring_negatives`): the bank is never gathe
 `ir_imagenet.py`: the ResNet-50 at full width, 256 Fashion-MNIST images, a bank of 256 and 64 draws.
 """
 
-import os
-import sys
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common, ir_imagenet  # noqa: E402
+from configs import common, ir_imagenet
 
 
 def get_config(arg=None):

@@ -14,14 +14,7 @@ inner cut). Sources: mhw32/contrastive-ring-public @fb3e1c2 (`config/pretrain/nc
 `:runlocal` as `ir_stl10.py` (a few steps on Fashion-MNIST, 3 channels, with a bank of 256).
 """
 
-import os
-import sys
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common, ir_stl10  # noqa: E402
+from configs import common, ir_stl10
 
 
 def get_config(arg=None):

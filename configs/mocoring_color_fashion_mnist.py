@@ -18,14 +18,7 @@ mhw32/contrastive-ring-public @fb3e1c2 (`src/objectives/moco.py` `MoCoRing` L109
 above, as `mocoring_fashion_mnist.py` (not the parent's 256-entry runlocal queue).
 """
 
-import os
-import sys
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common, mocov2_color_fashion_mnist  # noqa: E402
+from configs import common, mocov2_color_fashion_mnist
 
 
 def get_config(arg=None):

@@ -12,14 +12,7 @@ L109, `src/utils/policy.py`). `:runlocal` as `mocov2_fashion_mnist.py`: 6 steps 
 queue and its ring as above).
 """
 
-import os
-import sys
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common, mocov2_fashion_mnist  # noqa: E402
+from configs import common, mocov2_fashion_mnist
 
 
 def get_config(arg=None):

@@ -10,14 +10,7 @@ epochs: the top-k then spans the whole queue); `:ball` the ball lesion. `:runloc
 `mocov2_imagenet.py`: the ResNet-50 at full width, 256 Fashion-MNIST images, a 256-entry queue.
 """
 
-import os
-import sys
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common, mocov2_imagenet  # noqa: E402
+from configs import common, mocov2_imagenet
 
 
 def get_config(arg=None):

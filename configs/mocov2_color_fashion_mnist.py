@@ -8,19 +8,12 @@ width 1/2 — CMC splits that width into two encoders of 1/4 —, batch 256, 3 e
 cosine; ours), queue 4096, EMA 0.99 (ours, for 3 epochs). `:runlocal`: a few steps of 32 images.
 """
 
-import os
-import sys
-
 import ml_collections
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common  # noqa: E402
-from ssl_jax import configs  # noqa: E402
-from ssl_jax.data import recipes  # noqa: E402
-from ssl_jax.models import head_config  # noqa: E402
+from configs import common
+from ssl_jax import configs
+from ssl_jax.data import recipes
+from ssl_jax.models import head_config
 
 
 def get_config(arg=None):

@@ -12,14 +12,7 @@ ReSSL as its authors ran it (EMA before the keys, 512-2048-128 projector without
 `:runlocal` trains a few steps on Fashion-MNIST.
 """
 
-import os
-import sys
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import scce_cifar10  # noqa: E402
+from configs import scce_cifar10
 
 
 def get_config(arg=None):

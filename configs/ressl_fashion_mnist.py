@@ -12,14 +12,7 @@ values, solo-learn's defaults; the SCE paper uses "the best temperatures reporte
 `:runlocal` trains 6 steps of 32 images at width 1/8 with a 256-entry queue.
 """
 
-import os
-import sys
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common, scce_fashion_mnist  # noqa: E402
+from configs import common, scce_fashion_mnist
 
 
 def get_config(arg=None):

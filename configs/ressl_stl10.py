@@ -8,14 +8,7 @@ values, solo-learn's defaults; the SCE paper uses "the best temperatures reporte
 `:runlocal` trains a few steps on Fashion-MNIST.
 """
 
-import os
-import sys
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import scce_stl10  # noqa: E402
+from configs import scce_stl10
 
 
 def get_config(arg=None):

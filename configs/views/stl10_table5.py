@@ -16,17 +16,10 @@ the labelled ones, are `num_labelled`). Arguments: `mode=semi|unsupervised|super
 (4 steps on 256 color_fashion_mnist images at 32 px).
 """
 
-import os
-import sys
-
 import ml_collections
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
-
-from configs import common  # noqa: E402
-from ssl_jax import configs  # noqa: E402
+from configs import common
+from ssl_jax import configs
 
 NUM_LABELLED = 5_000  # STL-10 'train'
 # Table 5's images of each generator: (split, num_labelled)

@@ -18,16 +18,9 @@ is the tests' (a few steps of 32 images).
   test images, Adam at the appendix's critic rate 6e-4, τ of `view_config` (0.1); I_NCE ≤ log batch.
 """
 
-import os
-import sys
-
 import ml_collections
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
-
-from configs import common  # noqa: E402
+from configs import common
 
 SIZES = ("full", "small", "tiny")
 
