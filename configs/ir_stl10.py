@@ -13,35 +13,14 @@ transforms, blur p 0.5 included (`common.ring_code_transforms`). No ring: the ba
 `:runlocal` trains a few steps on Fashion-MNIST (3 channels) with a bank/queue of 256.
 """
 
-import ml_collections
-
-from configs import common
-from ssl_jax import configs
+from configs import common, ir_cifar100
 
 
 def get_config(arg=None):
     a = common.parse_arg(arg, mocov2_32x32=False)
-    c = configs.base_config()
-    c.method = "ir"
-    c.method_config = ml_collections.ConfigDict(
-        dict(
-            temperature=0.07,
-            num_negatives=4095,
-            bank_size=5000,
-            bank_momentum=0.0,
-            bank_init="uniform",
-        )
-    )
-
-    common.stl10_labelled_data(c)  # the 5,000 labelled images, as the code
-    if a.runlocal:  # not on CPU CI
-        common.fashion_mnist_data(c, channels=3)
-        c.method_config.update(bank_size=256, num_negatives=64)
-    common.ring_code_transforms(c, "ring", 1, a.mocov2_32x32)
-
-    common.ring_code_model(c)  # ResNet-18, ImageNet stem, MLP 512-512-128
-    common.ring_code_sgd(c)  # batch 256, SGD 0.03, 200 epochs, ×0.1 at 136 and 166
-    c.evals.knn.every_steps = 2000
-    if a.runlocal:
-        common.runlocal(c)
+    c = ir_cifar100.get_config(arg)
+    if not a.runlocal:
+        c.method_config.bank_size = 5000  # every training image
+        common.stl10_labelled_data(c)  # the 5,000 labelled images, as the code
+        common.ring_code_transforms(c, "ring", 1, a.mocov2_32x32)  # upsampled again
     return c

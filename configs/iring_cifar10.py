@@ -17,36 +17,12 @@ policies; `:ball` the ball lesion (no inner cut). Sources: mhw32/contrastive-rin
 `:runlocal` trains a few steps on Fashion-MNIST (3 channels) with a bank/queue of 256.
 """
 
-import ml_collections
-
-from configs import common
-from ssl_jax import configs
+from configs import common, iring_cifar100
 
 
 def get_config(arg=None):
     a = common.parse_arg(arg, anneal="constant", ball=False, mocov2_32x32=False)
-    c = configs.base_config()
-    c.method = "iring"
-    c.method_config = ml_collections.ConfigDict(
-        dict(
-            temperature=0.07,
-            num_negatives=4095,  # k − 1 ring draws (k 4096)
-            bank_size=50000,
-            bank_momentum=0.0,  # m 0: rows replaced
-            bank_init="uniform",  # the code's MemoryBank: normalize(U(±1/√(d/3)))
-            **common.ring_keys(a.anneal, a.ball),  # outer 0.1, inner 0.1
-        )
-    )
-
-    common.cifar10_data(c)
-    if a.runlocal:  # not on CPU CI
-        common.fashion_mnist_data(c, channels=3)
-        c.method_config.update(bank_size=256, num_negatives=64)
-    common.ring_code_transforms(c, "ring", 1, a.mocov2_32x32)
-
-    common.ring_code_model(c)  # ResNet-18, ImageNet stem, MLP 512-512-128
-    common.ring_code_sgd(c)  # batch 256, SGD 0.03, 200 epochs, ×0.1 at 136 and 166
-    c.evals.knn.every_steps = 2000
-    if a.runlocal:
-        common.runlocal(c)
+    c = iring_cifar100.get_config(arg)
+    if not a.runlocal:
+        c.data.name = "cifar10"
     return c

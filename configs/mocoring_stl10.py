@@ -15,40 +15,13 @@ epochs of steps, then 0.1); `:anneal=step|exponential|adaptive_loss` the code's 
 `:runlocal` trains a few steps on Fashion-MNIST (3 channels) with a bank/queue of 256.
 """
 
-import ml_collections
-
-from configs import common
-from ssl_jax import configs
+from configs import common, mocoring_cifar10
 
 
 def get_config(arg=None):
     a = common.parse_arg(arg, anneal="constant", ball=False, mocov2_32x32=False)
-    c = configs.base_config()
-    c.method = "mocoring"
-    c.method_config = ml_collections.ConfigDict(
-        dict(
-            temperature=0.07,
-            queue_size=65536,  # the code's MoCoRing k (MoCo baseline: 4096)
-            # the code's Lightning `dp` backend: shuffle-BN is a permutation on one device
-            # (no effect); BN over the whole batch
-            query_bn_group_size=0,
-            key_bn_group_size=0,
-            shuffle_bn=False,
-            **common.ring_keys(a.anneal, a.ball),  # outer 0.1, inner 0.1
-        )
-    )
-    c.ema.base = 0.999  # key encoder EMA, before the keys
-    c.ema.schedule = "constant"
-
-    common.stl10_labelled_data(c)  # the 5,000 labelled images, as the code
-    if a.runlocal:  # not on CPU CI
-        common.fashion_mnist_data(c, channels=3)
-        c.method_config.queue_size = 256  # divides the 32 keys of a runlocal step
-    common.ring_code_transforms(c, "ring", 2, a.mocov2_32x32)
-
-    common.ring_code_model(c)  # ResNet-18, ImageNet stem, MLP 512-512-128
-    common.ring_code_sgd(c)  # batch 256, SGD 0.03, 200 epochs, ×0.1 at 136 and 166
-    c.evals.knn.every_steps = 2000
-    if a.runlocal:
-        common.runlocal(c)
+    c = mocoring_cifar10.get_config(arg)
+    if not a.runlocal:
+        common.stl10_labelled_data(c)  # the 5,000 labelled images, as the code
+        common.ring_code_transforms(c, "ring", 2, a.mocov2_32x32)  # upsampled again
     return c
