@@ -363,3 +363,17 @@ def ring_code_sgd(c: ml_collections.ConfigDict) -> None:
     c.optim.weight_decay = 1e-4
     c.optim.schedule = "step"
     c.optim.decay_epochs = (136.0, 166.0)
+
+
+def ressl_from_sce(c: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+    """An SCE config turned into its ReSSL baseline (the `ressl_X` configs: SCE's numbers, the loss
+    and τ_m changed, as the SCE paper reproduces its baselines with "the same architecture for all
+    methods"). The ReSSL loss (`methods/ressl.py`, `losses.ressl`: cross-entropy between the
+    target's and the online network's relations to the queue, no positive) takes τ 0.1 and τ_m
+    0.04 (the ReSSL paper's values, solo-learn's defaults; the SCE paper uses "the best
+    temperatures reported" by ReSSL); SCE's λ (`coeff`, the mix of the one-hot and the relational
+    target) goes."""
+    c.method = "ressl"
+    del c.method_config["coeff"]
+    c.method_config.temperature_m = 0.04  # SCE's: 0.05
+    return c

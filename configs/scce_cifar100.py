@@ -10,7 +10,6 @@ only the data and the normalisation change (the SCE code's CIFAR-100 mean/std,
 trains on Fashion-MNIST.
 """
 
-
 from configs import common, scce_cifar10
 
 
