@@ -90,12 +90,24 @@ def test_every_config_loads_and_validates(path, arg):
         validation.validate(c, num_devices=8)
 
 
+def _parent(path):
+    """The config `path` is built on (`from configs import scce_cifar10`), or None; at most one."""
+    source = open(path).read()
+    imported = set(re.findall(r"from configs import (\w+(?:, \w+)*)", source))
+    imported = {name for names in imported for name in names.split(", ")}
+    imported |= set(re.findall(r"from configs\.(\w+) import", source))
+    parents = imported - {"common"}
+    assert len(parents) <= 1, (path, imported)
+    return os.path.join(ROOT, "configs", f"{parents.pop()}.py") if parents else None
+
+
 @pytest.mark.parametrize("path", CONFIG_FILES, ids=_name)
 def test_config_files_are_flat(path):
     """One file shows one run's numbers, or a parent's `get_config` and the few numbers it changes
-    (`ressl_X` = `scce_X` + the loss): no config loads another by path, and a parent is itself flat."""
+    (`ressl_X` = `scce_X` + the loss, `scce_cifar100` = `scce_cifar10` + the data): no config loads
+    another by path or puts anything on `sys.path`, and a config is at most two parents away from
+    one built on no other (`ressl_stl10` → `scce_stl10` → `scce_cifar10`)."""
     source = open(path).read()
-    others = {_name(p) for p in CONFIG_FILES} - {_name(path)}
     banned = (
         "sibling(",
         "spec_from_file_location",
@@ -106,14 +118,11 @@ def test_config_files_are_flat(path):
     )
     for pattern in banned:
         assert pattern not in source, (path, pattern)
-    imported = set(re.findall(r"from configs import (\w+(?:, \w+)*)", source))
-    imported = {name for names in imported for name in names.split(", ")}
-    imported |= set(re.findall(r"from configs\.(\w+) import", source))
-    parents = imported - {"common"}
-    assert parents <= others and len(parents) <= 1, imported
-    for parent in parents:
-        text = open(os.path.join(ROOT, "configs", f"{parent}.py")).read()
-        assert re.findall(r"from configs import (\w+)", text) == ["common"], parent
+    chain = [path]
+    while (parent := _parent(chain[-1])) is not None:
+        assert parent in CONFIG_FILES and parent not in chain, (chain, parent)
+        chain.append(parent)
+    assert len(chain) <= 3, [_name(p) for p in chain]
     assert not hasattr(configs, "sibling")
 
 
