@@ -31,6 +31,7 @@ CIFAR100_MEAN = (0.5071, 0.4865, 0.4409)
 CIFAR100_STD = (0.2009, 0.1984, 0.2023)
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
+STL10_STD = (0.2471, 0.2435, 0.2616)  # SCE code, datamodule/stl10.py normalisation entry
 
 
 def parse_arg(arg: str | None, **spec) -> types.SimpleNamespace:
@@ -376,4 +377,59 @@ def ressl_from_sce(c: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     c.method = "ressl"
     del c.method_config["coeff"]
     c.method_config.temperature_m = 0.04  # SCE's: 0.05
+    return c
+
+
+def stl10_unlabelled_data(c: ml_collections.ConfigDict) -> None:
+    """STL-10 (96 px) as the SCE code's datamodule: pretraining on the 100k 'unlabelled' split (its
+    default), evaluation on the labelled 'train' (5k) / 'test' (8k) splits without a centre crop,
+    the normalisation of its STL-10 entry (CIFAR-10 mean, std 0.2471/0.2435/0.2616 — probably a
+    copy slip in the code, kept as the code's behaviour), not cached (100k × 96 × 96 × 3 decoded
+    would take 2.8 GB of host memory)."""
+    cifar10_data(c)
+    c.data.name = "stl10"
+    c.data.train_split = "unlabelled"
+    c.data.eval_train_split = "train"
+    c.data.eval_test_split = "test"
+    c.data.image_size = 96
+    c.data.std = STL10_STD
+    c.data.cache = False
+
+
+def interclr_branch(bank_rows: int) -> dict:
+    """InterCLR's inter branch as the official code sets it in every config (mmselfsup 0.x
+    `interclr-moco`): τ 0.2, MarginNCE m −0.5 (subtracted: adds 0.5 to the positive cosine),
+    intra / inter weights 0.75 / 0.25, semi-hard sampling, online labels, bank momentum 1.0 (rows
+    replaced), centroids every 10 steps, clusters under 20 images refilled, 20 k-means iterations;
+    a bank of `bank_rows` rows with C, K and the pool scaled to it (`interclr_scaled`)."""
+    return dict(
+        inter_temperature=0.2,
+        margin=-0.5,
+        intra_weight=0.75,
+        inter_weight=0.25,
+        sampler="semihard",
+        bank_size=bank_rows,
+        bank_momentum=1.0,
+        labels="online",
+        centroid_every_steps=10,
+        min_cluster_size=20,
+        kmeans_iters=20,
+        **interclr_scaled(bank_rows),
+    )
+
+
+def jcl_from_mocov2(c: ml_collections.ConfigDict, num_keys: int) -> ml_collections.ConfigDict:
+    """A MoCo v2 config turned into JCL with M' = `num_keys` key crops (the official JCL code is
+    MoCo v2's with the multi-key loss): view 0 the query, views 1..M' the keys of the same recipe
+    (`jcl_views`), the keys' BN groups M' times larger (the shuffle of all M'·B key crops), λ 2.0
+    ramped per epoch as λ·(epoch+1)/epochs (the released `scripts/main_pretrain.sh`'s
+    `--jcl_lambda 2.0`)."""
+    c.method = "jcl"
+    c.method_config.update(
+        key_bn_group_size=c.method_config.key_bn_group_size * num_keys,
+        num_keys=num_keys,
+        lam=2.0,
+        lam_schedule="linear_epoch",
+    )
+    c.data.views = jcl_views(c.data.views[0], num_keys)
     return c

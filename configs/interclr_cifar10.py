@@ -10,62 +10,14 @@ training images. Bank 50,000 × 128 float32 = 26 MB. `:runlocal` trains a few st
 Fashion-MNIST images (CIFAR is not on CPU CI) with 8 clusters, 32 negatives from a pool of 64.
 """
 
-import ml_collections
-
-from configs import common
-from ssl_jax import configs
-from ssl_jax.data import recipes
-from ssl_jax.models import head_config
+from configs import common, mocov2_cifar10
 
 
 def get_config(arg=None):
     a = common.parse_arg(arg)
-    c = configs.base_config()
+    c = mocov2_cifar10.get_config(arg)
     c.method = "interclr"
-    c.method_config = ml_collections.ConfigDict(
-        dict(
-            temperature=0.2,
-            queue_size=4096,
-            # one accelerator: online BN on the whole batch, keys in 8 shuffled groups
-            query_bn_group_size=0,
-            key_bn_group_size=32,
-            shuffle_bn=True,
-            # the inter branch: the official code's settings (mmselfsup 0.x interclr-moco config)
-            inter_temperature=0.2,
-            margin=-0.5,  # MarginNCE m, subtracted: −0.5 adds 0.5 to the positive cosine
-            intra_weight=0.75,
-            inter_weight=0.25,
-            sampler="semihard",
-            bank_size=50_000,
-            bank_momentum=1.0,
-            labels="online",
-            centroid_every_steps=10,
-            min_cluster_size=20,
-            kmeans_iters=20,
-            **common.interclr_scaled(50_000),  # 390 clusters, K 640, pool 4992
-        )
-    )
-    c.ema.base = 0.999
-
-    common.cifar10_data(c)
-    if a.runlocal:  # not on CPU CI
-        common.fashion_mnist_data(c, channels=3)
-        common.interclr_runlocal(c)
-    c.data.views = ("mocov2", "mocov2")
-    c.data.recipes = ml_collections.ConfigDict(
-        {"mocov2": recipes.mocov2(c.data.image_size, blur=False)}
-    )
-
-    c.model.backbone = "resnet18"
-    c.model.stem = "cifar"
-    c.model.projector = head_config((512,), 128, use_bn=False)  # MLP 512-512-128
-
-    c.global_batch_size = 256
-    c.num_epochs = 200.0
-    c.optim.base_lr = 0.03
-    c.optim.weight_decay = 1e-4
-    c.optim.schedule = "cosine"
-    c.evals.knn.every_steps = 2000
+    c.method_config.update(common.interclr_branch(50_000))  # 390 clusters, K 640, pool 4992
     if a.runlocal:
-        common.runlocal(c)
+        common.interclr_runlocal(c)
     return c

@@ -19,54 +19,17 @@ way; `subset=10000`: 80 clusters, 128 negatives, pool 1,024).
 `:runlocal` trains 6 steps on 256 images with 8 clusters, 32 negatives from a pool of 64.
 """
 
-import ml_collections
-
-from configs import common
-from ssl_jax import configs
-from ssl_jax.data import recipes
-from ssl_jax.models import head_config
+from configs import common, mocov2_color_fashion_mnist
 
 
 def get_config(arg=None):
     a = common.parse_arg(arg, subset=0)
-    rows = a.subset or 60_000
-    c = configs.base_config()
+    c = mocov2_color_fashion_mnist.get_config(common.parent_arg(arg, "subset"))
     c.method = "interclr"
-    c.method_config = ml_collections.ConfigDict(
-        dict(
-            temperature=0.2,
-            queue_size=4096,
-            # one accelerator: online BN on the whole batch, keys in 8 shuffled groups
-            query_bn_group_size=0,
-            key_bn_group_size=32,
-            shuffle_bn=True,
-            # the inter branch: the official code's settings (mmselfsup 0.x interclr-moco config)
-            inter_temperature=0.2,
-            margin=-0.5,  # MarginNCE m, subtracted: −0.5 adds 0.5 to the positive cosine
-            intra_weight=0.75,
-            inter_weight=0.25,
-            sampler="semihard",
-            bank_size=rows,
-            bank_momentum=1.0,
-            labels="online",
-            centroid_every_steps=10,
-            min_cluster_size=20,
-            kmeans_iters=20,
-            **common.interclr_scaled(rows),  # 60,000 rows: 470 clusters, K 768, pool 6016
-        )
-    )
-    c.ema.base = 0.99
-
-    common.color_fashion_mnist_budget(c)
-    c.data.train_subset = a.subset
-    c.data.views = ("mocov2", "mocov2")
-    c.data.recipes = ml_collections.ConfigDict(
-        {"mocov2": recipes.mocov2(c.data.image_size, blur=False)}
-    )
-
-    c.model.projector = head_config((512,), 128, use_bn=False)  # MLP 512-512-128
-
+    # 60,000 rows: 470 clusters, K 768, pool 6016
+    c.method_config.update(common.interclr_branch(a.subset or 60_000))
     if a.runlocal:
         common.interclr_runlocal(c)
-        common.runlocal(c)
+    else:
+        c.data.train_subset = a.subset
     return c

@@ -15,68 +15,17 @@ steps of 64 visit each image ~4 times, so the bank and the online labels are ref
 `:runlocal` trains 6 steps on 256 images with 8 clusters, 32 negatives from a pool of 64.
 """
 
-import ml_collections
-
-from configs import common
-from ssl_jax import configs
-from ssl_jax.data import recipes
-from ssl_jax.models import head_config
+from configs import common, mocov2_fashion_mnist
 
 
 def get_config(arg=None):
     a = common.parse_arg(arg, subset=0)
-    rows = a.subset or 60_000
-    c = configs.base_config()
+    c = mocov2_fashion_mnist.get_config(common.parent_arg(arg, "subset"))
     c.method = "interclr"
-    c.method_config = ml_collections.ConfigDict(
-        dict(
-            temperature=0.2,
-            queue_size=4096,
-            # one accelerator: online BN on the whole batch, keys in 8 shuffled groups
-            query_bn_group_size=0,
-            key_bn_group_size=32,
-            shuffle_bn=True,
-            # the inter branch: the official code's settings (mmselfsup 0.x interclr-moco config)
-            inter_temperature=0.2,
-            margin=-0.5,  # MarginNCE m, subtracted: −0.5 adds 0.5 to the positive cosine
-            intra_weight=0.75,
-            inter_weight=0.25,
-            sampler="semihard",
-            bank_size=rows,
-            bank_momentum=1.0,
-            labels="online",
-            centroid_every_steps=10,
-            min_cluster_size=20,
-            kmeans_iters=20,
-            **common.interclr_scaled(rows),  # 60,000 rows: 470 clusters, K 768, pool 6016
-        )
-    )
-    c.ema.base = 0.99
-
-    common.fashion_mnist_data(c, channels=1)
-    c.data.train_subset = a.subset
-    c.data.shuffle_buffer = 60_000
-    c.data.views = ("fashion", "fashion")
-    c.data.recipes = ml_collections.ConfigDict({"fashion": recipes.fashion_mnist_default(28)})
-
-    c.model.backbone = "resnet18"
-    c.model.stem = "cifar"
-    c.model.width = 0.25
-    c.model.projector = head_config((256,), 128, use_bn=False)  # MLP 256-128
-
-    c.global_batch_size = 256
-    c.num_epochs = 3.0
-    c.optim.name = "sgd"
-    c.optim.base_lr = 0.06
-    c.optim.weight_decay = 5e-4
-    c.optim.schedule = "cosine"
-    c.optim.warmup_epochs = 0.0
-
-    c.log_every_steps = 20
-    c.checkpoint_every_steps = 200
-    c.evals.knn.update(every_steps=-1, num_train=10_000, batch_size=512)
-    c.evals.probe_table.update(every_steps=0, num_train=-1, batch_size=512)
+    # 60,000 rows: 470 clusters, K 768, pool 6016
+    c.method_config.update(common.interclr_branch(a.subset or 60_000))
     if a.runlocal:
         common.interclr_runlocal(c)
-        common.runlocal(c)
+    else:
+        c.data.train_subset = a.subset
     return c

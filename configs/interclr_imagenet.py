@@ -23,70 +23,20 @@ once per epoch. kNN monitor every 25,000 steps on the first 100,000 training ima
 at full width, trains a few steps on 256 Fashion-MNIST images (8 clusters, 32 negatives, pool 64).
 """
 
-import ml_collections
-
-from configs import common
-from ssl_jax import configs
-from ssl_jax.data import recipes
-from ssl_jax.models import head_config
+from configs import common, mocov2_imagenet
 
 
 def get_config(arg=None):
     a = common.parse_arg(arg)
-    c = configs.base_config()
+    c = mocov2_imagenet.get_config(arg)
     c.method = "interclr"
-    c.method_config = ml_collections.ConfigDict(
-        dict(
-            temperature=0.2,
-            queue_size=65536,
-            inter_temperature=0.2,
-            margin=-0.5,
-            intra_weight=0.75,
-            inter_weight=0.25,
-            sampler="semihard",
-            bank_size=common.IMAGENET_BANK_ROWS,
-            bank_momentum=1.0,
-            labels="online",
-            # offline labels only: epochs between re-clusterings, the hook's `interval`
-            # (`configs/selfsup/_base_/datasets/imagenet_interclr-moco.py:82`)
-            offline_every_epochs=10,
-            centroid_every_steps=10,
-            min_cluster_size=20,
-            kmeans_iters=20,
-            # official DDP: 8 GPUs × 32 images, per-GPU BN, keys shuffled across GPUs
-            query_bn_group_size=32,
-            key_bn_group_size=32,
-            shuffle_bn=True,
-            **common.interclr_scaled(common.IMAGENET_TRAIN_EXAMPLES),  # C, K, pool: the code's
-        )
-    )
-    c.ema.base = 0.999
-    c.ema.schedule = "constant"
-
-    common.imagenet_data(c)
-    c.data.train_subset = common.IMAGENET_BANK_ROWS
-    if a.runlocal:  # ImageNet is not on CPU CI
-        common.fashion_mnist_data(c, channels=3)
-        common.interclr_runlocal(c)
-    c.data.views = ("mocov2", "mocov2")
-    c.data.recipes = ml_collections.ConfigDict({"mocov2": recipes.mocov2(c.data.image_size)})
-    common.colour_ops_on_device(c)  # the host cannot feed an accelerator otherwise
-
-    c.model.backbone = "resnet50"
-    c.model.dtype = "auto"  # bfloat16 compute on GPU/TPU, float32 on CPU
-    c.model.stem = "imagenet"
-    c.model.projector = head_config((2048,), 128, use_bn=False)  # MoCoV2Neck 2048-2048-128
-
-    c.global_batch_size = 256
-    c.num_epochs = 200.0
-    c.optim.name = "sgd"
-    c.optim.base_lr = 0.03
-    c.optim.weight_decay = 1e-4
-    c.optim.schedule = "cosine"
-    c.optim.schedule_unit = "epoch"  # mmcv CosineAnnealing with by_epoch=True
-    c.evals.knn.update(every_steps=25_000, num_train=100_000)
+    # C, K and the pool: the code's (10,000, 16,384, 128,000)
+    c.method_config.update(common.interclr_branch(common.IMAGENET_BANK_ROWS))
+    # offline labels only: epochs between re-clusterings, the hook's `interval`
+    # (`configs/selfsup/_base_/datasets/imagenet_interclr-moco.py:82`)
+    c.method_config.offline_every_epochs = 10
     if a.runlocal:
-        common.runlocal(c)
-        c.model.width = 1.0  # the real ResNet-50
-        c.model.projector.hidden_dims = (64,)
+        common.interclr_runlocal(c)
+    else:
+        c.data.train_subset = common.IMAGENET_BANK_ROWS
     return c

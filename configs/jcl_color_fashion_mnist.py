@@ -16,42 +16,12 @@ in the queue; the M'·256 key crops in 8 shuffled BN groups of M'·32.
 `:runlocal` trains 6 steps of 32 images at width 1/8.
 """
 
-import ml_collections
-
-from configs import common
-from ssl_jax import configs
-from ssl_jax.data import recipes
-from ssl_jax.models import head_config
+from configs import common, mocov2_color_fashion_mnist
 
 
 def get_config(arg=None):
     a = common.parse_arg(arg, keys=4)  # M' = 4: the released script's `k_crops=5`
-    c = configs.base_config()
-    c.method = "jcl"
-    c.method_config = ml_collections.ConfigDict(
-        dict(
-            temperature=0.2,
-            queue_size=4096,
-            # one accelerator: the online network on the whole batch, the M'·256 keys in 8
-            # shuffled BN groups (as the official shuffle-BN over 8 GPUs)
-            shuffle_bn=True,
-            query_bn_group_size=0,
-            key_bn_group_size=32 * a.keys,
-            num_keys=a.keys,
-            lam=2.0,
-            lam_schedule="linear_epoch",
-        )
-    )
-    c.ema.base = 0.99
-
-    common.color_fashion_mnist_budget(c)
-    c.data.views = common.jcl_views("mocov2", a.keys)
-    c.data.recipes = ml_collections.ConfigDict(
-        {"mocov2": recipes.mocov2(c.data.image_size, blur=False)}
-    )
-
-    c.model.projector = head_config((512,), 128, use_bn=False)  # MLP 512-512-128
-
+    c = mocov2_color_fashion_mnist.get_config(common.parent_arg(arg, "keys"))
     if a.runlocal:
-        common.runlocal(c)
-    return c
+        c.method_config.queue_size = 4096  # the full queue under `:runlocal` too (MoCo v2: 256)
+    return common.jcl_from_mocov2(c, a.keys)

@@ -17,21 +17,13 @@ import ml_collections
 from configs import common, scce_cifar10
 from ssl_jax.data import recipes
 
-STL10_STD = (0.2471, 0.2435, 0.2616)  # SCE code, datamodule/stl10.py normalisation entry
-
 
 def get_config(arg=None):
     a = common.parse_arg(arg)
     c = scce_cifar10.get_config(arg)
     if a.runlocal:
         return c
-    c.data.name = "stl10"
-    c.data.train_split = "unlabelled"
-    c.data.eval_train_split = "train"
-    c.data.eval_test_split = "test"
-    c.data.image_size = 96
-    c.data.std = STL10_STD  # the mean stays CIFAR-10's, as the SCE code's STL-10 entry
-    c.data.cache = False  # 100k × 96 × 96 × 3 decoded would take 2.8 GB of host memory
+    common.stl10_unlabelled_data(c)
     c.data.recipes = ml_collections.ConfigDict(
         {"soft": recipes.cifar_soft(96), "strong": recipes.cifar_strong(96)}
     )
