@@ -36,7 +36,7 @@ def get_config(arg=None):
         )
     )
 
-    common.color_fashion_mnist_budget(c)
+    common.small_budget(c, color=True)
     c.data.views = ("cmc",)  # one crop; the model splits it into L and ab
     cmc_view = recipes.cmc(c.data.image_size, a.space, scale=(0.2, 1.0))
     if a.flow:  # InfoMin's learned views: g's colour space in place of Lab

@@ -38,7 +38,7 @@ def get_config(arg=None):
     c.ema.base = 0.99
     c.ema.schedule = "constant"
 
-    common.color_fashion_mnist_budget(c)
+    common.small_budget(c, color=True)
     common.infomin_views(c, jigsaw=a.jigsaw)
 
     c.model.projector = head_config((512,), 128, use_bn=False)  # MLP 512-512-128

@@ -27,7 +27,7 @@ def get_config(arg=None):
         dict(temperature=0.07, num_negatives=4096, bank_size=60_000, bank_momentum=0.5)
     )
 
-    common.color_fashion_mnist_budget(c)
+    common.small_budget(c, color=True)
     c.data.views = ("mocov2",)
     c.data.recipes = ml_collections.ConfigDict(
         {"mocov2": recipes.mocov2(c.data.image_size, blur=False)}

@@ -8,39 +8,14 @@ width 1/2 — CMC splits that width into two encoders of 1/4 —, batch 256, 3 e
 cosine; ours), queue 4096, EMA 0.99 (ours, for 3 epochs). `:runlocal`: a few steps of 32 images.
 """
 
-import ml_collections
-
-from configs import common
-from ssl_jax import configs
-from ssl_jax.data import recipes
-from ssl_jax.models import head_config
+from configs import common, mocov2_cifar10
 
 
 def get_config(arg=None):
     a = common.parse_arg(arg)
-    c = configs.base_config()
-    c.method = "mocov2"
-    c.method_config = ml_collections.ConfigDict(
-        dict(
-            temperature=0.2,
-            queue_size=4096,
-            # one accelerator: the online network on the whole batch, the keys in 8 shuffled BN
-            # groups (as MoCo's shuffle-BN over 8 GPUs)
-            query_bn_group_size=0,
-            key_bn_group_size=32,
-            shuffle_bn=True,
-        )
-    )
+    c = mocov2_cifar10.get_config(common.parent_arg(arg, "runlocal"))
     c.ema.base = 0.99
-
-    common.color_fashion_mnist_budget(c)
-    c.data.views = ("mocov2", "mocov2")
-    c.data.recipes = ml_collections.ConfigDict(
-        {"mocov2": recipes.mocov2(c.data.image_size, blur=False)}
-    )
-
-    c.model.projector = head_config((512,), 128, use_bn=False)  # MLP 512-512-128
-
+    common.small_budget(c, color=True)  # 32 px: the CIFAR-10 recipe and heads stay
     if a.runlocal:
         c.method_config.queue_size = 256
         common.runlocal(c)

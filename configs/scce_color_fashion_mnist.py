@@ -21,47 +21,20 @@ stem at full width, batch 64, 2,400 steps, kNN monitor, probe on every stage's f
 
 import ml_collections
 
-from configs import common
-from ssl_jax import configs
+from configs import common, scce_cifar10
 from ssl_jax.data import recipes
-from ssl_jax.models import head_config
 
 
 def get_config(arg=None):
     a = common.parse_arg(arg)
-    c = configs.base_config()
-    c.method = "sce"
-    c.method_config = ml_collections.ConfigDict(
-        dict(
-            temperature=0.1,
-            temperature_m=0.05,
-            coeff=0.5,
-            queue_size=4096,
-            symmetric=False,  # view 0 (weak) → target, view 1 (strong) → online
-            # SplitBN as the official one-GPU run (`simulate_n_devices: 8`): the target trunk's
-            # BatchNorm2d in 8 groups, the projector's BN and the online network on the whole batch
-            shuffle_bn=True,
-            query_bn_group_size=0,
-            key_bn_group_size=32,
-            bn_group_scope="backbone",
-        )
-    )
-    c.ema.base = 0.99
-    c.ema.schedule = "constant"
-
-    common.color_fashion_mnist_budget(c)
-    size = c.data.image_size
+    c = scce_cifar10.get_config(common.parent_arg(arg, "runlocal"))
+    common.small_budget(c, color=True)
     c.data.views = ("weak", "strong")
     c.data.recipes = ml_collections.ConfigDict(
-        {"weak": recipes.cifar_soft(size), "strong": recipes.cifar_strong(size)}
+        {"weak": recipes.cifar_soft(32), "strong": recipes.cifar_strong(32)}
     )
-
-    c.model.projector = head_config((256,), 128, hidden_bias=False)
-    c.model.predictor.enabled = False
-
-    c.optim.lr_scaling = "linear"
-    c.optim.exclude_1d = False
-
+    c.model.projector.hidden_dims = (256,)
+    c.optim.warmup_form = "linear"  # the base default (no warm-up here)
     if a.runlocal:
         c.method_config.queue_size = 256  # divides the 32 keys of a runlocal step
         common.runlocal(c)
