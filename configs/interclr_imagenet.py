@@ -2,14 +2,15 @@
 `configs/selfsup/interclr/interclr-moco_resnet50_8xb32-coslr-200e_in1k.py` and its `_base_` model,
 dataset and schedule files). Metafile: 68.04% linear top-1.
 
-- MoCo v2 base (`_base_/models/interclr-moco.py`): ResNet-50, `MoCoV2Neck` 2048-2048-128 without BN,
+- MoCo v2 base (`_base_/models/interclr-moco.py`), built by `mocov2_imagenet.py`'s `get_config`
+  (whose numbers are these): ResNet-50, `MoCoV2Neck` 2048-2048-128 without BN,
   queue 65536, m 0.999 updated before the keys, τ 0.2 (`ContrastiveHead`, the same for both
   branches), per-GPU BN on 8 GPUs × 32 with shuffle-BN (query and key groups of 32 images).
 - Inter branch: 10,000 clusters (faiss k-means of the query encoder's features, 20 iterations, here
   `clustering.kmeans` on device), online labels, centroids every 10 iterations, clusters < 20 refilled;
   16,384 negatives from the semi-hard pool of the 128,000 most similar bank rows (~10 %), MarginNCE
   with m −0.5 (adds 0.5 to the positive cosine), loss 0.75·intra + 0.25·inter, bank momentum 1.0
-  (replace).
+  (replace): `common.interclr_branch` (the official settings shared by every InterCLR config).
 - SGD lr 0.03, momentum 0.9, wd 1e-4, batch 256, 200 epochs, cosine to 0 per epoch (mmcv
   `CosineAnnealing`, `by_epoch` default). MoCo v2 augmentation (RRC 0.2–1, jitter 0.4/0.4/0.4/0.1 p 0.8,
   grayscale 0.2, blur σ 0.1–2 p 0.5, flip).

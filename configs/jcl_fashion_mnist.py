@@ -1,6 +1,7 @@
 """JCL on Fashion-MNIST: the small job to compare with `mocov2_fashion_mnist.py` on 2 CPU cores.
 
-Not from a paper: everything but the method is `mocov2_fashion_mnist.py`'s numbers (ResNet-18, CIFAR
+Not from a paper: everything but the method is `mocov2_fashion_mnist.py`'s numbers (built by its `get_config`,
+turned into JCL by `common.jcl_from_mocov2`: ResNet-18, CIFAR
 stem, width 1/4, 28-px grayscale, MLP 256-128, batch 256, 3 epochs, SGD lr 0.06 wd 5e-4 cosine, m
 0.99, queue 4096, shuffle-BN with 8 groups, the crop+flip+jitter recipe), so the two runs differ
 only in the loss and in JCL's extra key crops (tests check that the configs differ in nothing

@@ -1,7 +1,8 @@
 """MoCo v2 on Fashion-MNIST: a small job that runs on 2 CPU cores in minutes (the default job is SCE's,
 `scce_fashion_mnist.py`).
 
-Not from a paper: MoCo v2's loss and state (τ 0.2, m 0.99 for the short run, queue 4096, shuffle-BN with
+Not from a paper: `mocov2_cifar10.py`, built by its `get_config`, at the small budget
+(`common.small_budget`): MoCo v2's loss and state (τ 0.2, m 0.99 for the short run, queue 4096, shuffle-BN with
 8 groups) on 28-px grayscale images, a ResNet-18 with the CIFAR stem at width 1/4, MLP head 256-128,
 batch 256, 3 epochs, SGD lr 0.06 wd 5e-4 cosine, the SimCLR/MoCo crop+flip+jitter recipe without the
 colour ops grayscale images cannot have. After pretraining it fits a linear probe on frozen features

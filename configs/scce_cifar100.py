@@ -2,7 +2,7 @@
 
 The paper's CIFAR-100 hyper-parameters (τ_m, queue size, weight decay, ...) are only in its
 supplementary material, which is not available here, and neither the CEA-LIST/SCE nor the eztorch
-code has a CIFAR-100 run config. So every value is the CIFAR-10 one (ResNet-18 CIFAR stem,
+code has a CIFAR-100 run config. So every value is the CIFAR-10 one, the config built by `scce_cifar10.py`'s `get_config` (ResNet-18 CIFAR stem,
 512-512-128 projector, soft → target / strong → online, τ 0.1, τ_m 0.05, λ 0.5, queue 4096,
 momentum 0.99, SplitBN 8 groups, SGD lr 0.06 wd 5e-4, 5 warm-up epochs, batch 256, 200 epochs);
 only the data and the normalisation change (the SCE code's CIFAR-100 mean/std,

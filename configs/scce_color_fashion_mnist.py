@@ -1,8 +1,8 @@
 """SCE on color_fashion_mnist at 32 px, on RGB: `scce_fashion_mnist.py`'s method with SCE's CIFAR-10
 views, at `mocov2_color_fashion_mnist.py`'s budget.
 
-Not an official configuration. SCE's numbers as `scce_fashion_mnist.py` (SCE's CIFAR-10 method
-settings, official code CEA-LIST/SCE `resnet18_cifar10.yaml`): asymmetric loss with view 0 (weak) →
+Not an official configuration. `scce_cifar10.py`, built by its `get_config`, at the small budget (`common.small_budget`);
+SCE's numbers as `scce_fashion_mnist.py` (SCE's CIFAR-10 method settings, official code CEA-LIST/SCE `resnet18_cifar10.yaml`): asymmetric loss with view 0 (weak) →
 target and view 1 (strong) → online, τ 0.1, τ_m 0.05, λ 0.5, queue 4096, momentum 0.99 constant,
 shuffle-BN as SplitBN in 8 groups on the target trunk's BN only (32 images each at batch 256, as
 `scce_cifar10.py`), projector → 256 (no bias, BN, ReLU) → 128 (bias), SGD lr 0.06 × batch/256

@@ -3,7 +3,7 @@
 The paper's Tiny-ImageNet hyper-parameters are only in its supplementary material, which is not
 available here, and neither the CEA-LIST/SCE nor the eztorch code has a Tiny-ImageNet run config
 (the SCE code only has a folder datamodule). So every value starts from the CIFAR-10 config
-(`scce_cifar10.py`: ResNet-18 with the CIFAR stem, 512-512-128 projector, soft → target / strong →
+(`scce_cifar10.py`, built by its `get_config`: ResNet-18 with the CIFAR stem, 512-512-128 projector, soft → target / strong →
 online, τ 0.1, τ_m 0.05, λ 0.5, queue 4096, momentum 0.99, SplitBN 8 groups, SGD lr 0.06 wd 5e-4, 5
 warm-up epochs, batch 256, 200 epochs), with the recipes at 64 px and the ImageNet mean/std (our
 choice). Check the supplementary table before comparing numbers.
