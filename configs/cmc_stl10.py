@@ -36,13 +36,8 @@ def get_config(arg=None):
         )
     )
 
-    common.cifar10_data(c)
-    c.data.name = "stl10"
-    c.data.train_split = "unlabelled"
-    c.data.eval_train_split = "train"
-    c.data.eval_test_split = "test"
-    c.data.image_size = 64  # the paper's 64-px crops; evaluation resizes the 96-px images
-    c.data.cache = False  # 100k × 96 × 96 × 3 decoded would take 2.8 GB of host memory
+    # the paper's 64-px crops (evaluation resizes the 96-px images); CIFAR-10's std (ours)
+    common.stl10_unlabelled_data(c, image_size=64, std=common.CIFAR10_STD)
     if a.runlocal:  # not on CPU CI
         common.color_fashion_mnist_data(c, size=32)
         c.method_config.update(bank_size=256, num_negatives=64)

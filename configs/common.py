@@ -133,18 +133,13 @@ def small_budget(c: ml_collections.ConfigDict, *, color: bool) -> None:
         color_fashion_mnist_data(c, size=32)
     else:
         fashion_mnist_data(c, channels=1)
-    c.data.train_subset = 0
-    c.data.shuffle_buffer = 60_000
-    c.model.backbone = "resnet18"
-    c.model.stem = "cifar"
-    c.model.width = 0.5 if color else 0.25
+    c.data.update(train_subset=0, shuffle_buffer=60_000)
+    c.model.update(backbone="resnet18", stem="cifar", width=0.5 if color else 0.25)
     c.global_batch_size = 256
     c.num_epochs = 3.0
-    c.optim.name = "sgd"
-    c.optim.base_lr = 0.06
-    c.optim.weight_decay = 5e-4
-    c.optim.schedule = "cosine"
-    c.optim.warmup_epochs = 0.0
+    c.optim.update(
+        name="sgd", base_lr=0.06, weight_decay=5e-4, schedule="cosine", warmup_epochs=0.0
+    )
     c.log_every_steps = 20
     c.checkpoint_every_steps = 200
     c.evals.knn.update(every_steps=-1, batch_size=512)
@@ -308,14 +303,17 @@ def infomin_views(c: ml_collections.ConfigDict, *, jigsaw: bool, jigsaw_size: in
 def stl10_labelled_data(c: ml_collections.ConfigDict) -> None:
     """STL-10 (96 px) as the Ring code uses it: pretraining on the 5,000 labelled 'train' images
     (not 'unlabelled'), evaluation on 'train' / 'test' without a centre crop, ImageNet mean/std."""
-    c.data.name = "stl10"
-    c.data.train_split = "train"
-    c.data.eval_train_split = "train"
-    c.data.eval_test_split = "test"
-    c.data.image_size = 96
-    c.data.eval_crop_fraction = 1.0
-    c.data.mean, c.data.std = IMAGENET_MEAN, IMAGENET_STD
-    c.data.cache = True
+    c.data.update(
+        name="stl10",
+        train_split="train",
+        eval_train_split="train",
+        eval_test_split="test",
+        image_size=96,
+        eval_crop_fraction=1.0,
+        mean=IMAGENET_MEAN,
+        std=IMAGENET_STD,
+        cache=True,
+    )
 
 
 def ring_code_transforms(
@@ -350,6 +348,17 @@ def ring_keys(anneal: str, ball: bool) -> dict:
     )
 
 
+def ring_from(
+    c: ml_collections.ConfigDict, method: str, anneal: str, ball: bool, anneal_epochs: float = 100.0
+) -> ml_collections.ConfigDict:
+    """A ring method (`iring`, `mocoring`, `cmcring`) from its baseline's config `c` (IR, MoCo v2,
+    CMC): the same numbers with `method` and the ring keys (`ring_keys`), the outer fraction
+    annealed over at most `anneal_epochs` (the paper's 100 of 200; 1.5 of the small runs' 3)."""
+    c.method = method
+    c.method_config.update(ring_keys(anneal, ball), max_anneal_epochs=anneal_epochs)
+    return c
+
+
 def ring_code_model(c: ml_collections.ConfigDict) -> None:
     """The Ring code's encoder on CIFAR / STL-10: ResNet-18 with the ImageNet stem and an MLP
     projector 512→512→128 without BN."""
@@ -363,12 +372,14 @@ def ring_code_sgd(c: ml_collections.ConfigDict) -> None:
     200 epochs, ×0.1 at int(0.68·200) = 136 and int(0.83·200) = 166."""
     c.global_batch_size = 256
     c.num_epochs = 200.0
-    c.optim.name = "sgd"
-    c.optim.base_lr = 0.03
-    c.optim.momentum = 0.9
-    c.optim.weight_decay = 1e-4
-    c.optim.schedule = "step"
-    c.optim.decay_epochs = (136.0, 166.0)
+    c.optim.update(
+        name="sgd",
+        base_lr=0.03,
+        momentum=0.9,
+        weight_decay=1e-4,
+        schedule="step",
+        decay_epochs=(136.0, 166.0),
+    )
 
 
 def ressl_from_sce(c: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
@@ -385,20 +396,25 @@ def ressl_from_sce(c: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     return c
 
 
-def stl10_unlabelled_data(c: ml_collections.ConfigDict) -> None:
+def stl10_unlabelled_data(
+    c: ml_collections.ConfigDict, *, image_size: int = 96, std: tuple = STL10_STD
+) -> None:
     """STL-10 (96 px) as the SCE code's datamodule: pretraining on the 100k 'unlabelled' split (its
     default), evaluation on the labelled 'train' (5k) / 'test' (8k) splits without a centre crop,
     the normalisation of its STL-10 entry (CIFAR-10 mean, std 0.2471/0.2435/0.2616 — probably a
     copy slip in the code, kept as the code's behaviour), not cached (100k × 96 × 96 × 3 decoded
-    would take 2.8 GB of host memory)."""
+    would take 2.8 GB of host memory). `image_size` and `std` for the configs that crop smaller or
+    keep CIFAR-10's std."""
     cifar10_data(c)
-    c.data.name = "stl10"
-    c.data.train_split = "unlabelled"
-    c.data.eval_train_split = "train"
-    c.data.eval_test_split = "test"
-    c.data.image_size = 96
-    c.data.std = STL10_STD
-    c.data.cache = False
+    c.data.update(
+        name="stl10",
+        train_split="unlabelled",
+        eval_train_split="train",
+        eval_test_split="test",
+        image_size=image_size,
+        std=std,
+        cache=False,
+    )
 
 
 def interclr_branch(bank_rows: int) -> dict:

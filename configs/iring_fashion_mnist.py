@@ -17,7 +17,4 @@ from configs import common, ir_fashion_mnist
 def get_config(arg=None):
     a = common.parse_arg(arg, anneal="constant", ball=False)
     c = ir_fashion_mnist.get_config(common.parent_arg(arg, "anneal", "ball"))
-    c.method = "iring"
-    c.method_config.update(common.ring_keys(a.anneal, a.ball))  # outer 0.1, inner 0.1
-    c.method_config.max_anneal_epochs = 1.5  # half of the 3 epochs, as the paper's 100 of 200
-    return c
+    return common.ring_from(c, "iring", a.anneal, a.ball, anneal_epochs=1.5)  # half of the 3 epochs

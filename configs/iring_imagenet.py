@@ -16,6 +16,4 @@ from configs import common, ir_imagenet
 def get_config(arg=None):
     a = common.parse_arg(arg, anneal="constant", ball=False)
     c = ir_imagenet.get_config(common.parent_arg(arg, "anneal", "ball"))
-    c.method = "iring"
-    c.method_config.update(common.ring_keys(a.anneal, a.ball))  # outer 0.1, inner 0.1
-    return c
+    return common.ring_from(c, "iring", a.anneal, a.ball)

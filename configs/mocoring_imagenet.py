@@ -16,6 +16,4 @@ from configs import common, mocov2_imagenet
 def get_config(arg=None):
     a = common.parse_arg(arg, anneal="constant", ball=False)
     c = mocov2_imagenet.get_config(common.parent_arg(arg, "anneal", "ball"))
-    c.method = "mocoring"
-    c.method_config.update(common.ring_keys(a.anneal, a.ball))  # outer 0.1, inner 0.1
-    return c
+    return common.ring_from(c, "mocoring", a.anneal, a.ball)
