@@ -439,6 +439,21 @@ def interclr_branch(bank_rows: int) -> dict:
     )
 
 
+def interclr_from_mocov2(
+    c: ml_collections.ConfigDict, bank_rows: int, *, runlocal: bool, train_subset: int = 0
+) -> ml_collections.ConfigDict:
+    """A MoCo v2 config turned into InterCLR (the official code's MoCo v2 base plus the inter
+    branch, `interclr_branch`) with a bank of `bank_rows`: pretraining on the first `train_subset`
+    training images (0: all), or with `runlocal` the state of `interclr_runlocal`."""
+    c.method = "interclr"
+    c.method_config.update(interclr_branch(bank_rows))
+    if runlocal:
+        interclr_runlocal(c)
+    else:
+        c.data.train_subset = train_subset
+    return c
+
+
 def jcl_from_mocov2(c: ml_collections.ConfigDict, num_keys: int) -> ml_collections.ConfigDict:
     """A MoCo v2 config turned into JCL with M' = `num_keys` key crops (the official JCL code is
     MoCo v2's with the multi-key loss): view 0 the query, views 1..M' the keys of the same recipe

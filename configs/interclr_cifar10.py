@@ -15,8 +15,5 @@ from configs import common, mocov2_cifar10
 def get_config(arg=None):
     a = common.parse_arg(arg)
     c = mocov2_cifar10.get_config(arg)
-    c.method = "interclr"
-    c.method_config.update(common.interclr_branch(50_000))  # 390 clusters, K 640, pool 4992
-    if a.runlocal:
-        common.interclr_runlocal(c)
-    return c
+    # 50,000 rows: 390 clusters, K 640, pool 4992
+    return common.interclr_from_mocov2(c, 50_000, runlocal=a.runlocal)

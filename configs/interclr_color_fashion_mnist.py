@@ -16,11 +16,6 @@ from configs import common, mocov2_color_fashion_mnist
 def get_config(arg=None):
     a = common.parse_arg(arg, subset=0)
     c = mocov2_color_fashion_mnist.get_config(common.parent_arg(arg, "subset"))
-    c.method = "interclr"
     # 60,000 rows: 470 clusters, K 768, pool 6016
-    c.method_config.update(common.interclr_branch(a.subset or 60_000))
-    if a.runlocal:
-        common.interclr_runlocal(c)
-    else:
-        c.data.train_subset = a.subset
-    return c
+    rows = a.subset or 60_000
+    return common.interclr_from_mocov2(c, rows, runlocal=a.runlocal, train_subset=a.subset)

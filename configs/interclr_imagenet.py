@@ -30,14 +30,10 @@ from configs import common, mocov2_imagenet
 def get_config(arg=None):
     a = common.parse_arg(arg)
     c = mocov2_imagenet.get_config(arg)
-    c.method = "interclr"
     # C, K and the pool: the code's (10,000, 16,384, 128,000)
-    c.method_config.update(common.interclr_branch(common.IMAGENET_BANK_ROWS))
+    rows = common.IMAGENET_BANK_ROWS
+    common.interclr_from_mocov2(c, rows, runlocal=a.runlocal, train_subset=rows)
     # offline labels only: epochs between re-clusterings, the hook's `interval`
     # (`configs/selfsup/_base_/datasets/imagenet_interclr-moco.py:82`)
     c.method_config.offline_every_epochs = 10
-    if a.runlocal:
-        common.interclr_runlocal(c)
-    else:
-        c.data.train_subset = common.IMAGENET_BANK_ROWS
     return c
