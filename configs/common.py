@@ -174,18 +174,17 @@ IMAGENET_CANVAS = 512  # ImageNet's photos are mostly 500 px or less on their lo
 def colour_ops_on_device(c: ml_collections.ConfigDict) -> None:
     """`data.device_ops=True`: the host crops and flips, the jitted step runs the colour ops. For the
     224-px MoCo v2 recipe (IR, InterCLR, JCL, the Ring methods) a 16-core GPU host cannot feed the
-    step otherwise (`benchmarks/input_demand.py`, 2026-11-24, commit e2aed01: 232 views/CPU-s with the whole recipe,
-    504 with colour ops on the device, against 7,400 views/s for MoCo v2's 3,700 img/s on one H100);
-    on a CPU host the two placements cost the same (same cores). Call after setting the recipes.
+    step otherwise (views per CPU-second against the step's demand: docs/performance.md, "Input
+    pipeline against the step's demand"); on a CPU host the two placements cost the same (same
+    cores). Call after setting the recipes.
 
     On ImageNet-sized photos also `data.device_crops=IMAGENET_CANVAS`: the host only decodes, and
     the step cuts each view's crop, resize and flip from the image sent once on a 512-px canvas
-    (`device_augment.cut_views`, within a grey level of the host's views). Measured on one
-    H100 with 16 host cores (2026-11-24, commit 35fa6b0), MoCo v2's whole loop went from 2,016 img/s (input-bound,
-    host crops) to 2,981 (step-bound); images over 512 px on a side are shrunk to fit before they
-    are cropped (`augment.fit_canvas`), the one difference from host crops; `device_crops=0` gives
-    the host's crops. On Fashion-MNIST (the `:runlocal` data) a 32-px canvas runs the same path on
-    CPU."""
+    (`device_augment.cut_views`, within a grey level of the host's views), which turns MoCo v2's
+    whole loop from input-bound to step-bound (docs/performance.md, "The whole loop on one H100");
+    images over 512 px on a side are shrunk to fit before they are cropped (`augment.fit_canvas`),
+    the one difference from host crops; `device_crops=0` gives the host's crops. On Fashion-MNIST
+    (the `:runlocal` data) a 32-px canvas runs the same path on CPU."""
     c.data.device_ops = True
     fashion = c.data.name in ("fashion_mnist", "color_fashion_mnist")
     c.data.device_crops = 32 if fashion else IMAGENET_CANVAS
