@@ -7,7 +7,7 @@ part is `mocov2_color_fashion_mnist.py`, built by its `get_config` (ResNet-18 CI
 BN in 8 shuffled groups of 32, MoCo v2's augmentation at 32 px without the blur, the final probe
 table); the inter branch and its scaling (`common.interclr_branch`) as `interclr_fashion_mnist.py`:
 470 clusters, 768 negatives from a pool of 6,016 for the 60,000 rows; `:subset=N` likewise.
-`:runlocal` trains 6 steps on 256 images with 8 clusters, 32 negatives from a pool of 64.
+`:runlocal` as `interclr_fashion_mnist.py`'s, on the colour images.
 """
 
 from configs import common, mocov2_color_fashion_mnist

@@ -18,10 +18,10 @@ from ssl_jax.data import recipes
 def get_config(arg=None):
     a = common.parse_arg(arg)
     c = interclr_cifar10.get_config(arg)
-    if a.runlocal:
-        return c
-    common.stl10_unlabelled_data(c)
-    c.method_config.update(common.interclr_branch(100_000))  # 780 clusters, K 1280, pool 9984
-    c.data.recipes = ml_collections.ConfigDict({"mocov2": recipes.mocov2(96, blur=False)})
-    c.evals.knn.every_steps = 4000
+    if not a.runlocal:
+        # 100,000 rows: 780 clusters, K 1280, pool 9984
+        c.method_config.update(common.interclr_branch(100_000))
+        common.stl10_unlabelled_data(c)
+        c.data.recipes = ml_collections.ConfigDict({"mocov2": recipes.mocov2(96, blur=False)})
+        c.evals.knn.every_steps = 4000
     return c

@@ -6,12 +6,11 @@ CIFAR-10 baseline is `ir_cifar10.py` (IR's m 0.5 and 32 px, not the Ring code's 
 `:runlocal` is the parent's.
 """
 
-from configs import common, iring_cifar100
+from configs import iring_cifar100
 
 
 def get_config(arg=None):
-    a = common.parse_arg(arg, anneal="constant", ball=False, mocov2_32x32=False)
-    c = iring_cifar100.get_config(arg)
-    if not a.runlocal:
+    c = iring_cifar100.get_config(arg)  # parses `arg` with the same names
+    if c.data.name == "cifar100":  # not `:runlocal`'s stand-in
         c.data.name = "cifar10"
     return c

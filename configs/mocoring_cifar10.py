@@ -46,9 +46,7 @@ def get_config(arg=None):
         c.method_config.queue_size = 256  # divides the 32 keys of a runlocal step
     common.ring_code_transforms(c, "ring", 2, a.mocov2_32x32)
 
-    common.ring_code_model(c)  # ResNet-18, ImageNet stem, MLP 512-512-128
-    common.ring_code_sgd(c)  # batch 256, SGD 0.03, 200 epochs, ×0.1 at 136 and 166
-    c.evals.knn.every_steps = 2000
+    common.ring_code_training(c)  # ResNet-18, SGD 0.03, 200 epochs, ×0.1 at 136 and 166
     if a.runlocal:
         common.runlocal(c)
     return c
