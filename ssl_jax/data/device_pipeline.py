@@ -19,12 +19,10 @@ process computes the same permutation, and `batch['index']` is the example's ind
 `'auto'`: `'device'` when the dataset has a device loader, every recipe op has a device version
 and the split fits in a quarter of one device's memory (on CPU: of the host's RAM over the local
 devices); else `'tfdata'`. On a GPU/TPU that is the point of this pipeline. On CPU it was chosen by
-measurement (`benchmarks/device_pipeline.py`, 2 cores, 2026-11-27; docs/device_pipeline.md): the
-whole loop of the default job's config ran ×1.10 with 'device' (799 vs 724 img/s) and that of
-`mocov2_color_fashion_mnist` ×0.99 (152 vs 153 img/s): the same cores run the augmentation in the
-step instead of in tf.data's threads, at no loss, and TensorFlow stays out of the process. A
-recipe with `rand_augment` stays on tf.data on CPU: the device version computes all 15 ops for
-every image (0.55 s per 512 images of 32 px on 2 cores, the host's partitioned one 0.08 s).
+measurement (`benchmarks/device_pipeline.py`; docs/device_pipeline.md, "Speed"): the same cores
+run the augmentation in the step instead of in tf.data's threads, at no loss, and TensorFlow stays
+out of the process. A recipe with `rand_augment` stays on tf.data on CPU: the device version
+computes all 15 ops for every image, several times the host's partitioned one.
 """
 
 from __future__ import annotations
