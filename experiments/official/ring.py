@@ -155,7 +155,7 @@ def normal_rows(utils):
 
 
 def pooled(model):
-    """The query encoder's pooled backbone as `harness.features` reads an encoder (`fc` set
+    """The query encoder's pooled backbone as `harness.features` reads an encoder (an `fc` it sets
     aside while it runs): `CustomResNet.features` (src/models/resnet2.py:21), flattened."""
     import torch
 
@@ -167,13 +167,13 @@ def pooled(model):
         def forward(self, x):
             return self.fc(self.net.features(x).flatten(1))
 
-    return types.SimpleNamespace(encoder_q=Pooled())
+    return Pooled()
 
 
 def train(path: str, numbers: dict, base_encoder=None):
     """One Ring-code run (`numbers` from `config_numbers` and `runner.numbers`). Returns (the
-    query encoder as `encoder_q`, the loss curve, {"thres_outer": the outer fraction of each
-    epoch's first step})."""
+    query encoder's pooled backbone as `encoder_q` beside the trained `system`, the loss curve,
+    {"thres_outer_per_epoch": the outer fraction at each epoch's first step}, none for IR)."""
     n, curve = numbers, []
     make_encoder = harness.encoder_factory(n, base_encoder)
     with stand_ins(curve, harness.LOG_EVERY):
@@ -227,7 +227,8 @@ def train(path: str, numbers: dict, base_encoder=None):
                 optimizer.step()
                 optimizer.zero_grad()
                 system.global_step += 1
-    return pooled(system.model), curve, ({"thres_outer_per_epoch": outer} if outer else {})
+    model = types.SimpleNamespace(encoder_q=pooled(system.model), system=system)
+    return model, curve, ({"thres_outer_per_epoch": outer} if outer else {})
 
 
 from experiments.official import harness  # noqa: E402  (after the trainers: see the docstring)
