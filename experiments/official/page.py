@@ -123,7 +123,13 @@ One seed of the official code (2026-11-28): not a verdict. At the Ring code's ow
 4,096 = 4,095 draws; `src/objectives/memory.py:17-24`: uniform rows) the official IRing collapses
 sooner than at our config's: its loss is at ln 4,096 = 8.318 from step ~540 (at our config's
 numbers ~1,000), and the probe and kNN fall to 73.43 / 52.49 (76.15 / 57.38 at ours). Ours at the
-same settings is the `cpu_long_variants` row.
+same settings (`cpu_long_variants`' `iring+official`, seed 0, through our config's overrides
+`bank_momentum=0 num_negatives=4095 bank_init=uniform`) collapses the same way: loss at ln 4,096
+from step ~500, its curve on the official one (9.56 against 9.47 at step 400, 8.328 against 8.370
+at step 600), probe 74.89 and kNN 61.90. What collapses, on each side alike: IRing at this budget
+at both settings, sooner with the code's m 0; what does not: IR (ours, three seeds; the official
+IR cell is still to run). The kNN gap at one seed a side (52.49 against 61.90; 57.38 against ours'
+59.20-67.48 at our settings) is left for seeds 1 and 2 to confirm or not.
 """,
     "mocoring": """
 One seed of the official code (2026-11-28): not a verdict. The Ring code's `MoCoRing` at our
