@@ -20,7 +20,13 @@ def get_config(arg=None):
     c = configs.base_config()
     c.method = "ir"
     c.method_config = ml_collections.ConfigDict(
-        dict(temperature=0.07, num_negatives=4096, bank_size=60_000, bank_momentum=0.5)
+        dict(
+            temperature=0.07,
+            num_negatives=4096,
+            bank_size=60_000,
+            bank_momentum=0.5,
+            bank_init="normal",  # the Ring code's is "uniform" (src/objectives/memory.py)
+        )
     )
 
     common.small_budget(c, color=False)

@@ -401,6 +401,12 @@ low priority beside other work (CPU seconds recorded).
 )
 
 
+# The Ring code's own IR settings (config/pretrain/nce/*.json, src/objectives/memory.py): bank
+# momentum 0 (rows replaced), k 4096 = 4,095 draws beside the positive, uniform bank init.
+RING_CODE_IR = (
+    "method_config.bank_momentum=0 method_config.num_negatives=4095 method_config.bank_init=uniform"
+)
+
 # ---- official_cpu_long: the official implementations at cpu_long's budget ---------------------
 OFFICIAL_CPU_LONG = Grid(
     name="official_cpu_long",
@@ -427,6 +433,13 @@ raw-pixel rows are those of `cpu_long`).
             methods=(
                 ("mocov2", f"configs/mocov2_fashion_mnist.py {SUBSET}"),
                 ("jcl", f"configs/jcl_fashion_mnist.py {SUBSET}"),
+                ("ir", f"configs/ir_fashion_mnist.py {SUBSET} {BANK}"),
+                ("iring", f"configs/iring_fashion_mnist.py {SUBSET} {BANK}"),
+                (
+                    "iring+official",
+                    f"configs/iring_fashion_mnist.py {SUBSET} {BANK} {RING_CODE_IR}",
+                ),
+                ("mocoring", f"configs/mocoring_fashion_mnist.py {SUBSET}"),
             ),
         ),
     ),
@@ -439,13 +452,15 @@ raw-pixel rows are those of `cpu_long`).
 # shuffled groups of 32, its lr stepped once per epoch (main_moco.py:372-381) instead of per step.
 CPU_LONG_VARIANTS = Grid(
     name="cpu_long_variants",
-    title="cpu_long's MoCo v2 with one of the official run's settings at a time",
+    title="cpu_long's MoCo v2 with one of the official run's settings at a time; IRing at the Ring code's",
     text="""
 Our MoCo v2 at `cpu_long`'s budget with one setting of the official run
 ([experiments/official.md](experiments/official.md)) at a time: `+keybn64` computes the key
 encoder's BN over the whole batch of 64 without the shuffle (what the official code does in one
 process), `+epochlr` steps the cosine lr once per epoch as `main_moco.py`'s `adjust_learning_rate`.
-Read beside `cpu_long`'s `mocov2` row and the official one.
+Read beside `cpu_long`'s `mocov2` row and the official one. `iring+official` is our IRing at the
+Ring code's own IR settings (bank momentum 0, 4,095 ring draws, uniform bank init), read beside the
+official code at the same settings.
 """,
     device="the 2-core CPU development machine",
     command="nice -n 19 python experiments/campaign.py --grid=cpu_long_variants --minutes=60",
@@ -467,6 +482,10 @@ Read beside `cpu_long`'s `mocov2` row and the official one.
                 (
                     "mocov2+epochlr",
                     f"configs/mocov2_fashion_mnist.py {SUBSET} optim.schedule_unit=epoch",
+                ),
+                (
+                    "iring+official",
+                    f"configs/iring_fashion_mnist.py {SUBSET} {BANK} {RING_CODE_IR}",
                 ),
             ),
         ),

@@ -62,6 +62,54 @@ CHECKOUTS = {
             ("main_moco.py", "a7b1438ac6e63266c05bb91a695f19a88610665dba2d3c52b710443ce405f0f0"),
         ),
     ),
+    "ring": Checkout(
+        name="ring",
+        repo="mhw32/contrastive-ring-public",
+        commit="fb3e1c266e842d63c1a4f9c0107a4b5d510f39c9",  # 2021-09-15, "testing code": the last
+        files=(
+            (
+                "src/systems/systems.py",
+                "62ad58cc28a3afcfd0b3961de79bc9135d6fa10e145a1d16b606fd0dcbaa9f1e",
+            ),
+            (
+                "src/objectives/instdisc.py",
+                "88d3f5e01ab4600221935a17a520225a6fc7469459138f75f767422a75b99071",
+            ),
+            (
+                "src/objectives/memory.py",
+                "3c99678a8a6bb60c24fc6b2570d7ce51f993d8b9d8c3bb44563f3b81e1f5fcc0",
+            ),
+            (
+                "src/objectives/moco.py",
+                "5db8374a04f0996c576cf8bd90fd2599fc48ff86d02d2bc79a9ed6c88bf841a3",
+            ),
+            (
+                "src/utils/policy.py",
+                "a94b8cc9ef76e35ab36f32e6f13ef3898d1ca4967df773e609621bae15c7c220",
+            ),
+            (
+                "src/utils/callbacks.py",
+                "321a83dbbd84639f554b1a6d995a1c6128570d4f67efca7996b8c8ef4f05583d",
+            ),
+            (
+                "src/utils/utils.py",
+                "3d06e94c6406ff1a0a8d47b9c8150fc3bc209b6442309c9f90db08506f555228",
+            ),
+            (
+                "src/datasets/datasets.py",
+                "ed399f392108f31d271d45e613b502bd8408bd28db8905cbfbb9bd1668449ea7",
+            ),
+            (
+                "src/datasets/cifar10.py",
+                "9a3b60b9818b27f5e035e3e02a21a4d5f094e260fbe58cca4087feb9d812b37e",
+            ),
+            (
+                "src/models/resnet2.py",
+                "3d9dc084aba1338320a3cecbadb356a45af623b23b1735a4050ffac4c547bc3e",
+            ),
+            ("scripts/run.py", "e7c3ee9d4c8c737c5011c15dfdc1979a767b1cd93e0fc60f6f5a2b86b5150fe8"),
+        ),
+    ),
 }
 
 # Every replacement of official code, one row each: (official file:line, what it does there, what
@@ -188,6 +236,69 @@ SHIMS = {
             "top-1/5 of the (1 + K)-way logits, printed: `.view(-1)` on a slice of a transposed "
             "tensor, which torch 2.x refuses",
             "the same computation with `.reshape(-1)` (the value is only printed)",
+        ),
+    ),
+    "ring": (
+        (
+            "src/systems/systems.py:28, :44, :226; src/utils/callbacks.py:2",
+            "PyTorch Lightning 1.1.8: `LightningModule` (its `global_step`, `use_ddp`, `log_dict`), "
+            "`Callback`, and `Trainer.fit` (scripts/run.py:47-63) that steps the system",
+            "a stand-in module: `LightningModule` an `nn.Module` with `global_step` (counted after "
+            "each optimiser step), `use_ddp = use_ddp2 = False` (one process: the `shuffle_bn` "
+            "branch of :293-307 permutes the 64 keys, BN sees all 64) and `log_dict` keeping the "
+            "loss every 20 steps; `fit`'s one-process order written out: per epoch "
+            "`MoCoLRScheduler.on_epoch_start`, then per batch `training_step`, `backward`, "
+            "`optimizer.step`, `zero_grad`; the last epoch cut at the grid's step count",
+        ),
+        (
+            "scripts/run.py:34-43",
+            "`MoCoLRScheduler(initial_lr, max_epochs, schedule=(0.68·E, 0.83·E))`: ×0.1 steps "
+            "(its `use_cosine_scheduler` left False)",
+            "the same callback with `use_cosine_scheduler=True` (its cosine, once per epoch): our "
+            "config's cosine schedule, as MoCo v2's `--cos`",
+        ),
+        (
+            "src/systems/systems.py:229-249, :254-255 (Lightning's validation loop)",
+            "sanity check, then after each epoch the test set through `get_losses_for_batch("
+            "train=False)` and the bank's nearest neighbour: under `PretrainMoCoSystem` that also "
+            "runs `_momentum_update_key_encoder` (:291) once per test batch",
+            "not run (`validate` off): no validation batches, so the key encoder gets only the "
+            "training steps' EMA updates (the official run with validation would take ~157 extra "
+            "EMA steps an epoch at batch 64 on 10,000 test images)",
+        ),
+        (
+            "src/datasets/datasets.py:1",
+            "`import cv2` (unused in the file)",
+            "an empty `cv2` module while the checkout is imported",
+        ),
+        (
+            "src/systems/systems.py:50-57 (`datasets.get_datasets`, src/datasets/datasets.py:20-55)",
+            "CIFAR-10 / STL-10 from torchvision through the code's transforms at 224 px (or 32-96 "
+            "px MoCo v2 ones), in `CIFAR10` (index, view, label) or `CIFAR10TwoViews` (index, "
+            "view, view, label)",
+            "the official `DATASET['cifar10']` / `['cifar10_2views']` class (its `__getitem__` "
+            "as is) around our Fashion-MNIST subset as PIL images through the same torchvision "
+            "transform classes with our config's recipe numbers (`ops_to_transforms`) and its "
+            "mean / std; no validation set",
+        ),
+        (
+            "src/systems/systems.py:32-41",
+            "DataLoader with `data_loader_workers` processes, pin_memory",
+            "the same `create_dataloader` with `data_loader_workers=0` (shuffled by the global "
+            "torch RNG that `seed_everything`, scripts/run.py:30, :66-71, seeds with our seed)",
+        ),
+        (
+            "src/models/resnet2.py:11-12 (`models.resnet18(pretrained=False)`, `models.resnet50`)",
+            "torchvision's resnet18 (and a resnet50, built and unused) inside `CustomResNet`",
+            "torchvision's `resnet18` with our config's stem and input channels and its stages "
+            "rebuilt by torchvision's `_make_layer` at our width (the export's layout), "
+            "torchvision's init; no resnet50; `CustomResNet` as is (its `features`, MLP l1-ReLU-l2)",
+        ),
+        (
+            "src/objectives/memory.py:15-24 (`MemoryBank._create`; cells `ir`, `iring` only)",
+            "bank rows uniform in ±1/√(D/3), L2-normalised",
+            "our config's `bank_init='normal'`: normalize(randn) (the `iring+official` cell keeps "
+            "the code's uniform rows)",
         ),
     ),
 }

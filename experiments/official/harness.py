@@ -245,6 +245,14 @@ def import_official(path: str, *names: str) -> list[types.ModuleType]:
         sys.path.remove(path)
 
 
+def read_subset(numbers: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The training images the grid trains on (the first `train_subset`, all when 0)."""
+    images, labels = read_fashion(numbers["fashion_dir"], "train")
+    if numbers["train_subset"]:
+        images, labels = images[: numbers["train_subset"]], labels[: numbers["train_subset"]]
+    return images, labels
+
+
 def seeded_loader(numbers: dict, transform):
     """`main_moco.py`'s seeding (`random.seed`, `torch.manual_seed`) and its DataLoader as one
     process runs it: our subset as PIL images through `transform`, shuffled with a seeded
@@ -254,9 +262,7 @@ def seeded_loader(numbers: dict, transform):
     n = numbers
     random.seed(n["seed"])  # main_moco.py:105-107 (MoCo), :118-120 (JCL)
     torch.manual_seed(n["seed"])
-    images, labels = read_fashion(n["fashion_dir"], "train")
-    if n["train_subset"]:
-        images, labels = images[: n["train_subset"]], labels[: n["train_subset"]]
+    images, labels = read_subset(n)
     return torch.utils.data.DataLoader(
         PILDataset(images, labels, transform),
         batch_size=n["batch"],
@@ -422,7 +428,16 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-METHODS = {"mocov2": ("moco", train_mocov2), "jcl": ("jcl", train_jcl)}
+from experiments.official import ring  # noqa: E402  (ring.py reads the helpers above)
+
+METHODS = {
+    "mocov2": ("moco", train_mocov2),
+    "jcl": ("jcl", train_jcl),
+    "ir": ("ring", ring.train),
+    "iring": ("ring", ring.train),
+    "iring+official": ("ring", ring.train),  # the Ring code's m 0, k 4096, uniform bank init
+    "mocoring": ("ring", ring.train),
+}
 
 
 def main(argv=None) -> None:

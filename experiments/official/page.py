@@ -103,6 +103,50 @@ with one torch thread (`SSL_JAX_OFFICIAL_THREADS=1`: with two, beside the other 
 machine, torch's OpenMP workers spin-wait, 4.5 s a step against 0.14 s in a short test) and beside
 other work; ours recorded no CPU time: not a speed comparison.
 """,
+    "iring": """
+Two seeds of the official code (2026-11-28). The Ring code's `NCERing` at our
+config's numbers (bank momentum 0.5, 4,096 ring draws beside the positive: its k = 4,097, normal
+bank rows, outer / inner 0.1 of the 10,000 rows: draws from descending ranks 100-999) collapses as
+ours does: its loss reaches ln 4,097 = 8.318 (the positive and every ring draw scored alike) at
+step ~1,000 in both seeds and stays there (ours: steps 960-1,120 over three seeds), and its curves
+lie on ours step for step, the jumps at each epoch's boundary included (156 steps: each image's
+positive is its own bank row, written once an epoch). Probe 76.15 / 76.66 within ours' range
+(71.44-79.85); kNN 57.38 / 68.27 on either side of ours' three (59.20-67.48): the seeds spread as
+widely as ours on a collapsed encoder. The code's order, the loss on the stale bank, then the bank write under
+no_grad inside `get_losses_for_batch` (`src/systems/systems.py:185-190`), then backward and the
+step, is ours (`iring.loss_fn`, then `ir.update_buffers`); both sides compute the query's BN over
+the whole batch of 64. So `cpu_long`'s IRing below IR is the budget and the method at it, not our
+code. Left: seed 2.
+""",
+    "iring+official": """
+One seed of the official code (2026-11-28): not a verdict. At the Ring code's own IR settings
+(`config/pretrain/nce/nce_ring.json`: m 0, so the bank row is replaced by the new embedding, k
+4,096 = 4,095 draws; `src/objectives/memory.py:17-24`: uniform rows) the official IRing collapses
+sooner than at our config's: its loss is at ln 4,096 = 8.318 from step ~540 (at our config's
+numbers ~1,000), and the probe and kNN fall to 73.43 / 52.49 (76.15 / 57.38 at ours). Ours at the
+same settings (`cpu_long_variants`' `iring+official`, seed 0, through our config's overrides
+`bank_momentum=0 num_negatives=4095 bank_init=uniform`) collapses the same way: loss at ln 4,096
+from step ~500, its curve on the official one (9.56 against 9.47 at step 400, 8.328 against 8.370
+at step 600), probe 74.89 and kNN 61.90. What collapses, on each side alike: IRing at this budget
+at both settings, sooner with the code's m 0; what does not: IR (ours, three seeds; the official
+IR cell is still to run). The kNN gap at one seed a side (52.49 against 61.90; 57.38 against ours'
+59.20-67.48 at our settings) is left for seeds 1 and 2 to confirm or not.
+""",
+    "mocoring": """
+One seed of the official code (2026-11-28): not a verdict. The Ring code's `MoCoRing` at our
+config's numbers (τ 0.2, queue 4,096, m 0.99, every entry of each query's ring: descending
+positions 40-408 of the queue, beside the positive) gives probe 83.55, just above ours' three seeds
+(82.83-83.28), and kNN 77.27, among ours' (76.29-77.44); neither side collapses. The losses part in the
+last fifth: the official one stays near 4.5 (4.46-4.51 from step 2,200), ours rise from ~4.65 at
+step 2,200 to 5.12-5.18 at step 3,000 in all three seeds (our MoCo v2's rises less: 6.06 → 6.23).
+Not explained yet; the settings that differ are those of MoCo v2: the keys' BN (the Ring code in
+one process permutes the 64 keys and computes one BN over them, `src/systems/systems.py:295-307`;
+ours 2 shuffled groups of 32) and the lr (the code's `MoCoLRScheduler` sets the cosine once per
+epoch, `src/utils/callbacks.py:18-30`; ours every step). Also not reproduced here: the code's
+Lightning validation runs `_momentum_update_key_encoder` once per test batch (systems.py:291), which
+the official run with `validate` on would add to the key encoder's EMA each epoch (the shim table).
+Left: seeds 1 and 2, and ours with whole-batch key BN and per-epoch lr.
+""",
 }
 
 
@@ -127,8 +171,10 @@ def method_rows(official_grid: grids.Grid, ours_grid: grids.Grid) -> list[str]:
             official = [
                 r for r in found.values() if (r["section"], r["method"]) == (section.key, method)
             ]
-            ours = [
-                r for r in mine.values() if (r["section"], r["method"]) == (section.key, method)
+            ours = [  # a '+settings' cell of the official grid reads ours at those settings
+                r
+                for r in (variants if "+" in method else mine).values()
+                if (r["section"], r["method"]) == (section.key, method)
             ]
             checkout = checkouts.CHECKOUTS[harness.METHODS[method][0]]
             out += [
@@ -140,8 +186,10 @@ def method_rows(official_grid: grids.Grid, ours_grid: grids.Grid) -> list[str]:
                 "(median) | training loss, last fifth |",
                 "|---|---|---|---|---|---|",
             ]
-            sides = [("official", official), ("ours", ours)]
-            for name in sorted({r["method"] for r in variants.values()}):
+            ours_side = f"ours ({VARIANTS})" if "+" in method else "ours"
+            sides = [("official", official), (ours_side, ours)]
+            own_rows = {m for s in official_grid.sections for m, _ in s.methods}
+            for name in sorted({r["method"] for r in variants.values()} - own_rows):
                 if grids.method_key(name) == method:
                     rows = [r for r in variants.values() if r["method"] == name]
                     sides.append((f"ours `{name}` ({VARIANTS})", rows))
@@ -182,6 +230,7 @@ grids `official_cpu_long` and `cpu_long` in [`docs/results/`](../results/).
 # once: the official checkout outside this repository and its own venv
 git clone https://github.com/facebookresearch/moco ../official/moco && git -C ../official/moco checkout 78b69caf
 git clone https://github.com/caiqi/Joint-Contrastive-Learning ../official/jcl && git -C ../official/jcl checkout 1cefabb8
+git clone https://github.com/mhw32/contrastive-ring-public ../official/ring && git -C ../official/ring checkout fb3e1c26
 python3 -m venv ../official_venv
 ../official_venv/bin/pip install -r experiments/official/requirements-official.txt
 ../official_venv/bin/pip install --no-deps torchvision==0.28.0

@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 
-from experiments.official import checkouts, harness
+from experiments.official import checkouts, harness, ring
 
 DEFAULT_PYTHON = os.path.join(os.path.dirname(checkouts.ROOT), "official_venv", "bin", "python")
 
@@ -51,6 +51,8 @@ def numbers(config, method: str) -> dict:
         if len(views) != mc.num_keys + 1:
             raise SystemExit(f"error: jcl with {mc.num_keys} keys needs {mc.num_keys + 1} views")
         extra = dict(num_keys=int(mc.num_keys), lam=float(mc.lam))
+    elif method in ring.RING_METHODS:  # the code's system, loss, k, m, bank init and ring
+        extra = ring.config_numbers(config, method)
     return dict(
         method=method,
         fashion_dir=data.data_dir or fashion_mnist.FASHION_MNIST_DIR,
@@ -65,7 +67,7 @@ def numbers(config, method: str) -> dict:
         feature_dim=feature_dim(18, model.width),
         hidden=int(model.projector.hidden_dims[0]),
         out_dim=int(model.projector.out_dim),
-        queue=int(mc.queue_size),
+        queue=int(mc.get("queue_size", 0)),
         temperature=float(mc.temperature),
         momentum_ema=float(config.ema.base),
         batch=int(config.global_batch_size),

@@ -20,6 +20,7 @@ from tests.data.data_helpers import make_fashion_dir
 
 FAKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_official", "moco")
 FAKE_JCL = os.path.join(os.path.dirname(FAKE), "jcl")
+FAKE_RING = os.path.join(os.path.dirname(FAKE), "ring")
 
 
 def _numbers(fashion_dir: str, **over) -> dict:
@@ -181,6 +182,7 @@ def test_our_recipe_becomes_the_transform_classes_in_order():
     [
         ("moco", "facebookresearch/moco", "78b69caf"),
         ("jcl", "caiqi/Joint-Contrastive-Learning", "1cefabb8"),
+        ("ring", "mhw32/contrastive-ring-public", "fb3e1c26"),
     ],
 )
 def test_a_missing_or_other_commit_checkout_is_one_clear_error(tmp_path, name, repo, commit):
@@ -191,13 +193,14 @@ def test_a_missing_or_other_commit_checkout_is_one_clear_error(tmp_path, name, r
     with pytest.raises(SystemExit, match=rf"has no {files[0][0]}: not {repo} at {commit}"):
         checkouts.check(name, str(tmp_path))
     for path, _ in files:
+        (tmp_path / name / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name / path).write_text("# another commit\n")
     with pytest.raises(SystemExit, match=rf"differs from {repo} at {commit}"):
         checkouts.check(name, str(tmp_path))
     assert checkouts.shim_hash(name) == checkouts.shim_hash(name) != ""
     assert checkouts.shim_hash("jcl") != checkouts.shim_hash("moco")
     assert all(len(row) == 3 and ":" in row[0] for row in checkouts.SHIMS[name])
-    assert harness.METHODS[{"moco": "mocov2", "jcl": "jcl"}[name]][0] == name
+    assert harness.METHODS[{"moco": "mocov2", "jcl": "jcl", "ring": "iring"}[name]][0] == name
 
 
 @pytest.mark.parametrize("method, checkout", [("mocov2", "moco"), ("jcl", "jcl")])
@@ -210,7 +213,7 @@ def test_an_official_cell_is_scored_as_ours_and_written(tmp_path, monkeypatch, m
 
     grid = grids.OFFICIAL_CPU_LONG
     cell = next(c for c in grids.cells(grid) if c.method == method)
-    assert [c.kind for c in grids.cells(grid)] == ["train"] * 6  # no baselines: cpu_long's
+    assert {c.kind for c in grids.cells(grid)} == {"train"}  # no baselines: cpu_long's
     config = campaign.cell_config(grid, cell)[0]
     numbers = runner.numbers(config, method)
     assert (numbers["steps"], numbers["batch"], numbers["lr"], numbers["train_subset"]) == (
@@ -257,3 +260,153 @@ def test_an_official_cell_is_scored_as_ours_and_written(tmp_path, monkeypatch, m
     assert record["loss_curve"] == [[20, 7.0]] and record["feature_dim"] == 16
     path = campaign.write_cell(str(tmp_path / "cells"), cell, record)
     assert json.load(open(path))["official_repo"] == checkouts.CHECKOUTS[checkout].repo
+
+
+# ---- the Ring code (fake_official/ring: its systems, bank, queue, policies, lr callback) --------
+
+
+def _ring_numbers(fashion_dir: str, method: str, **over) -> dict:
+    """`_numbers` with the Ring code's keys (`ring.config_numbers`' names)."""
+    if method == "mocoring":
+        ring_keys = dict(system="PretrainMoCoSystem", loss="MoCoRing", k=16, m=0.9)
+    else:
+        ring_keys = dict(
+            system="PretrainNCESystem", loss="NCERing", k=5, m=0.0, bank_init="uniform"
+        )
+    ring_keys.update(thres_outer=0.1, thres_inner=0.1, linear_anneal=False, max_anneal_epoch=1.0)
+    return _numbers(fashion_dir, method=method, **{**ring_keys, **over})
+
+
+class _Pooled:
+    """A tiny `base_encoder(num_classes)` whose children end in a pooling then `fc`, as
+    `CustomResNet` takes torchvision's resnet apart."""
+
+    def __new__(cls, torch, num_classes):
+        net = torch.nn.Sequential(
+            torch.nn.Conv2d(1, 8, 3, 2, 1),
+            torch.nn.BatchNorm2d(8),
+            torch.nn.ReLU(),
+            torch.nn.AdaptiveMaxPool2d(1),
+        )
+        net.fc = torch.nn.Linear(8, num_classes)
+        return net
+
+
+def test_the_ring_systems_train_as_lightning_steps_them(tmp_path, monkeypatch):
+    """IR's system (`NCE` on the bank) and MoCoRing's (queue, EMA) stepped as Lightning's
+    one-process `fit`: `global_step` counts each step (the linear outer threshold reads it), the lr
+    callback sets the cosine at each epoch's start, `m = 0` replaces the bank rows, our normal bank
+    init replaces `_create`; the Lightning and cv2 stand-ins are gone after."""
+    torch = pytest.importorskip("torch")
+    fashion = make_fashion_dir(str(tmp_path / "fashion"), num_train=40, num_test=10)
+    _tiny_encoder(torch, monkeypatch)
+    monkeypatch.setattr(harness, "LOG_EVERY", 2)
+    encoder = lambda num_classes: _Pooled(torch, num_classes)  # noqa: E731
+    numbers = _ring_numbers(fashion, "iring", steps=7, linear_anneal=True, bank_init="normal")
+    model, curve, extra = harness.METHODS["iring"][1](FAKE_RING, numbers, base_encoder=encoder)
+    system = model.system
+    # 40 images, batch 8: 5 steps an epoch, 7 steps = 2 epochs (the second cut at 2 batches)
+    assert system.global_step == 7 and [s for s, _ in curve] == [2, 4, 6]
+    seen = system.seen_thresholds  # the fake's linear policy: 1.0 → 0.1 over half the 10 steps
+    assert seen[0] == 1.0 and seen == sorted(seen, reverse=True) and seen[-1] == pytest.approx(0.1)
+    assert extra == {"thres_outer_per_epoch": [1.0, pytest.approx(0.1)]}
+    # the callback's cosine (use_cosine_scheduler) over 2 epochs, set at each epoch's start
+    assert sys.modules["src.utils.callbacks"].MoCoLRScheduler.history == [(0, 0.06), (1, 0.03)]
+    memory = sys.modules["src.objectives.memory"]
+    assert memory.MemoryBank._create.__qualname__.startswith("normal_rows")
+    assert "pytorch_lightning" not in sys.modules and "cv2" not in sys.modules
+    x, y = harness.features(model.encoder_q, numbers, "test")
+    assert x.shape == (10, 8) and y.shape == (10,)
+
+    numbers = _ring_numbers(fashion, "mocoring", steps=6)
+    model, curve, extra = harness.METHODS["mocoring"][1](FAKE_RING, numbers, base_encoder=encoder)
+    system = model.system
+    assert int(system.queue_ptr) == (6 * 8) % 16 and system.global_step == 6
+    q, k = dict(system.model.named_parameters()), dict(system.model_k.named_parameters())
+    assert not torch.equal(q["features.0.weight"], k["features.0.weight"])  # EMA, not a copy
+    assert (
+        sys.modules["src.objectives.memory"].MemoryBank._create.__qualname__ == "MemoryBank._create"
+    )
+    assert extra == {"thres_outer_per_epoch": [0.1, 0.1]}
+
+
+def test_the_ring_data_path_gives_the_recipes_views(tmp_path, monkeypatch):
+    """`get_datasets` in the Ring code's place: the official dataset classes around our subset
+    (the first `train_subset` images) through the recipe's transform, one view with its index for
+    IR, two independent views for MoCoRing."""
+    torch = pytest.importorskip("torch")
+    from experiments.official import ring
+
+    fashion = make_fashion_dir(str(tmp_path / "fashion"), num_train=40, num_test=10)
+    _tiny_encoder(torch, monkeypatch)
+    asked = []
+    transform = harness.ops_to_transforms
+    monkeypatch.setattr(harness, "ops_to_transforms", lambda *a: asked.append(a) or transform(*a))
+    numbers = _ring_numbers(fashion, "iring", ops=[{"op": "horizontal_flip"}])
+    with ring.stand_ins([], 20):
+        (datasets,) = harness.import_official(FAKE_RING, "src.datasets.datasets")
+    get_datasets = ring.official_datasets(datasets, numbers)
+    assert asked == [(numbers["ops"], numbers["mean"], numbers["std"])]
+    images, labels = harness.read_subset(numbers)
+    one, no_val = get_datasets(None, "cifar10")
+    assert no_val is None and len(one) == 32 == len(images)
+    index, view, label = one[5]
+    assert (index, label, view.shape, view.dtype) == (5, labels[5], (1, 28, 28), torch.float32)
+    two, _ = get_datasets(None, "cifar10_2views")
+    index, a, b, label = two[7]
+    assert index == 7 and label == labels[7] and not torch.equal(a, b)  # two draws of the recipe
+    assert list(one.dataset.targets) == list(labels)  # what the system reads (systems.py:68)
+
+
+def test_the_ring_cells_hand_the_harness_our_numbers_or_the_codes():
+    """`iring`, `ir`, `mocoring`: our config's numbers through the Ring code (k = our draws + 1,
+    our bank momentum and normal init, our EMA); `iring+official`: the code's IR settings, the
+    same as ours in `cpu_long_variants`' cell of that name."""
+    grid = grids.OFFICIAL_CPU_LONG
+    numbers = {}
+    for cell in grids.cells(grid):
+        if cell.seed == 0 and harness.METHODS[cell.method][0] == "ring":
+            numbers[cell.method] = runner.numbers(campaign.cell_config(grid, cell)[0], cell.method)
+    keys = ("system", "loss", "k", "m", "bank_init", "temperature")
+    pick = lambda n: tuple(n.get(key) for key in keys)  # noqa: E731
+    assert pick(numbers["ir"]) == ("PretrainNCESystem", "NCE", 4097, 0.5, "normal", 0.07)
+    assert pick(numbers["iring"]) == ("PretrainNCESystem", "NCERing", 4097, 0.5, "normal", 0.07)
+    assert pick(numbers["iring+official"])[2:5] == (4096, 0.0, "uniform")
+    assert pick(numbers["mocoring"]) == ("PretrainMoCoSystem", "MoCoRing", 4096, 0.99, None, 0.2)
+    for method in ("iring", "iring+official", "mocoring"):
+        ring_keys = [numbers[method][k] for k in ("thres_outer", "thres_inner", "linear_anneal")]
+        assert ring_keys == [0.1, 0.1, False]
+    assert "thres_outer" not in numbers["ir"]
+    assert numbers["ir"]["train_subset"] == 10_000 and numbers["ir"]["steps"] == 3000
+    variants = grids.GRIDS["cpu_long_variants"]
+    cell = next(c for c in grids.cells(variants) if c.method == "iring+official")
+    ours = runner.numbers(campaign.cell_config(variants, cell)[0], "iring+official")
+    assert ours == numbers["iring+official"]
+
+
+def test_a_ring_cell_is_written_and_resumed(tmp_path, monkeypatch):
+    """A Ring cell whose run finished (its features and run.json in the workdir) is scored and
+    written without training again: the harness is never started."""
+    grid = grids.OFFICIAL_CPU_LONG
+    cell = next(c for c in grids.cells(grid) if c.method == "iring+official")
+    workdir = tmp_path / "work" / grid.name / cell.name
+    workdir.mkdir(parents=True)
+    rng = np.random.default_rng(1)
+    np.savez(
+        workdir / "features.npz",
+        train_x=rng.normal(size=(200, 16)).astype(np.float32),
+        train_y=rng.integers(0, 10, 200),
+        test_x=rng.normal(size=(50, 16)).astype(np.float32),
+        test_y=rng.integers(0, 10, 50),
+    )
+    run = dict(loss_curve=[[20, 9.0]], steps=3000, pretrain_s=1.0, pretrain_cpu_s=2.0, versions="v")
+    run["thres_outer_per_epoch"] = [0.1] * 20
+    (workdir / "run.json").write_text(json.dumps(run))
+    monkeypatch.setattr(campaign, "_fresh_workdir", lambda workdir, digest: None)
+    monkeypatch.setattr(runner, "official_python", lambda: pytest.fail("trained again"))
+    record = campaign.run_cell(grid, cell, str(tmp_path / "work"))
+    assert record["official_repo"] == "mhw32/contrastive-ring-public"
+    assert record["shim_hash"] == checkouts.shim_hash("ring") and record["steps"] == 3000
+    assert 0 <= record["probe_top1"] <= 1 and record["loss_curve"] == [[20, 9.0]]
+    path = campaign.write_cell(str(tmp_path / "cells"), cell, record)
+    assert json.load(open(path))["cell"] == "fashion_mnist.iring+official.s0"
