@@ -22,13 +22,13 @@ from ssl_jax import checkpoint, optim, progress, run_control, sharding, validati
 from ssl_jax.config_checks import ConfigError
 from ssl_jax.data import train_input
 from ssl_jax.data.train_input import TrainInput
-from ssl_jax.evaluate.encoder import (
-    RowEmbedder,
-    features_apply,
-    split_features,
-    uint8_feature_fn,
+from ssl_jax.evaluate.encoder import RowEmbedder
+from ssl_jax.evaluate.evaluators import build_evaluators
+from ssl_jax.evaluate.run_features import (  # features_fn, extract_features: as train.X for scripts
+    eval_context,
+    extract_features,  # noqa: F401
+    features_fn,  # noqa: F401
 )
-from ssl_jax.evaluate.evaluators import EvalContext, build_evaluators
 from ssl_jax.methods import METHODS
 from ssl_jax.methods.common import StepContext, StepInput, method_hparams
 from ssl_jax.models import compute_dtype
@@ -268,46 +268,6 @@ def refresh_every_steps(exp: Experiment) -> int:
 
 def refresh_state(exp: Experiment, state: TrainState, embedder: RowEmbedder) -> TrainState:
     return _buffer_dtypes_of(state, exp.method.refresh_buffers(exp.ctx, state, embedder))
-
-
-def features_fn(exp: Experiment, *, stages: bool = False):
-    """jitted uint8 images → backbone features (eval-mode BN, online weights); `stages`: every
-    stage's pooled output, concatenated (`ResNet.__call__`)."""
-    return uint8_feature_fn(
-        features_apply(exp.ctx.model, stages=stages), exp.config.data, exp.config
-    )
-
-
-def extract_features(
-    exp: Experiment, variables, split: str, limit: int = -1, *, batch_size: int, stages=False
-):
-    """Features and labels of a labelled split, every example once (padding masked out); `stages`:
-    every stage's pool concatenated (`features_fn`), else the pooled last stage."""
-    return split_features(
-        features_fn(exp, stages=stages),
-        variables,
-        exp.config,
-        split,
-        mesh=exp.mesh,
-        batch_size=batch_size,
-        limit=limit,
-    )
-
-
-def eval_context(exp: Experiment, workdir: str) -> EvalContext:
-    """What the evaluators need of this run; the feature function is jitted once here."""
-
-    def random_init() -> dict:
-        state = init_or_restore(exp, None)
-        return {"params": state.params, "batch_stats": state.batch_stats}
-
-    return EvalContext(
-        mesh=exp.mesh,
-        feature_fn=features_fn(exp),
-        stage_feature_fn=features_fn(exp, stages=True),
-        random_init=random_init,
-        workdir=workdir,
-    )
 
 
 def _run_evaluators(evaluators, state: TrainState, step: int, writer) -> None:
