@@ -13,19 +13,12 @@ final probe table. Other colour spaces: `:space=ycbcr` (CMC README: 0.5–1 % be
 negatives.
 """
 
-import os
-import sys
-
 import ml_collections
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common  # noqa: E402
-from ssl_jax import configs  # noqa: E402
-from ssl_jax.data import recipes  # noqa: E402
-from ssl_jax.models import head_config  # noqa: E402
+from configs import common
+from ssl_jax import configs
+from ssl_jax.data import recipes
+from ssl_jax.models import head_config
 
 
 def get_config(arg=None):
@@ -43,7 +36,7 @@ def get_config(arg=None):
         )
     )
 
-    common.color_fashion_mnist_budget(c)
+    common.small_budget(c, color=True)
     c.data.views = ("cmc",)  # one crop; the model splits it into L and ab
     cmc_view = recipes.cmc(c.data.image_size, a.space, scale=(0.2, 1.0))
     if a.flow:  # InfoMin's learned views: g's colour space in place of Lab

@@ -14,23 +14,14 @@ ball lesion, `:space=ycbcr|ydbdr` other colour spaces (the parent's `:flow` is n
 `:runlocal` as `cmc_color_fashion_mnist.py`: 6 steps of 32 images, a bank of 256 and 64 draws.
 """
 
-import os
-import sys
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import cmc_color_fashion_mnist, common  # noqa: E402
+from configs import cmc_color_fashion_mnist, common
 
 
 def get_config(arg=None):
     a = common.parse_arg(arg, space="lab", anneal="constant", ball=False)  # no `flow`
     c = cmc_color_fashion_mnist.get_config(common.parent_arg(arg, "anneal", "ball"))
-    c.method = "cmcring"
+    common.ring_from(c, "cmcring", a.anneal, a.ball, anneal_epochs=1.5)  # half of the 3 epochs
     c.method_config.loss = "softmax"  # NCERing's; CMC's NCE assumes uniform noise
-    c.method_config.update(common.ring_keys(a.anneal, a.ball))  # outer 0.1, inner 0.1
-    c.method_config.max_anneal_epochs = 1.5  # half of the 3 epochs, as the paper's 100 of 200
     if not a.runlocal:  # `:runlocal` keeps the parent's 64 draws
         c.method_config.num_negatives = 4095  # the Ring code's k − 1
     return c

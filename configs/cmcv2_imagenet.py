@@ -1,6 +1,8 @@
 """CMCv2 on ImageNet: PyContrast's `--method CMCv2` preset (PyContrast `pycontrast/options/base_options.py` L18).
 
-PyContrast (`options/base_options.py`, `train_options.py`, `docs/RUN.md`): YDbDr (`RGB2YDbDr` +
+`cmc_pycontrast_imagenet.py` (PyContrast's `--method CMC`), built by its `get_config`, with the
+method, heads, queues and augmentation of the preset. PyContrast (`options/base_options.py`,
+`train_options.py`, `docs/RUN.md`): YDbDr (`RGB2YDbDr` +
 Normalize), each crop split into Y (1 channel) and DbDr (2 channels), two ResNet-50s at width 0.5
 (`networks/build_backbone.py` `CMCSingleHead._parse_width`; 1024-d each, `model.width` 1.0 halved)
 whose stem has `max(int(64·width), 64)` = 64 channels (`networks/resnet.py` L139, L151–153;
@@ -18,24 +20,15 @@ Sharpness, ShearX/Y, TranslateX/YRel), no grayscale, then YDbDr. Ours: kNN monit
 images with queues of 256 keys.
 """
 
-import os
-import sys
-
 import ml_collections
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common  # noqa: E402
-from ssl_jax import configs  # noqa: E402
-from ssl_jax.data import recipes  # noqa: E402
-from ssl_jax.models import head_config  # noqa: E402
+from configs import cmc_pycontrast_imagenet, common
+from ssl_jax.data import recipes
 
 
 def get_config(arg=None):
     a = common.parse_arg(arg, space="ydbdr")
-    c = configs.base_config()
+    c = cmc_pycontrast_imagenet.get_config(common.parent_arg(arg, "runlocal"))
     c.method = "cmcv2"
     c.method_config = ml_collections.ConfigDict(
         dict(
@@ -46,10 +39,8 @@ def get_config(arg=None):
             shuffle_bn=True,
         )
     )
-    c.ema.base = 0.999
-    c.ema.schedule = "constant"
-
-    common.imagenet_data(c)
+    c.ema.update(base=0.999, schedule="constant")
+    c.data.train_subset = 0  # no bank to split over the devices: every image
     if a.runlocal:  # ImageNet is not on CPU CI
         common.color_fashion_mnist_data(c, size=32)
         c.method_config.queue_size = 256
@@ -58,25 +49,7 @@ def get_config(arg=None):
     c.data.recipes = ml_collections.ConfigDict(
         {"cmcv2": (*recipes.cmcv2_e(size), {"op": "color_space", "space": a.space})}
     )
-
-    c.model.backbone = "resnet50"
-    c.model.dtype = "auto"  # bfloat16 compute on GPU/TPU, float32 on CPU
-    c.model.stem = "imagenet"
-    c.model.width = 1.0  # two encoders of width 0.5 (1024-d features each)
-    c.model.stem_width = 64  # PyContrast: max(int(64 * 0.5), 64)
-    c.model.projector = head_config((1024,), 128, use_bn=False)  # PyContrast 'mlp' head
-
-    c.global_batch_size = 256
-    c.num_epochs = 200.0
-    c.optim.name = "sgd"
-    c.optim.base_lr = 0.03
-    c.optim.momentum = 0.9
-    c.optim.weight_decay = 1e-4
-    c.optim.schedule = "cosine"
-    c.optim.schedule_unit = "epoch"
-    c.optim.final_lr = 0.03 * 0.1**3  # η_min = lr·0.1³
-    c.optim.epoch_offset = 1.0  # cos(π e/E) for epochs e = 1..E
-    c.evals.knn.update(every_steps=25_000, num_train=100_000)
+    c.model.projector.hidden_dims = (1024,)  # PyContrast 'mlp' head
     if a.runlocal:
         common.runlocal(c)
         c.model.width = 1.0  # keep the real ResNet-50s at width 0.5

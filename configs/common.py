@@ -3,9 +3,10 @@ shrink. Each config file writes its own run's numbers and calls these for what i
 (a dataset's splits and normalisation, what `:runlocal` does); nothing here picks a method's numbers,
 except the blocks one released code base repeats in all its configs (the Ring code's `ring_*`).
 
-A config file is loaded by path (`--config=configs/X.py`, `ssl_jax.configs.load`), so it puts the
-repository root on `sys.path` before `from configs import common`. Library code (`ssl_jax/`) never
-imports this package.
+A config file is loaded by path (`--config=configs/X.py`, `ssl_jax.configs.load`) and imports
+`configs.common` as a package: from the repository root (`python -m` puts it on `sys.path`) or, from
+any folder, through the install (`pip install -e .` installs `configs` beside `ssl_jax`). Library
+code (`ssl_jax/`) never imports this package.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ CIFAR100_MEAN = (0.5071, 0.4865, 0.4409)
 CIFAR100_STD = (0.2009, 0.1984, 0.2023)
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
+STL10_STD = (0.2471, 0.2435, 0.2616)  # SCE code, datamodule/stl10.py normalisation entry
 
 
 def parse_arg(arg: str | None, **spec) -> types.SimpleNamespace:
@@ -118,26 +120,26 @@ def color_fashion_mnist_data(c: ml_collections.ConfigDict, *, size: int = 32) ->
     c.data.cache = True
 
 
-def color_fashion_mnist_budget(c: ml_collections.ConfigDict) -> None:
-    """The small colour runs' shared part, every `*_color_fashion_mnist.py` config's (ours, not a
-    paper's; `mocov2_color_fashion_mnist.py` is the baseline): the 60,000 32-px images
-    (`color_fashion_mnist_data`), ResNet-18 with the CIFAR stem at width 1/2, batch 256, 3 epochs
-    of SGD (lr 0.06, wd 5e-4, cosine, no warm-up), a log line every 20 steps and a checkpoint every
-    200, the final probe table and no kNN monitor (eval batches of 512). A config sets its method,
-    views, recipes and heads, and changes what its method needs."""
-    color_fashion_mnist_data(c, size=32)
-    c.data.train_subset = 0
-    c.data.shuffle_buffer = 60_000
-    c.model.backbone = "resnet18"
-    c.model.stem = "cifar"
-    c.model.width = 0.5
+def small_budget(c: ml_collections.ConfigDict, *, color: bool) -> None:
+    """The small Fashion-MNIST runs' shared part (ours, not a paper's; `mocov2_fashion_mnist.py` and
+    `mocov2_color_fashion_mnist.py` are the baselines): every training image (60,000 28-px grey
+    ones, `fashion_mnist_data`, or with `color` 32-px colour ones, `color_fashion_mnist_data`),
+    ResNet-18 with the CIFAR stem at width 1/4 (1/2 with `color`), batch 256, 3 epochs of SGD (lr
+    0.06, wd 5e-4, cosine, no warm-up), a log line every 20 steps and a checkpoint every 200, the
+    final probe table and no kNN monitor (eval batches of 512, a multiple of 8 devices; the figures
+    in docs/ were measured with 500). A config sets its method, views, recipes and heads, and
+    changes what its method needs."""
+    if color:
+        color_fashion_mnist_data(c, size=32)
+    else:
+        fashion_mnist_data(c, channels=1)
+    c.data.update(train_subset=0, shuffle_buffer=60_000)
+    c.model.update(backbone="resnet18", stem="cifar", width=0.5 if color else 0.25)
     c.global_batch_size = 256
     c.num_epochs = 3.0
-    c.optim.name = "sgd"
-    c.optim.base_lr = 0.06
-    c.optim.weight_decay = 5e-4
-    c.optim.schedule = "cosine"
-    c.optim.warmup_epochs = 0.0
+    c.optim.update(
+        name="sgd", base_lr=0.06, weight_decay=5e-4, schedule="cosine", warmup_epochs=0.0
+    )
     c.log_every_steps = 20
     c.checkpoint_every_steps = 200
     c.evals.knn.update(every_steps=-1, batch_size=512)
@@ -172,18 +174,17 @@ IMAGENET_CANVAS = 512  # ImageNet's photos are mostly 500 px or less on their lo
 def colour_ops_on_device(c: ml_collections.ConfigDict) -> None:
     """`data.device_ops=True`: the host crops and flips, the jitted step runs the colour ops. For the
     224-px MoCo v2 recipe (IR, InterCLR, JCL, the Ring methods) a 16-core GPU host cannot feed the
-    step otherwise (`benchmarks/input_demand.py`, 2026-11-24, commit e2aed01: 232 views/CPU-s with the whole recipe,
-    504 with colour ops on the device, against 7,400 views/s for MoCo v2's 3,700 img/s on one H100);
-    on a CPU host the two placements cost the same (same cores). Call after setting the recipes.
+    step otherwise (views per CPU-second against the step's demand: docs/performance.md, "Input
+    pipeline against the step's demand"); on a CPU host the two placements cost the same (same
+    cores). Call after setting the recipes.
 
     On ImageNet-sized photos also `data.device_crops=IMAGENET_CANVAS`: the host only decodes, and
     the step cuts each view's crop, resize and flip from the image sent once on a 512-px canvas
-    (`device_augment.cut_views`, within a grey level of the host's views). Measured on one
-    H100 with 16 host cores (2026-11-24, commit 35fa6b0), MoCo v2's whole loop went from 2,016 img/s (input-bound,
-    host crops) to 2,981 (step-bound); images over 512 px on a side are shrunk to fit before they
-    are cropped (`augment.fit_canvas`), the one difference from host crops; `device_crops=0` gives
-    the host's crops. On Fashion-MNIST (the `:runlocal` data) a 32-px canvas runs the same path on
-    CPU."""
+    (`device_augment.cut_views`, within a grey level of the host's views), which turns MoCo v2's
+    whole loop from input-bound to step-bound (docs/performance.md, "The whole loop on one H100");
+    images over 512 px on a side are shrunk to fit before they are cropped (`augment.fit_canvas`),
+    the one difference from host crops; `device_crops=0` gives the host's crops. On Fashion-MNIST
+    (the `:runlocal` data) a 32-px canvas runs the same path on CPU."""
     c.data.device_ops = True
     fashion = c.data.name in ("fashion_mnist", "color_fashion_mnist")
     c.data.device_crops = 32 if fashion else IMAGENET_CANVAS
@@ -301,14 +302,17 @@ def infomin_views(c: ml_collections.ConfigDict, *, jigsaw: bool, jigsaw_size: in
 def stl10_labelled_data(c: ml_collections.ConfigDict) -> None:
     """STL-10 (96 px) as the Ring code uses it: pretraining on the 5,000 labelled 'train' images
     (not 'unlabelled'), evaluation on 'train' / 'test' without a centre crop, ImageNet mean/std."""
-    c.data.name = "stl10"
-    c.data.train_split = "train"
-    c.data.eval_train_split = "train"
-    c.data.eval_test_split = "test"
-    c.data.image_size = 96
-    c.data.eval_crop_fraction = 1.0
-    c.data.mean, c.data.std = IMAGENET_MEAN, IMAGENET_STD
-    c.data.cache = True
+    c.data.update(
+        name="stl10",
+        train_split="train",
+        eval_train_split="train",
+        eval_test_split="test",
+        image_size=96,
+        eval_crop_fraction=1.0,
+        mean=IMAGENET_MEAN,
+        std=IMAGENET_STD,
+        cache=True,
+    )
 
 
 def ring_code_transforms(
@@ -343,22 +347,122 @@ def ring_keys(anneal: str, ball: bool) -> dict:
     )
 
 
-def ring_code_model(c: ml_collections.ConfigDict) -> None:
-    """The Ring code's encoder on CIFAR / STL-10: ResNet-18 with the ImageNet stem and an MLP
-    projector 512→512→128 without BN."""
+def ring_from(
+    c: ml_collections.ConfigDict, method: str, anneal: str, ball: bool, anneal_epochs: float = 100.0
+) -> ml_collections.ConfigDict:
+    """A ring method (`iring`, `mocoring`, `cmcring`) from its baseline's config `c` (IR, MoCo v2,
+    CMC): the same numbers with `method` and the ring keys (`ring_keys`), the outer fraction
+    annealed over at most `anneal_epochs` (the paper's 100 of 200; 1.5 of the small runs' 3)."""
+    c.method = method
+    c.method_config.update(ring_keys(anneal, ball), max_anneal_epochs=anneal_epochs)
+    return c
+
+
+def ring_code_training(c: ml_collections.ConfigDict) -> None:
+    """The Ring code's encoder and optimisation on CIFAR / STL-10: ResNet-18 with the ImageNet stem
+    and an MLP projector 512→512→128 without BN; batch 256, SGD lr 0.03 momentum 0.9 wd 1e-4, 200
+    epochs, ×0.1 at int(0.68·200) = 136 and int(0.83·200) = 166; a kNN monitor every 2000 steps
+    (ours)."""
     c.model.backbone = "resnet18"
     c.model.stem = "imagenet"
     c.model.projector = head_config((512,), 128, use_bn=False)
-
-
-def ring_code_sgd(c: ml_collections.ConfigDict) -> None:
-    """The Ring code's optimisation on CIFAR / STL-10: batch 256, SGD lr 0.03 momentum 0.9 wd 1e-4,
-    200 epochs, ×0.1 at int(0.68·200) = 136 and int(0.83·200) = 166."""
     c.global_batch_size = 256
     c.num_epochs = 200.0
-    c.optim.name = "sgd"
-    c.optim.base_lr = 0.03
-    c.optim.momentum = 0.9
-    c.optim.weight_decay = 1e-4
-    c.optim.schedule = "step"
-    c.optim.decay_epochs = (136.0, 166.0)
+    c.optim.update(
+        name="sgd",
+        base_lr=0.03,
+        momentum=0.9,
+        weight_decay=1e-4,
+        schedule="step",
+        decay_epochs=(136.0, 166.0),
+    )
+    c.evals.knn.every_steps = 2000
+
+
+def ressl_from_sce(c: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+    """An SCE config turned into its ReSSL baseline (the `ressl_X` configs: SCE's numbers, the loss
+    and τ_m changed, as the SCE paper reproduces its baselines with "the same architecture for all
+    methods"). The ReSSL loss (`methods/ressl.py`, `losses.ressl`: cross-entropy between the
+    target's and the online network's relations to the queue, no positive) takes τ 0.1 and τ_m
+    0.04 (the ReSSL paper's values, solo-learn's defaults; the SCE paper uses "the best
+    temperatures reported" by ReSSL); SCE's λ (`coeff`, the mix of the one-hot and the relational
+    target) goes."""
+    c.method = "ressl"
+    del c.method_config["coeff"]
+    c.method_config.temperature_m = 0.04  # SCE's: 0.05
+    return c
+
+
+def stl10_unlabelled_data(
+    c: ml_collections.ConfigDict, *, image_size: int = 96, std: tuple = STL10_STD
+) -> None:
+    """STL-10 (96 px) as the SCE code's datamodule: pretraining on the 100k 'unlabelled' split (its
+    default), evaluation on the labelled 'train' (5k) / 'test' (8k) splits without a centre crop,
+    the normalisation of its STL-10 entry (CIFAR-10 mean, std 0.2471/0.2435/0.2616 — probably a
+    copy slip in the code, kept as the code's behaviour), not cached (100k × 96 × 96 × 3 decoded
+    would take 2.8 GB of host memory). `image_size` and `std` for the configs that crop smaller or
+    keep CIFAR-10's std."""
+    cifar10_data(c)
+    c.data.update(
+        name="stl10",
+        train_split="unlabelled",
+        eval_train_split="train",
+        eval_test_split="test",
+        image_size=image_size,
+        std=std,
+        cache=False,
+    )
+
+
+def interclr_branch(bank_rows: int) -> dict:
+    """InterCLR's inter branch as the official code sets it in every config (mmselfsup 0.x
+    `interclr-moco`): τ 0.2, MarginNCE m −0.5 (subtracted: adds 0.5 to the positive cosine),
+    intra / inter weights 0.75 / 0.25, semi-hard sampling, online labels, bank momentum 1.0 (rows
+    replaced), centroids every 10 steps, clusters under 20 images refilled, 20 k-means iterations;
+    a bank of `bank_rows` rows with C, K and the pool scaled to it (`interclr_scaled`)."""
+    return dict(
+        inter_temperature=0.2,
+        margin=-0.5,
+        intra_weight=0.75,
+        inter_weight=0.25,
+        sampler="semihard",
+        bank_size=bank_rows,
+        bank_momentum=1.0,
+        labels="online",
+        centroid_every_steps=10,
+        min_cluster_size=20,
+        kmeans_iters=20,
+        **interclr_scaled(bank_rows),
+    )
+
+
+def interclr_from_mocov2(
+    c: ml_collections.ConfigDict, bank_rows: int, *, runlocal: bool, train_subset: int = 0
+) -> ml_collections.ConfigDict:
+    """A MoCo v2 config turned into InterCLR (the official code's MoCo v2 base plus the inter
+    branch, `interclr_branch`) with a bank of `bank_rows`: pretraining on the first `train_subset`
+    training images (0: all), or with `runlocal` the state of `interclr_runlocal`."""
+    c.method = "interclr"
+    c.method_config.update(interclr_branch(bank_rows))
+    if runlocal:
+        interclr_runlocal(c)
+    else:
+        c.data.train_subset = train_subset
+    return c
+
+
+def jcl_from_mocov2(c: ml_collections.ConfigDict, num_keys: int) -> ml_collections.ConfigDict:
+    """A MoCo v2 config turned into JCL with M' = `num_keys` key crops (the official JCL code is
+    MoCo v2's with the multi-key loss): view 0 the query, views 1..M' the keys of the same recipe
+    (`jcl_views`), the keys' BN groups M' times larger (the shuffle of all M'·B key crops), λ 2.0
+    ramped per epoch as λ·(epoch+1)/epochs (the released `scripts/main_pretrain.sh`'s
+    `--jcl_lambda 2.0`)."""
+    c.method = "jcl"
+    c.method_config.update(
+        key_bn_group_size=c.method_config.key_bn_group_size * num_keys,
+        num_keys=num_keys,
+        lam=2.0,
+        lam_schedule="linear_epoch",
+    )
+    c.data.views = jcl_views(c.data.views[0], num_keys)
+    return c

@@ -1,55 +1,29 @@
 """InfoMin on color_fashion_mnist at 32 px: the evidence runs (InfoMin vs MoCo v2, with and
 without the jigsaw branch).
 
-Not an official configuration. InfoMin's method as `infomin_imagenet.py` (τ 0.15, MLP head, EMA
+Not an official configuration. `infomin_stl10.py`, built by its `get_config`: InfoMin's method as
+`infomin_imagenet.py` (τ 0.15, MLP head, EMA
 after the optimiser step, queue, jigsaw weight 0.5, keys in 8 shuffled BN groups of 32) with aug
 "D" at 32 px (`recipes.infomin(32)`: its 23-tap blur and RandAugment at full strength, as
 PyContrast at any size) and the jigsaw mosaic scaled from 255/85/64 px to 36/12/9 px (a 27-px mosaic
 of nine 9-px patches). Data, encoder, batch and SGD as `mocov2_color_fashion_mnist.py`, its
-baseline: ResNet-18 CIFAR stem at width 1/2, MLP 512-128, batch 256, 3 epochs, lr 0.06, wd 5e-4,
+baseline (`common.small_budget`): ResNet-18 CIFAR stem at width 1/2, MLP 512-128, batch 256, 3 epochs, lr 0.06, wd 5e-4,
 cosine, queue 4096, EMA 0.99 (ours, for 3 epochs). `get_config('jigsaw=False')`: InfoMin without
 the jigsaw branch. `:runlocal`: a few steps of 32 images.
 """
 
-import os
-import sys
-
-import ml_collections
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common  # noqa: E402
-from ssl_jax import configs  # noqa: E402
-from ssl_jax.models import head_config  # noqa: E402
+from configs import common, infomin_stl10
 
 
 def get_config(arg=None):
     a = common.parse_arg(arg, jigsaw=True)
-    c = configs.base_config()
-    c.method = "infomin"
-    c.method_config = ml_collections.ConfigDict(
-        dict(
-            temperature=0.15,
-            queue_size=4096,
-            jigsaw=True,
-            jigsaw_weight=0.5,
-            # one accelerator: the online network on the whole batch, the keys in 8 shuffled BN
-            # groups (as MoCo's shuffle-BN over 8 GPUs)
-            query_bn_group_size=0,
-            key_bn_group_size=32,
-            shuffle_bn=True,
-        )
-    )
+    c = infomin_stl10.get_config(common.parent_arg(arg, "runlocal"))
+    # one accelerator: the online network on the whole batch, the keys in 8 shuffled BN groups
+    c.method_config.update(queue_size=4096, query_bn_group_size=0)
     c.ema.base = 0.99
-    c.ema.schedule = "constant"
-
-    common.color_fashion_mnist_budget(c)
-    common.infomin_views(c, jigsaw=a.jigsaw)
-
-    c.model.projector = head_config((512,), 128, use_bn=False)  # MLP 512-512-128
-
+    common.small_budget(c, color=True)
+    c.optim.update(schedule_unit="step", final_lr=0.0, epoch_offset=0.0)  # cosine per step to 0
+    common.infomin_views(c, jigsaw=a.jigsaw)  # at 32 px
     if a.runlocal:
         c.method_config.queue_size = 256
         common.runlocal(c)

@@ -20,18 +20,11 @@ for batch 512): `get_config('batch=512,lr=0.06')`.
 `:runlocal` keeps the ResNet-50 and trains on 256 color_fashion_mnist images with a queue of 256.
 """
 
-import os
-import sys
-
 import ml_collections
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common  # noqa: E402
-from ssl_jax import configs  # noqa: E402
-from ssl_jax.models import head_config  # noqa: E402
+from configs import common
+from ssl_jax import configs
+from ssl_jax.models import head_config
 
 
 def get_config(arg=None):

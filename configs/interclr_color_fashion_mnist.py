@@ -1,79 +1,21 @@
 """InterCLR on color_fashion_mnist at 32 px, on RGB: the method at `mocov2_color_fashion_mnist.py`'s
 budget.
 
-Not from the paper. The MoCo v2 part repeats `mocov2_color_fashion_mnist.py`'s numbers (ResNet-18
-CIFAR stem at width 1/2, MLP 512-128, batch 256, 3 epochs, SGD lr 0.06 wd 5e-4 cosine, m 0.99, queue
-4096, τ 0.2, key BN in 8 shuffled groups of 32, the final probe table), as `interclr_fashion_mnist.py`
-repeats `mocov2_fashion_mnist.py`'s. The augmentation is MoCo v2's at 32 px without the blur
-(`recipes.mocov2(32, blur=False)`: RRC (0.2, 1), jitter 0.4/0.4/0.4/0.1 p 0.8, grayscale p 0.2,
-flip), the recipe of `interclr_cifar10.py` and of the baseline, in place of the fashion config's
-`fashion_mnist_default` (brightness/contrast jitter only, for grey images). The inter branch has
-the official code's settings, as `interclr_fashion_mnist.py` (online labels, centroids every 10
-steps, clusters < 20 refilled, semi-hard sampling, MarginNCE m −0.5, τ 0.2, weights 0.75/0.25, bank
-momentum 1.0) with the bank-relative numbers scaled from ImageNet by the bank size
-(`common.interclr_scaled`: the same ratios of clusters, negatives and pool to rows): 470 clusters
-(~128 images each, as 10,000 on ImageNet), 768 negatives from a pool of 6,016 (~10 %). Bank 60,000
-× 128 float32 = 31 MB.
-`:subset=N` pretrains on the first N training images (bank N rows, C/K/pool scaled to N the same
-way; `subset=10000`: 80 clusters, 128 negatives, pool 1,024).
-`:runlocal` trains 6 steps on 256 images with 8 clusters, 32 negatives from a pool of 64.
+Not from the paper: `interclr_fashion_mnist.py`'s construction on the colour images. The MoCo v2
+part is `mocov2_color_fashion_mnist.py`, built by its `get_config` (ResNet-18 CIFAR stem at width
+1/2, MLP 512-128, batch 256, 3 epochs, SGD lr 0.06 wd 5e-4 cosine, m 0.99, queue 4096, τ 0.2, key
+BN in 8 shuffled groups of 32, MoCo v2's augmentation at 32 px without the blur, the final probe
+table); the inter branch and its scaling (`common.interclr_branch`) as `interclr_fashion_mnist.py`:
+470 clusters, 768 negatives from a pool of 6,016 for the 60,000 rows; `:subset=N` likewise.
+`:runlocal` as `interclr_fashion_mnist.py`'s, on the colour images.
 """
 
-import os
-import sys
-
-import ml_collections
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common  # noqa: E402
-from ssl_jax import configs  # noqa: E402
-from ssl_jax.data import recipes  # noqa: E402
-from ssl_jax.models import head_config  # noqa: E402
+from configs import common, mocov2_color_fashion_mnist
 
 
 def get_config(arg=None):
     a = common.parse_arg(arg, subset=0)
+    c = mocov2_color_fashion_mnist.get_config(common.parent_arg(arg, "subset"))
+    # 60,000 rows: 470 clusters, K 768, pool 6016
     rows = a.subset or 60_000
-    c = configs.base_config()
-    c.method = "interclr"
-    c.method_config = ml_collections.ConfigDict(
-        dict(
-            temperature=0.2,
-            queue_size=4096,
-            # one accelerator: online BN on the whole batch, keys in 8 shuffled groups
-            query_bn_group_size=0,
-            key_bn_group_size=32,
-            shuffle_bn=True,
-            # the inter branch: the official code's settings (mmselfsup 0.x interclr-moco config)
-            inter_temperature=0.2,
-            margin=-0.5,  # MarginNCE m, subtracted: −0.5 adds 0.5 to the positive cosine
-            intra_weight=0.75,
-            inter_weight=0.25,
-            sampler="semihard",
-            bank_size=rows,
-            bank_momentum=1.0,
-            labels="online",
-            centroid_every_steps=10,
-            min_cluster_size=20,
-            kmeans_iters=20,
-            **common.interclr_scaled(rows),  # 60,000 rows: 470 clusters, K 768, pool 6016
-        )
-    )
-    c.ema.base = 0.99
-
-    common.color_fashion_mnist_budget(c)
-    c.data.train_subset = a.subset
-    c.data.views = ("mocov2", "mocov2")
-    c.data.recipes = ml_collections.ConfigDict(
-        {"mocov2": recipes.mocov2(c.data.image_size, blur=False)}
-    )
-
-    c.model.projector = head_config((512,), 128, use_bn=False)  # MLP 512-512-128
-
-    if a.runlocal:
-        common.interclr_runlocal(c)
-        common.runlocal(c)
-    return c
+    return common.interclr_from_mocov2(c, rows, runlocal=a.runlocal, train_subset=a.subset)

@@ -16,15 +16,8 @@ Shared by both: K 16,384, 10,000 clusters, online labels, semi-hard sampling, in
 `:runlocal` as `interclr_imagenet.py`.
 """
 
-import os
-import sys
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import interclr_imagenet  # noqa: E402
-from ssl_jax.data import recipes  # noqa: E402
+from configs import interclr_imagenet
+from ssl_jax.data import recipes
 
 
 def paper_jitter(recipe: recipes.Recipe) -> recipes.Recipe:

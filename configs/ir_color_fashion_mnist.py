@@ -2,7 +2,8 @@
 IRing's colour row, `ir_fashion_mnist.py`'s method at `mocov2_color_fashion_mnist.py`'s data,
 encoder and budget.
 
-Not an official configuration. IR's loss and bank as `ir_fashion_mnist.py` (τ 0.07, K 4096 uniform
+Not an official configuration. `ir_fashion_mnist.py`, built by its `get_config`: IR's loss and
+bank (τ 0.07, K 4096 uniform
 negatives, bank momentum 0.5, the bank holding all 60,000 training images). The augmentation is
 `iring_color_fashion_mnist.py`'s (`recipes.mocov2(32, blur=False)`, the Ring code's 32-px transforms
 without their blur), so that IR and IRing differ only in the method, as on Fashion-MNIST. Encoder,
@@ -11,37 +12,19 @@ MLP 512-128, batch 256, 3 epochs, SGD 0.06 wd 5e-4 cosine, the final probe table
 steps of 32 images, a bank of 256 and 64 negatives.
 """
 
-import os
-import sys
-
 import ml_collections
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common  # noqa: E402
-from ssl_jax import configs  # noqa: E402
-from ssl_jax.data import recipes  # noqa: E402
-from ssl_jax.models import head_config  # noqa: E402
+from configs import common, ir_fashion_mnist
+from ssl_jax.data import recipes
 
 
 def get_config(arg=None):
     a = common.parse_arg(arg)
-    c = configs.base_config()
-    c.method = "ir"
-    c.method_config = ml_collections.ConfigDict(
-        dict(temperature=0.07, num_negatives=4096, bank_size=60_000, bank_momentum=0.5)
-    )
-
-    common.color_fashion_mnist_budget(c)
+    c = ir_fashion_mnist.get_config(common.parent_arg(arg, "runlocal"))
+    common.small_budget(c, color=True)
     c.data.views = ("mocov2",)
-    c.data.recipes = ml_collections.ConfigDict(
-        {"mocov2": recipes.mocov2(c.data.image_size, blur=False)}
-    )
-
-    c.model.projector = head_config((512,), 128, use_bn=False)  # MLP 512-512-128
-
+    c.data.recipes = ml_collections.ConfigDict({"mocov2": recipes.mocov2(32, blur=False)})
+    c.model.projector.hidden_dims = (512,)  # MLP 512-512-128
     if a.runlocal:
         c.method_config.update(bank_size=256, num_negatives=64)
         common.runlocal(c)

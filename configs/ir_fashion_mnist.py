@@ -7,19 +7,12 @@ the bank holds all 60,000 training images. `:runlocal`: 6 steps of 32 images at 
 256 and 64 negatives.
 """
 
-import os
-import sys
-
 import ml_collections
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common  # noqa: E402
-from ssl_jax import configs  # noqa: E402
-from ssl_jax.data import recipes  # noqa: E402
-from ssl_jax.models import head_config  # noqa: E402
+from configs import common
+from ssl_jax import configs
+from ssl_jax.data import recipes
+from ssl_jax.models import head_config
 
 
 def get_config(arg=None):
@@ -30,31 +23,10 @@ def get_config(arg=None):
         dict(temperature=0.07, num_negatives=4096, bank_size=60_000, bank_momentum=0.5)
     )
 
-    common.fashion_mnist_data(c, channels=1)
-    c.data.train_subset = 0
-    c.data.shuffle_buffer = 60_000
+    common.small_budget(c, color=False)
     c.data.views = ("fashion",)
     c.data.recipes = ml_collections.ConfigDict({"fashion": recipes.fashion_mnist_default(28)})
-
-    c.model.backbone = "resnet18"
-    c.model.stem = "cifar"
-    c.model.width = 0.25
     c.model.projector = head_config((256,), 128, use_bn=False)  # MLP 256-128
-
-    c.global_batch_size = 256
-    c.num_epochs = 3.0
-    c.optim.name = "sgd"
-    c.optim.base_lr = 0.06
-    c.optim.weight_decay = 5e-4
-    c.optim.schedule = "cosine"
-    c.optim.warmup_epochs = 0.0
-
-    c.log_every_steps = 20
-    c.checkpoint_every_steps = 200
-    # the final probe table replaces the kNN monitor on the default job
-    c.evals.knn.update(every_steps=-1, batch_size=512)
-    # eval batches of 512 (the figures in docs/ were measured with 500): a multiple of 8 devices
-    c.evals.probe_table.update(every_steps=0, num_train=-1, batch_size=512)
     if a.runlocal:
         c.method_config.update(bank_size=256, num_negatives=64)
         common.runlocal(c)

@@ -11,20 +11,10 @@ the ball lesion. Sources: mhw32/contrastive-ring-public @fb3e1c2 (`src/objective
 a bank of 256 and 64 draws.
 """
 
-import os
-import sys
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common, ir_fashion_mnist  # noqa: E402
+from configs import common, ir_fashion_mnist
 
 
 def get_config(arg=None):
     a = common.parse_arg(arg, anneal="constant", ball=False)
     c = ir_fashion_mnist.get_config(common.parent_arg(arg, "anneal", "ball"))
-    c.method = "iring"
-    c.method_config.update(common.ring_keys(a.anneal, a.ball))  # outer 0.1, inner 0.1
-    c.method_config.max_anneal_epochs = 1.5  # half of the 3 epochs, as the paper's 100 of 200
-    return c
+    return common.ring_from(c, "iring", a.anneal, a.ball, anneal_epochs=1.5)  # half of the 3 epochs

@@ -10,19 +10,10 @@ sharded bank by exact ranks (`sampling.ring_negatives`): the bank is never gathe
 `ir_imagenet.py`: the ResNet-50 at full width, 256 Fashion-MNIST images, a bank of 256 and 64 draws.
 """
 
-import os
-import sys
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common, ir_imagenet  # noqa: E402
+from configs import common, ir_imagenet
 
 
 def get_config(arg=None):
     a = common.parse_arg(arg, anneal="constant", ball=False)
     c = ir_imagenet.get_config(common.parent_arg(arg, "anneal", "ball"))
-    c.method = "iring"
-    c.method_config.update(common.ring_keys(a.anneal, a.ball))  # outer 0.1, inner 0.1
-    return c
+    return common.ring_from(c, "iring", a.anneal, a.ball)

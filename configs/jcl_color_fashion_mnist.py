@@ -2,7 +2,8 @@
 `mocov2_color_fashion_mnist.py`.
 
 Not from a paper (the JCL code and paper have no small-data setting): everything but the method is
-`mocov2_color_fashion_mnist.py`'s numbers (ResNet-18 CIFAR stem at width 1/2, MLP 512-128, batch
+`mocov2_color_fashion_mnist.py`'s numbers (built by its `get_config`, turned into JCL by
+`common.jcl_from_mocov2`: ResNet-18 CIFAR stem at width 1/2, MLP 512-128, batch
 256, 3 epochs, SGD lr 0.06 wd 5e-4 cosine, m 0.99, queue 4096, shuffle-BN with 8 key groups, the
 final probe table), as `jcl_fashion_mnist.py` repeats `mocov2_fashion_mnist.py`'s, so the two runs
 differ only in the loss and in JCL's extra key crops (a test checks that the configs differ in
@@ -13,52 +14,15 @@ blur=False)`: RRC (0.2, 1), jitter 0.4/0.4/0.4/0.1 p 0.8, grayscale p 0.2, flip)
 `jcl_fashion_mnist.py`: M' = 4 keys, λ 2.0 ramped per epoch as λ·(epoch+1)/epochs, τ 0.2, mean keys
 in the queue; the M'·256 key crops in 8 shuffled BN groups of M'·32.
 `:keys=N` sets M' (and so the views), e.g. `--config=configs/jcl_color_fashion_mnist.py:keys=8`.
-`:runlocal` trains 6 steps of 32 images at width 1/8.
+`:runlocal` trains 6 steps of 32 images at width 1/8, with the full queue.
 """
 
-import os
-import sys
-
-import ml_collections
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common  # noqa: E402
-from ssl_jax import configs  # noqa: E402
-from ssl_jax.data import recipes  # noqa: E402
-from ssl_jax.models import head_config  # noqa: E402
+from configs import common, mocov2_color_fashion_mnist
 
 
 def get_config(arg=None):
     a = common.parse_arg(arg, keys=4)  # M' = 4: the released script's `k_crops=5`
-    c = configs.base_config()
-    c.method = "jcl"
-    c.method_config = ml_collections.ConfigDict(
-        dict(
-            temperature=0.2,
-            queue_size=4096,
-            # one accelerator: the online network on the whole batch, the M'·256 keys in 8
-            # shuffled BN groups (as the official shuffle-BN over 8 GPUs)
-            shuffle_bn=True,
-            query_bn_group_size=0,
-            key_bn_group_size=32 * a.keys,
-            num_keys=a.keys,
-            lam=2.0,
-            lam_schedule="linear_epoch",
-        )
-    )
-    c.ema.base = 0.99
-
-    common.color_fashion_mnist_budget(c)
-    c.data.views = common.jcl_views("mocov2", a.keys)
-    c.data.recipes = ml_collections.ConfigDict(
-        {"mocov2": recipes.mocov2(c.data.image_size, blur=False)}
-    )
-
-    c.model.projector = head_config((512,), 128, use_bn=False)  # MLP 512-512-128
-
+    c = mocov2_color_fashion_mnist.get_config(common.parent_arg(arg, "keys"))
     if a.runlocal:
-        common.runlocal(c)
-    return c
+        c.method_config.queue_size = 4096  # the full queue under `:runlocal` too (MoCo v2: 256)
+    return common.jcl_from_mocov2(c, a.keys)

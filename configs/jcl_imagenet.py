@@ -13,65 +13,11 @@ few steps on 256 Fashion-MNIST images (ImageNet is not on CPU CI) with a 256-ent
 `:keys=N` sets M' (and so the views), e.g. `--config=configs/jcl_imagenet.py:keys=8,runlocal`.
 """
 
-import os
-import sys
-
-import ml_collections
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common  # noqa: E402
-from ssl_jax import configs  # noqa: E402
-from ssl_jax.data import recipes  # noqa: E402
-from ssl_jax.models import head_config  # noqa: E402
+from configs import common, mocov2_imagenet
 
 
 def get_config(arg=None):
     a = common.parse_arg(arg, keys=4)  # M' = 4: the released script's `k_crops=5`
-    c = configs.base_config()
-    c.method = "jcl"
-    c.method_config = ml_collections.ConfigDict(
-        dict(
-            temperature=0.2,
-            queue_size=65536,
-            # official DDP (8 GPUs × 32 queries, no SyncBN): per-GPU BN of 32 queries and, after
-            # the shuffle of all M'·256 key crops, of M'·32 keys
-            shuffle_bn=True,
-            query_bn_group_size=32,
-            key_bn_group_size=32 * a.keys,
-            num_keys=a.keys,
-            lam=2.0,
-            lam_schedule="linear_epoch",
-        )
+    return common.jcl_from_mocov2(
+        mocov2_imagenet.get_config(common.parent_arg(arg, "keys")), a.keys
     )
-    c.ema.base = 0.999
-    c.ema.schedule = "constant"
-
-    common.imagenet_data(c)
-    if a.runlocal:  # ImageNet is not on CPU CI
-        common.fashion_mnist_data(c, channels=3)
-        c.method_config.queue_size = 256
-    c.data.views = common.jcl_views("mocov2", a.keys)
-    c.data.recipes = ml_collections.ConfigDict({"mocov2": recipes.mocov2(c.data.image_size)})
-    common.colour_ops_on_device(c)  # the host cannot feed an accelerator otherwise
-
-    c.model.backbone = "resnet50"
-    c.model.dtype = "auto"  # bfloat16 compute on GPU/TPU, float32 on CPU
-    c.model.stem = "imagenet"
-    c.model.projector = head_config((2048,), 128, use_bn=False)  # MLP 2048-2048-128
-
-    c.global_batch_size = 256
-    c.num_epochs = 200.0
-    c.optim.name = "sgd"
-    c.optim.base_lr = 0.03
-    c.optim.weight_decay = 1e-4
-    c.optim.schedule = "cosine"
-    c.optim.schedule_unit = "epoch"  # official adjust_learning_rate: cosine once per epoch
-    c.evals.knn.update(every_steps=25_000, num_train=100_000)
-    if a.runlocal:
-        common.runlocal(c)
-        c.model.width = 1.0  # the real ResNet-50
-        c.model.projector.hidden_dims = (64,)
-    return c

@@ -17,19 +17,12 @@ trains a few steps on 256 Fashion-MNIST images.
 `:keys=N` sets M' (and so the views): `--config=configs/jcl_imagenet100_r18.py:keys=5`.
 """
 
-import os
-import sys
-
 import ml_collections
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common  # noqa: E402
-from ssl_jax import configs  # noqa: E402
-from ssl_jax.data import recipes  # noqa: E402
-from ssl_jax.models import head_config  # noqa: E402
+from configs import common
+from ssl_jax import configs
+from ssl_jax.data import recipes
+from ssl_jax.models import head_config
 
 
 def get_config(arg=None):

@@ -17,14 +17,7 @@ on 256 Fashion-MNIST images.
 `:keys=N` sets M' (and so the views), e.g. `--config=configs/jcl_imagenet_paper.py:keys=8,runlocal`.
 """
 
-import os
-import sys
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common, jcl_imagenet  # noqa: E402
+from configs import common, jcl_imagenet
 
 
 def get_config(arg=None):

@@ -11,17 +11,10 @@ stage's pool, concatenated: 960-d for a ResNet-18, what the default job's probe 
 `runlocal`: the first 1024 training and 512 test images.
 """
 
-import os
-import sys
-
 import ml_collections
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common  # noqa: E402
-from ssl_jax.evaluate import jobs  # noqa: E402
+from configs import common
+from ssl_jax.evaluate import jobs
 
 
 def get_config(arg=None):

@@ -34,18 +34,11 @@ The job's first and last lines and `probe_result.json` name the features.
 `runlocal`: a few epochs on the first 512 training and 1000 test images (CPU smoke run).
 """
 
-import os
-import sys
-
 import ml_collections
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common  # noqa: E402
-from ssl_jax import configs  # noqa: E402
-from ssl_jax.evaluate import jobs  # noqa: E402
+from configs import common
+from ssl_jax import configs
+from ssl_jax.evaluate import jobs
 
 PRESETS = ("moco", "sce", "ring", "fast")
 

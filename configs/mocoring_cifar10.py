@@ -15,17 +15,10 @@ epochs of steps, then 0.1); `:anneal=step|exponential|adaptive_loss` the code's 
 `:runlocal` trains a few steps on Fashion-MNIST (3 channels) with a bank/queue of 256.
 """
 
-import os
-import sys
-
 import ml_collections
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common  # noqa: E402
-from ssl_jax import configs  # noqa: E402
+from configs import common
+from ssl_jax import configs
 
 
 def get_config(arg=None):
@@ -53,9 +46,7 @@ def get_config(arg=None):
         c.method_config.queue_size = 256  # divides the 32 keys of a runlocal step
     common.ring_code_transforms(c, "ring", 2, a.mocov2_32x32)
 
-    common.ring_code_model(c)  # ResNet-18, ImageNet stem, MLP 512-512-128
-    common.ring_code_sgd(c)  # batch 256, SGD 0.03, 200 epochs, ×0.1 at 136 and 166
-    c.evals.knn.every_steps = 2000
+    common.ring_code_training(c)  # ResNet-18, SGD 0.03, 200 epochs, ×0.1 at 136 and 166
     if a.runlocal:
         common.runlocal(c)
     return c

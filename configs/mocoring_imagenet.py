@@ -10,19 +10,10 @@ epochs: the top-k then spans the whole queue); `:ball` the ball lesion. `:runloc
 `mocov2_imagenet.py`: the ResNet-50 at full width, 256 Fashion-MNIST images, a 256-entry queue.
 """
 
-import os
-import sys
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common, mocov2_imagenet  # noqa: E402
+from configs import common, mocov2_imagenet
 
 
 def get_config(arg=None):
     a = common.parse_arg(arg, anneal="constant", ball=False)
     c = mocov2_imagenet.get_config(common.parent_arg(arg, "anneal", "ball"))
-    c.method = "mocoring"
-    c.method_config.update(common.ring_keys(a.anneal, a.ball))  # outer 0.1, inner 0.1
-    return c
+    return common.ring_from(c, "mocoring", a.anneal, a.ball)

@@ -13,19 +13,12 @@ no MLP head, symmetric loss, SplitBN on both encoders). kNN monitor every 2000 s
 `ir_cifar10.py` and `jcl_cifar10.py` repeat the data, encoder and SGD numbers.
 """
 
-import os
-import sys
-
 import ml_collections
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common  # noqa: E402
-from ssl_jax import configs  # noqa: E402
-from ssl_jax.data import recipes  # noqa: E402
-from ssl_jax.models import head_config  # noqa: E402
+from configs import common
+from ssl_jax import configs
+from ssl_jax.data import recipes
+from ssl_jax.models import head_config
 
 
 def get_config(arg=None):

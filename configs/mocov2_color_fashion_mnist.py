@@ -1,53 +1,21 @@
 """MoCo v2 on color_fashion_mnist at 32 px, on RGB: the baseline of the CMC (L | ab, Y | CbCr) runs.
 
-Not an official configuration. MoCo v2's method as `mocov2_cifar10.py` (τ 0.2, EMA before the keys,
+Not an official configuration. MoCo v2's method as `mocov2_cifar10.py`, built by its `get_config` (τ 0.2, EMA before the keys,
 MLP head 512-128, InfoNCE against a queue, key BN in 8 shuffled groups of 32) with the MoCo v2
 augmentation at 32 px without the blur (RRC (0.2, 1), jitter 0.4/0.4/0.4/0.1 p 0.8, grayscale p 0.2,
-flip), and the data, encoder, batch and SGD of `cmc_color_fashion_mnist.py` (ResNet-18 CIFAR stem at
+flip), and the data, encoder, batch and SGD of `cmc_color_fashion_mnist.py` (`common.small_budget`: ResNet-18 CIFAR stem at
 width 1/2 — CMC splits that width into two encoders of 1/4 —, batch 256, 3 epochs, lr 0.06, wd 5e-4,
 cosine; ours), queue 4096, EMA 0.99 (ours, for 3 epochs). `:runlocal`: a few steps of 32 images.
 """
 
-import os
-import sys
-
-import ml_collections
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common  # noqa: E402
-from ssl_jax import configs  # noqa: E402
-from ssl_jax.data import recipes  # noqa: E402
-from ssl_jax.models import head_config  # noqa: E402
+from configs import common, mocov2_cifar10
 
 
 def get_config(arg=None):
     a = common.parse_arg(arg)
-    c = configs.base_config()
-    c.method = "mocov2"
-    c.method_config = ml_collections.ConfigDict(
-        dict(
-            temperature=0.2,
-            queue_size=4096,
-            # one accelerator: the online network on the whole batch, the keys in 8 shuffled BN
-            # groups (as MoCo's shuffle-BN over 8 GPUs)
-            query_bn_group_size=0,
-            key_bn_group_size=32,
-            shuffle_bn=True,
-        )
-    )
+    c = mocov2_cifar10.get_config(common.parent_arg(arg, "runlocal"))
     c.ema.base = 0.99
-
-    common.color_fashion_mnist_budget(c)
-    c.data.views = ("mocov2", "mocov2")
-    c.data.recipes = ml_collections.ConfigDict(
-        {"mocov2": recipes.mocov2(c.data.image_size, blur=False)}
-    )
-
-    c.model.projector = head_config((512,), 128, use_bn=False)  # MLP 512-512-128
-
+    common.small_budget(c, color=True)  # 32 px: the CIFAR-10 recipe and heads stay
     if a.runlocal:
         c.method_config.queue_size = 256
         common.runlocal(c)

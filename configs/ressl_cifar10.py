@@ -4,27 +4,14 @@ Everything as `scce_cifar10.py` (built by its `get_config`: the official SCE CIF
 projector, weak/soft view → target, strong view → online, queue 4096, momentum 0.99, SplitBN 8
 groups, SGD lr 0.06 wd 5e-4, batch 256, 200 epochs): the SCE paper reproduces its baselines with
 "the same architecture for all methods"; only the loss and τ_m change.
-The ReSSL loss (`methods/ressl.py`, `losses.ressl`: cross-entropy between the target's and the
-online network's relations to the queue, no positive) takes τ 0.1 and τ_m 0.04 (the ReSSL paper's
-values, solo-learn's defaults; the SCE paper uses "the best temperatures reported" by ReSSL).
+The ReSSL loss and τ_m 0.04 as `common.ressl_from_sce` says.
 ReSSL as its authors ran it (EMA before the keys, 512-2048-128 projector without BN) is
 `ressl_authors_cifar10.py`.
 `:runlocal` trains a few steps on Fashion-MNIST.
 """
 
-import os
-import sys
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import scce_cifar10  # noqa: E402
+from configs import common, scce_cifar10
 
 
 def get_config(arg=None):
-    c = scce_cifar10.get_config(arg)
-    c.method = "ressl"
-    del c.method_config["coeff"]  # SCE's mix of the one-hot and the relational target
-    c.method_config.temperature_m = 0.04  # ReSSL's τ_m (SCE's: 0.05)
-    return c
+    return common.ressl_from_sce(scce_cifar10.get_config(arg))

@@ -9,25 +9,12 @@ grey —, ResNet-18 CIFAR stem at width 1/2, projector → 256 (BN, ReLU) → 12
 0.06 × batch/256, wd 5e-4 on every parameter, cosine, no warm-up, the final probe table, no kNN
 monitor); only the loss and τ_m change, as `ressl_fashion_mnist.py` does from
 `scce_fashion_mnist.py`.
-The ReSSL loss (`methods/ressl.py`, `losses.ressl`: cross-entropy between the target's and the
-online network's relations to the queue, no positive) takes τ 0.1 and τ_m 0.04 (the ReSSL paper's
-values, solo-learn's defaults; the SCE paper uses "the best temperatures reported" by ReSSL).
+The ReSSL loss and τ_m 0.04 as `common.ressl_from_sce` says.
 `:runlocal` trains 6 steps of 32 images at width 1/8 with a 256-entry queue.
 """
 
-import os
-import sys
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import scce_color_fashion_mnist  # noqa: E402
+from configs import common, scce_color_fashion_mnist
 
 
 def get_config(arg=None):
-    c = scce_color_fashion_mnist.get_config(arg)
-    c.method = "ressl"
-    del c.method_config["coeff"]  # SCE's mix of the one-hot and the relational target
-    c.method_config.temperature_m = 0.04  # ReSSL's τ_m (SCE's: 0.05)
-    return c
+    return common.ressl_from_sce(scce_color_fashion_mnist.get_config(arg))

@@ -6,28 +6,16 @@ stem on 28-px grayscale, projector 256 → 256 (BN, ReLU) → 128, queue 4096, m
 shuffle-BN in 8 key BN groups, batch 64, 2400 steps (~2.6 epochs), SGD lr 0.24 × 64/256 = 0.06,
 wd 5e-4, no warm-up, final linear-probe table on the last stage's pooled output, no kNN monitor);
 only the loss and τ_m change.
-The ReSSL loss (`methods/ressl.py`, `losses.ressl`: cross-entropy between the target's and the
-online network's relations to the queue, no positive) takes τ 0.1 and τ_m 0.04 (the ReSSL paper's
-values, solo-learn's defaults; the SCE paper uses "the best temperatures reported" by ReSSL).
+The ReSSL loss and τ_m 0.04 as `common.ressl_from_sce` says.
 `:runlocal` trains 6 steps of 32 images at width 1/8 with a 256-entry queue.
 """
 
-import os
-import sys
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common, scce_fashion_mnist  # noqa: E402
+from configs import common, scce_fashion_mnist
 
 
 def get_config(arg=None):
     a = common.parse_arg(arg)
-    c = scce_fashion_mnist.get_config(arg)
-    c.method = "ressl"
-    del c.method_config["coeff"]  # SCE's mix of the one-hot and the relational target
-    c.method_config.temperature_m = 0.04  # ReSSL's τ_m (SCE's: 0.05)
+    c = common.ressl_from_sce(scce_fashion_mnist.get_config(arg))
     if not a.runlocal:  # no kNN monitor during training
         c.evals.knn.every_steps = -1
         c.evals.knn.num_test = -1

@@ -6,26 +6,13 @@ ResNet-50, projector 2048 → 4096 (bias, ReLU) → 256 (bias) without BN as the
 wd 1e-4, 5 warm-up epochs, queue 65536, momentum 0.996 → 1, 200 epochs, shuffle-BN with 8 key BN
 groups, kNN monitor every 5000 steps); only the loss and τ_m change. ReSSL as its authors ran it
 (EMA before the keys, m 0.999, 2048-4096-512 projector, ImageNet-1k) is `ressl_authors_imagenet.py`.
-The ReSSL loss (`methods/ressl.py`, `losses.ressl`: cross-entropy between the target's and the
-online network's relations to the queue, no positive) takes τ 0.1 and τ_m 0.04 (the ReSSL paper's
-values, solo-learn's defaults; the SCE paper uses "the best temperatures reported" by ReSSL).
+The ReSSL loss and τ_m 0.04 as `common.ressl_from_sce` says.
 `:runlocal` trains a few steps on Fashion-MNIST.
 """
 
-import os
-import sys
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common, scce_imagenet100  # noqa: E402
+from configs import common, scce_imagenet100
 
 
 def get_config(arg=None):
     common.parse_arg(arg)  # only `runlocal`: not SCE's `imagenet2012`
-    c = scce_imagenet100.get_config(arg)
-    c.method = "ressl"
-    del c.method_config["coeff"]  # SCE's mix of the one-hot and the relational target
-    c.method_config.temperature_m = 0.04  # ReSSL's τ_m (SCE's: 0.05)
-    return c
+    return common.ressl_from_sce(scce_imagenet100.get_config(arg))

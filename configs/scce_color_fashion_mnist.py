@@ -1,8 +1,8 @@
 """SCE on color_fashion_mnist at 32 px, on RGB: `scce_fashion_mnist.py`'s method with SCE's CIFAR-10
 views, at `mocov2_color_fashion_mnist.py`'s budget.
 
-Not an official configuration. SCE's numbers as `scce_fashion_mnist.py` (SCE's CIFAR-10 method
-settings, official code CEA-LIST/SCE `resnet18_cifar10.yaml`): asymmetric loss with view 0 (weak) →
+Not an official configuration. `scce_cifar10.py`, built by its `get_config`, at the small budget (`common.small_budget`);
+SCE's numbers as `scce_fashion_mnist.py` (SCE's CIFAR-10 method settings, official code CEA-LIST/SCE `resnet18_cifar10.yaml`): asymmetric loss with view 0 (weak) →
 target and view 1 (strong) → online, τ 0.1, τ_m 0.05, λ 0.5, queue 4096, momentum 0.99 constant,
 shuffle-BN as SplitBN in 8 groups on the target trunk's BN only (32 images each at batch 256, as
 `scce_cifar10.py`), projector → 256 (no bias, BN, ReLU) → 128 (bias), SGD lr 0.06 × batch/256
@@ -19,56 +19,22 @@ stem at full width, batch 64, 2,400 steps, kNN monitor, probe on every stage's f
 `:runlocal`: 6 steps of 32 images at width 1/8 with a 256-entry queue.
 """
 
-import os
-import sys
-
 import ml_collections
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # loaded by path (`--config=configs/X.py`) from any directory
-    sys.path.insert(0, _ROOT)
-
-from configs import common  # noqa: E402
-from ssl_jax import configs  # noqa: E402
-from ssl_jax.data import recipes  # noqa: E402
-from ssl_jax.models import head_config  # noqa: E402
+from configs import common, scce_cifar10
+from ssl_jax.data import recipes
 
 
 def get_config(arg=None):
     a = common.parse_arg(arg)
-    c = configs.base_config()
-    c.method = "sce"
-    c.method_config = ml_collections.ConfigDict(
-        dict(
-            temperature=0.1,
-            temperature_m=0.05,
-            coeff=0.5,
-            queue_size=4096,
-            symmetric=False,  # view 0 (weak) → target, view 1 (strong) → online
-            # SplitBN as the official one-GPU run (`simulate_n_devices: 8`): the target trunk's
-            # BatchNorm2d in 8 groups, the projector's BN and the online network on the whole batch
-            shuffle_bn=True,
-            query_bn_group_size=0,
-            key_bn_group_size=32,
-            bn_group_scope="backbone",
-        )
-    )
-    c.ema.base = 0.99
-    c.ema.schedule = "constant"
-
-    common.color_fashion_mnist_budget(c)
-    size = c.data.image_size
+    c = scce_cifar10.get_config(common.parent_arg(arg, "runlocal"))
+    common.small_budget(c, color=True)
     c.data.views = ("weak", "strong")
     c.data.recipes = ml_collections.ConfigDict(
-        {"weak": recipes.cifar_soft(size), "strong": recipes.cifar_strong(size)}
+        {"weak": recipes.cifar_soft(32), "strong": recipes.cifar_strong(32)}
     )
-
-    c.model.projector = head_config((256,), 128, hidden_bias=False)
-    c.model.predictor.enabled = False
-
-    c.optim.lr_scaling = "linear"
-    c.optim.exclude_1d = False
-
+    c.model.projector.hidden_dims = (256,)
+    c.optim.warmup_form = "linear"  # the base default (no warm-up here)
     if a.runlocal:
         c.method_config.queue_size = 256  # divides the 32 keys of a runlocal step
         common.runlocal(c)

@@ -41,18 +41,10 @@ sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
 
+from experiments.grids import CPU600_BUDGET, SUBSET  # noqa: E402
 from ssl_jax.data import color_fashion_mnist as cfm  # noqa: E402
 
-# the cpu600 grid's budget for the colour section's cells (experiments/grids.py CPU600_BUDGET + SUBSET)
-CPU600_SETS = (
-    "model.stem=imagenet",
-    "global_batch_size=64",
-    "total_steps=600",
-    "optim.lr_scaling=none",
-    "optim.base_lr=0.06",
-    "evals.probe_table.solver=lbfgs",
-    "data.train_subset=10000",
-)
+CPU600_SETS = (*CPU600_BUDGET, SUBSET)  # the cpu600 grid's budget for the colour section's cells
 GREY = 0.5  # the flat background of `item_only`
 
 

@@ -129,6 +129,11 @@ BANK = "method_config.bank_size=10000"
 
 FASHION_TITLE = "Fashion-MNIST (28 px, grey)"
 COLOUR_TITLE = "color_fashion_mnist (32 px, tinted items on photo backgrounds)"
+# every method with a Fashion-MNIST config, as (cell name, config) at the config's own numbers
+FASHION_METHODS = tuple(
+    (method, f"configs/{method}_fashion_mnist.py")
+    for method in ("mocov2", "scce", "ressl", "jcl", "ir", "interclr", "iring", "mocoring")
+)
 
 # ---- cpu600: the CPU tables of 2026-11-24 -------------------------------------------------------
 # ResNet-18 (ImageNet stem), batch 64, 600 steps of SGD at lr 0.06 with cosine decay, on the first
@@ -246,16 +251,7 @@ logistic probe on the pooled last stage (the papers' protocol) and the weighted 
             key="fashion_mnist",
             title=FASHION_TITLE,
             text="Every method with a Fashion-MNIST config: its views, head, temperature, queue or bank.",
-            methods=(
-                ("mocov2", "configs/mocov2_fashion_mnist.py"),
-                ("scce", "configs/scce_fashion_mnist.py"),
-                ("ressl", "configs/ressl_fashion_mnist.py"),
-                ("jcl", "configs/jcl_fashion_mnist.py"),
-                ("ir", "configs/ir_fashion_mnist.py"),
-                ("interclr", "configs/interclr_fashion_mnist.py"),
-                ("iring", "configs/iring_fashion_mnist.py"),
-                ("mocoring", "configs/mocoring_fashion_mnist.py"),
-            ),
+            methods=FASHION_METHODS,
         ),
         Section(
             key="color_fashion_mnist",
@@ -399,16 +395,7 @@ low priority beside other work (CPU seconds recorded).
             key="fashion_mnist",
             title=FASHION_TITLE,
             text="",
-            methods=(
-                ("ressl", "configs/ressl_fashion_mnist.py"),
-                ("jcl", "configs/jcl_fashion_mnist.py"),
-                ("ir", "configs/ir_fashion_mnist.py"),
-                ("interclr", "configs/interclr_fashion_mnist.py"),
-                ("iring", "configs/iring_fashion_mnist.py"),
-                ("mocoring", "configs/mocoring_fashion_mnist.py"),
-                ("scce", SCCE),
-                ("mocov2", "configs/mocov2_fashion_mnist.py"),
-            ),
+            methods=FASHION_METHODS,
         ),
     ),
 )

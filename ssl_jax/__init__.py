@@ -12,13 +12,10 @@ __version__ = "0.1.0"
 __all__ = ["load_encoder"]
 
 # XLA:CPU flags set on import, before any backend starts (XLA reads XLA_FLAGS then); a flag of
-# the same name already in XLA_FLAGS wins. YNNPACK's convolution fusions are 2-3x slower than
-# XLA:CPU's own convolutions on ResNet layers at 8-32 px, while its element-wise and reduction
-# fusions (BN) are the fast ones, so only the convolution type is dropped. Measured 2026-11-24 (commit a3dafa5) on the 2-core
-# dev machine: a ResNet basic block (64 channels, 32 px) forward + gradient 435 -> 170 ms; MoCo v2
-# R18 step 28.0 -> 45.5 img/s at 32 px (CIFAR stem), 446 -> 482 img/s at 28 px
-# (`benchmarks/train_step.py --torch`; docs/performance.md, "Against a peer library on the same CPU"). CPU-only:
-# GPU and TPU backends ignore it.
+# the same name already in XLA_FLAGS wins. YNNPACK's convolution fusions are slower than XLA:CPU's
+# own convolutions on ResNet layers at 8-32 px, while its element-wise and reduction fusions (BN)
+# are the fast ones, so only the convolution type is dropped (figures: docs/performance.md,
+# "Against a peer library on the same CPU"). CPU-only: GPU and TPU backends ignore it.
 XLA_FLAG_DEFAULTS = ("--xla_cpu_experimental_ynn_fusion_type=-individual_convolution",)
 
 

@@ -10,17 +10,10 @@ the first 3,000 of the 60,000 training images labelled (5 %, the paper's 5k / 10
 space), `nvp` (non-volume-preserving), `runlocal` (a few steps of 32 images).
 """
 
-import os
-import sys
-
 import ml_collections
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
-
-from configs import common  # noqa: E402
-from ssl_jax import configs  # noqa: E402
+from configs import common
+from ssl_jax import configs
 
 
 def get_config(arg=None):

@@ -7,7 +7,9 @@ The paper: g learned on Table 5's "# of Images": `unsupervised` on the 100k `unl
 classifiers on the 5k labelled: Eq. 3, "we sample an unlabeled batch and a labeled batch"); g, the
 critic and the classifiers with Adam, lr 2e-4 for g and 6e-4 for the I_NCE approximator (B.5);
 64-px crops of the 96-px images (B.2 follows CMC's STL-10 recipe). `mode=raw` learns nothing (g =
-the identity): the "raw views" row, the base space's own split. Ours (the paper gives none of these):
+the identity): the "raw views" row, the base space's own split. Built by
+`configs/views/color_fashion_mnist.py`'s `get_config` (the same g, critic, batch, τ, rates and crops)
+on STL-10. Ours (the paper gives none of these):
 g of 4 coupling blocks with 1×1-conv MLPs of 16-16 hidden units, small ConvNets as critic and
 classifiers, batch 256, τ 0.1, 20,000 steps (≈ 49 epochs of 105k), RRC (0.2, 1) + flip crops (CMC's
 AlexNet `--crop_low`, `train_CMC.py` L88). `semi` reads `train+unlabelled` (its first 5,000 images,
@@ -16,17 +18,9 @@ the labelled ones, are `num_labelled`). Arguments: `mode=semi|unsupervised|super
 (4 steps on 256 color_fashion_mnist images at 32 px).
 """
 
-import os
-import sys
-
-import ml_collections
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
-
-from configs import common  # noqa: E402
-from ssl_jax import configs  # noqa: E402
+from configs import common
+from configs.views import color_fashion_mnist
+from ssl_jax import configs
 
 NUM_LABELLED = 5_000  # STL-10 'train'
 # Table 5's images of each generator: (split, num_labelled)
@@ -42,37 +36,15 @@ def get_config(arg=None):
     a = common.parse_arg(arg, mode="semi", base="rgb", nvp=False)
     if a.mode not in SPLITS:
         raise configs.ConfigError(f"mode={a.mode!r} is not allowed; allowed: {tuple(SPLITS)}")
-    c = ml_collections.ConfigDict()
-    c.data = configs.base_config().data
-    common.cifar10_data(c)
-    c.data.name = "stl10"
-    c.data.train_split, c.num_labelled = SPLITS[a.mode]
-    c.data.eval_train_split = "train"
-    c.data.eval_test_split = "test"
-    c.data.image_size = 64  # 64-px crops of the 96-px images
-    c.data.cache = False  # 105k × 96 × 96 × 3 decoded would take 2.9 GB of host memory
-    c.data.train_subset = 0
+    c = color_fashion_mnist.get_config(arg)
+    split, num_labelled = SPLITS[a.mode]
+    if a.runlocal:  # the parent's 256 color_fashion_mnist images, 64 of them labelled if any
+        c.num_labelled = 64 if num_labelled else 0
+        return c
+    # 64-px crops of the 96-px images (105k decoded would take 2.9 GB of host memory: not cached)
+    common.stl10_unlabelled_data(c, image_size=64, std=common.CIFAR10_STD)
+    c.data.train_split, c.num_labelled = split, num_labelled
     c.data.shuffle_buffer = 10_000
-    c.global_batch_size = 256
-    c.mode = a.mode
-    c.base = a.base
-    c.flow = ml_collections.ConfigDict(
-        dict(num_blocks=4, hidden=(16, 16), volume_preserving=not a.nvp)
-    )
-    c.num_classes = 10
-    c.temperature = 0.1
-    c.lr_g = 2e-4  # appendix B.5
-    c.lr_critic = 6e-4  # appendix B.5
-    c.crop_scale = (0.2, 1.0)
     c.steps = 20_000
     c.log_every = 500
-    c.seed = 0
-    if a.runlocal:
-        common.color_fashion_mnist_data(c, size=32)
-        c.data.train_subset = 256
-        c.data.shuffle_buffer = 256
-        c.global_batch_size = 32
-        c.num_labelled = 64 if c.num_labelled else 0
-        c.steps = 4
-        c.log_every = 2
     return c

@@ -18,16 +18,9 @@ is the tests' (a few steps of 32 images).
   test images, Adam at the appendix's critic rate 6e-4, τ of `view_config` (0.1); I_NCE ≤ log batch.
 """
 
-import os
-import sys
-
 import ml_collections
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
-
-from configs import common  # noqa: E402
+from configs import common
 
 SIZES = ("full", "small", "tiny")
 
@@ -122,9 +115,7 @@ def get_config(arg=None):
         }
     )
     if a.size == "small":
-        # one Table-5 cell at 150 steps of 128 for both g and CMC took 1,005 s with the 2 cores
-        # shared by a load of ~6 (g 480 s, CMC 323 s, probe + kNN 68 s, I_NCE critic ~100 s):
-        # these sizes are ~5-7x less training, ~3.5 min a cell under that load (extrapolated)
+        # ~5-7x less training than a measured larger cell (docs/experiments/infomin.md)
         subset = 4096
         c.view_sets = (
             f"data.train_subset={subset}",

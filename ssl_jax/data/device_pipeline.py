@@ -21,13 +21,11 @@ and the split fits in a quarter of one device's memory (on CPU: of the host's RA
 devices), the split's size taken from its row count and its known image shape
 (`datasets.image_shape`), no pixel read (an image folder, whose sizes only decoding tells, stays
 on tf.data unless asked for 'device'); else `'tfdata'`. On a GPU/TPU that is the point of this
-pipeline. On CPU it was chosen by measurement (`benchmarks/device_pipeline.py`, 2 cores,
-2026-11-27; docs/device_pipeline.md): the whole loop of the default job's config ran ×1.10 with
-'device' (799 vs 724 img/s) and that of `mocov2_color_fashion_mnist` ×0.99 (152 vs 153 img/s):
-the same cores run the augmentation in the step instead of in tf.data's threads, at no loss, and
-TensorFlow stays out of the process. A recipe with `rand_augment` stays on tf.data on CPU: the
-device version computes all 15 ops for every image (0.55 s per 512 images of 32 px on 2 cores,
-the host's partitioned one 0.08 s).
+pipeline. On CPU it was chosen by measurement (`benchmarks/device_pipeline.py`;
+docs/device_pipeline.md, "Speed"): the same cores run the augmentation in the step instead of in
+tf.data's threads, at no loss, and TensorFlow stays out of the process. A recipe with
+`rand_augment` stays on tf.data on CPU: the device version computes all 15 ops for every image,
+several times the host's partitioned one.
 """
 
 from __future__ import annotations

@@ -14,8 +14,7 @@ buffers = update_buffers(ctx, inp, out.updates)
 metrics = {train/<k>: out.metrics[k]} ∪ {train/<k>: buffer_metrics(ctx, buffers)[k]}
 ```
 and once, before step 0 of a fresh run (never on resume), `prepare_buffers(ctx, state, embedder)`.
-The engine reads the method's `Hparams` from `config.method_config` itself (`method_hparams`); a
-module that needs more than that may define `hparams(config) -> Hparams` (none does).
+The engine reads the method's `Hparams` from `config.method_config` itself (`method_hparams`).
 Optional, on the host between steps: `refresh_every_steps(ctx)` and `refresh_buffers(ctx, state,
 embedder) -> state`, run after every step whose count is a multiple, before that step's checkpoint
 (InterCLR's offline labels: the train split re-embedded every N epochs; `train.refresh_state`).
@@ -137,10 +136,7 @@ class Method(Protocol):
 
 
 def method_hparams(method: Method, config: ml_collections.ConfigDict) -> Any:
-    """The method's `Hparams` from `config.method_config` (unknown keys, types and ranges rejected),
-    or its own `hparams(config)` where it defines one."""
-    if hasattr(method, "hparams"):
-        return method.hparams(config)
+    """The method's `Hparams` from `config.method_config` (unknown keys, types and ranges rejected)."""
     return hparams_from_config(method.Hparams, config)
 
 

@@ -5,7 +5,7 @@ so checkpoints and the PyTorch export do not depend on the implementation. Imple
 - 'xla': `lax.conv_general_dilated` (cuDNN on GPU, the TPU convolution unit); on CPU its input
   goes through `fusion_barrier` when it has at least `CPU_FUSION_BARRIER_MIN_SIZE` elements
   (`uses_fusion_barrier`), which keeps XLA from recomputing the input's producers inside the
-  kernel gradient's transpose: the 32-px ResNet-18 step is ~10 % faster (2026-11-25, commit ae0e0a0);
+  kernel gradient's transpose (a faster 32-px ResNet-18 step);
 - 'matmul': im2col by `kh·kw` strided slices of the padded input, concatenated on channels, then
   one `[N·oh·ow, kh·kw·C_in] @ [kh·kw·C_in, C_out]` matmul. Its gradient is two matmuls plus
   slice adjoints (pads), all of which XLA:CPU runs at matmul speed;
@@ -16,14 +16,11 @@ so checkpoints and the PyTorch export do not depend on the implementation. Imple
   pixels (and no more than the kernel has taps), else 'matmul' when the output is at most
   `CPU_MATMUL_MAX_OUTPUT` pixels on a side, else 'xla'; 'xla' on other backends.
 
-Why: XLA:CPU's convolution is pathologically slow on tiny feature maps. Measured on the 2-core dev
-machine (`benchmarks/conv_impl.py --layers`), one 3×3 conv at batch 64, forward / forward+backward
-(ms): 2×2×128 channels 9.4 / 19.1 with 'xla' against 1.1 / 2.3 with 'matmul'; 1×1×256: 2.9 / 8.2
-against 0.8 / 2.3; at 4×4 and above neither wins consistently (within ~2× either way, noisy). A
-ResNet-18 on 28-px inputs (ImageNet stem: stages at 7, 4, 2, 1 px) trains 2–3× faster with 'auto'
-(`benchmarks/conv_impl.py --resnets`). 'dense' (2026-11-25, commit fc07e83): forward+backward at batch 64 of
-layer3's 2-px 3×3 conv (256 channels) 2.9 ms against 4.1 with 'matmul', layer4's 1-px one (512)
-1.1 against 4.0; the whole MoCo v2 step at 28 px 505 → 589 img/s (`CPU_DENSE_MAX_INPUT` 1 → 4).
+Why: XLA:CPU's convolution is pathologically slow on tiny feature maps: 'matmul' and 'dense' run
+them several times faster, and a ResNet-18 on 28-px inputs (ImageNet stem: stages at 7, 4, 2, 1 px)
+trains 2–3× faster with 'auto'; at 4×4 and above neither wins consistently. The figures
+(`benchmarks/conv_impl.py --layers`, `--resnets`) are in docs/performance.md, "The CPU convolution
+paths".
 """
 
 from functools import partial
@@ -172,8 +169,9 @@ def fusion_barrier(x: jnp.ndarray, anchor: jnp.ndarray) -> jnp.ndarray:
     Why (XLA:CPU): the kernel gradient of `conv_general_dilated` transposes the conv's input
     (`[N, H, W, C]` → `[C, H, W, N]`), and XLA fuses that transpose with the whole element-wise
     chain that produced the input (BN, ReLU and the residual adds of the earlier blocks), re-reading
-    up to 15 arrays in the transposed, cache-hostile order: ~400 of the 1,550 ms of a 32-px
-    ResNet-18 MoCo v2 step at batch 64 (`benchmarks/conv_impl.py --barrier`).
+    up to 15 arrays in the transposed, cache-hostile order: about a quarter of a 32-px ResNet-18
+    MoCo v2 step (`benchmarks/conv_impl.py --barrier`; docs/performance.md, "The CPU convolution
+    paths").
     `lax.optimization_barrier` does not stop it (XLA:CPU removes barriers before fusion).
 
     The branch is picked at run time by `anchor`'s first element (use a replicated array, e.g. the
@@ -181,8 +179,8 @@ def fusion_barrier(x: jnp.ndarray, anchor: jnp.ndarray) -> jnp.ndarray:
     conditional; both branches return `x` bit for bit (`x * 1.0`, not `x`: XLA drops a conditional
     whose branches are the same computation). The program around it may still round differently:
     XLA fuses (and contracts into FMAs) the input's producers in other ways with and without the
-    barrier. A 32-px MoCo v2 step with and without it on the stem conv differs by ~1e-4 in the
-    gradient norm after 3 steps (2026-11-25, commit 6b151ff), as any change of fusion can.
+    barrier, so a step with and without it differs in the last digits (docs/performance.md, "The
+    CPU convolution paths"), as any change of fusion can.
     """
     finite = jnp.isfinite(anchor.reshape(-1)[0])
     return jax.lax.cond(finite, lambda v: v, lambda v: v * 1.0, x)
@@ -192,9 +190,9 @@ def uses_fusion_barrier(x_shape: tuple[int, ...]) -> bool:
     """Whether an 'xla' conv with input shape `x_shape` reads it through `fusion_barrier`: on the
     CPU backend (`CPU_FUSION_BARRIER`) for inputs of at least `CPU_FUSION_BARRIER_MIN_SIZE`
     elements. The barrier pays off on big maps (a 32-px ResNet-18 at batch 64: its 'xla' convs'
-    inputs have 0.5-4 M elements, all but the stem's 196,608) and costs compile and step time on small ones (a JCL end-to-end
-    test at 16 px: 28.2 s with it, 23.1 s without). A/B of that 32-px step (2026-11-25, commit 6b151ff): the same
-    time with min sizes 0, 2^18 and 2^20 (1,375 / 1,373 / 1,388 ms), 1,517 ms without a barrier."""
+    inputs have 0.5-4 M elements, all but the stem's 196,608) and costs compile and step time on
+    small ones; the A/B that set the minimum is in docs/performance.md, "The CPU convolution
+    paths"."""
     return (
         CPU_FUSION_BARRIER
         and jax.default_backend() == "cpu"

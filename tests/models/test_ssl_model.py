@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 from model_testutil import random_variables
 
-from ssl_jax import models
 from ssl_jax.models import (
     MLPHead,
     ResNet,
@@ -15,6 +14,7 @@ from ssl_jax.models import (
     backbone_only,
     build_model,
     head_config,
+    ssl_model,
 )
 
 
@@ -122,8 +122,8 @@ def test_head_bn_groups_split_the_backbone_only(monkeypatch):
     the projector's BN sees the whole batch (numbers recomputed from separate applies)."""
     # float64 throughout: 2 images per group make BN amplify float32 rounding (one of 512
     # features off by 2.8e-3 on an AVX-512 CPU), which hid nothing but needed a loose atol
-    monkeypatch.setitem(models.DTYPES, "float64", jnp.float64)  # a test-only model dtype
-    monkeypatch.setattr(models, "DTYPE_CHOICES", (*models.DTYPES, "auto"))
+    monkeypatch.setitem(ssl_model.DTYPES, "float64", jnp.float64)  # a test-only model dtype
+    monkeypatch.setattr(ssl_model, "DTYPE_CHOICES", (*ssl_model.DTYPES, "auto"))
     with jax.enable_x64(True):
         _check_head_bn_groups(build_model(_config(dtype="float64", predictor=None)))
 
