@@ -182,12 +182,12 @@ class TrainInput:
         mean, std = tuple(data.mean), tuple(data.std)
         if self.mode == DEVICE_TABLE:
             return device_pipeline.step_views(data, batch["images"], batch["index"], rng, dtype)
-        if self.mode == HOST_CANVASES:
+        if "views" in batch:  # cut on the host (or synthetic views, which any host mode takes)
+            uint8 = tuple(batch["views"])
+        else:  # host_canvases: cut here
             uint8 = device_augment.cut_views(
                 batch["canvas"], batch["boxes"], batch["flips"], self.recipes
             )
-        else:
-            uint8 = tuple(batch["views"])
         return device_augment.model_views(
             uint8, self.recipes, rng, mean, std, dtype, colour_ops=self.mode != HOST_VIEWS
         )
