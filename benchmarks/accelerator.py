@@ -65,13 +65,14 @@ def readiness(config) -> dict:
     """Compile (never run) the config's train step on the current devices → `hlo.step_report`'s
     figures, the analytic FLOPs per image, the compile time and the compute dtype."""
     from ssl_jax import hlo, train
+    from ssl_jax.data import train_input
 
     exp = train.build_experiment(config)
-    state, batch = train.abstract_state(exp), train.abstract_batch(exp)
+    state, batch = train.abstract_state(exp), exp.input.abstract_batch()
     t = time.perf_counter()
     compiled = train.jit_train_step(exp, state).lower(state, batch).compile()
     report = hlo.step_report(compiled, state, batch)
-    sizes = [train._view_size(config, i) for i in range(len(config.data.views))]
+    sizes = [train_input.view_side(config.data, i) for i in range(len(config.data.views))]
     pixels = sum(s * s / 224**2 for s in sizes)  # in 224-px images
     report.update(
         compile_s=time.perf_counter() - t,

@@ -5,7 +5,7 @@
 
 `data.device_ops=False`: the whole recipe runs in tf.data on the host. `data.device_ops=True`: tf.data
 does the crops and flips only, and the colour ops run inside the jitted train step with per-example
-keys (`train.prepare_views`), as SCE's official GPU pipeline does. For each placement it prints:
+keys (`TrainInput.views`), as SCE's official GPU pipeline does. For each placement it prints:
 - host: views/s of `pipeline.train_iterator` alone (wall-clock) and views per CPU-second of the
   process (all threads: views/s per fully used core, the figure to compare on a shared machine);
 - step: img/s of the jitted train step on synthetic uint8 views already on the devices (the device

@@ -69,6 +69,7 @@ def moco_step_ms(batch: int, repeats: int, mesh) -> tuple[float, int]:
     import numpy as np
 
     from ssl_jax import configs, sharding, train
+    from ssl_jax.data import train_input
 
     config = configs.load(os.path.join(ROOT, "configs/mocov2_imagenet.py"))
     config.global_batch_size = batch
@@ -76,7 +77,7 @@ def moco_step_ms(batch: int, repeats: int, mesh) -> tuple[float, int]:
     exp = train.build_experiment(config, mesh)
     state = train.init_or_restore(exp, None)
     step = train.jit_train_step(exp, state)
-    size = train._view_size(config, 0)
+    size = train_input.view_side(config.data, 0)
     rng = np.random.default_rng(0)
     batch_arrays = {
         "views": tuple(

@@ -67,31 +67,25 @@ class Side:
         import jax
 
         from ssl_jax import sharding, train
-        from ssl_jax.data import device_pipeline
+        from ssl_jax.data import train_input
 
         self.exp = train.build_experiment(config)
         mesh = self.exp.mesh
         self.state = train.init_or_restore(self.exp, None)
         self.step = train.jit_train_step(self.exp, self.state)
         self.batch_size = config.global_batch_size
-        process = dict(process_index=jax.process_index(), process_count=jax.process_count())
-        if self.exp.pipeline == "device":
-            table = device_pipeline.load(config, mesh)
-            host = device_pipeline.index_batches(config, table.labels, **process)
-            feed = sharding.prefetch_to_device(host, train.PREFETCH_BATCHES, mesh)
-            self.feed = ({**batch, "images": table.images} for batch in feed)
+
+        def feed():  # the loop's feed
+            return self.exp.input.batches(0, prefetch=train.PREFETCH_BATCHES)
+
+        if self.exp.input.mode == train_input.DEVICE_TABLE:
+            self.feed = feed()
             self.resident = next(self.feed)
         else:
             from benchmarks.train_step import synthetic_batch
 
-            if loop:
-                from ssl_jax.data import pipeline
-
             self.resident = sharding.host_to_global(synthetic_batch(config), mesh)
-            self.feed = None
-            if loop:
-                host = pipeline.train_iterator(config, **process)
-                self.feed = sharding.prefetch_to_device(host, train.PREFETCH_BATCHES, mesh)
+            self.feed = feed() if loop else None
         for _ in range(2):  # compile, warm
             self.state, metrics = self.step(self.state, self.resident)
         jax.block_until_ready(metrics)

@@ -38,9 +38,9 @@ from benchmarks._common import simulate_devices  # noqa: E402
 
 
 def view_size(config) -> int:
-    from ssl_jax.train import _view_size
+    from ssl_jax.data.train_input import view_side
 
-    return _view_size(config, 0)
+    return view_side(config.data, 0)
 
 
 def synthetic_batch(config, seed: int = 0) -> dict:

@@ -7,7 +7,6 @@ from notebooks and tests.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import math
 import os
 import shutil
@@ -15,21 +14,21 @@ import time
 from collections.abc import Callable
 
 import jax
-import jax.numpy as jnp
 import ml_collections
 import optax
 from absl import logging
 
 from ssl_jax import checkpoint, optim, progress, run_control, sharding, validation
 from ssl_jax.config_checks import ConfigError
-from ssl_jax.data import datasets, device_augment, device_pipeline, pipeline
-from ssl_jax.evaluate.encoder import (
-    RowEmbedder,
-    features_apply,
-    split_features,
-    uint8_feature_fn,
+from ssl_jax.data import train_input
+from ssl_jax.data.train_input import TrainInput
+from ssl_jax.evaluate.encoder import RowEmbedder
+from ssl_jax.evaluate.evaluators import build_evaluators
+from ssl_jax.evaluate.run_features import (  # features_fn, extract_features: as train.X for scripts
+    eval_context,
+    extract_features,  # noqa: F401
+    features_fn,  # noqa: F401
 )
-from ssl_jax.evaluate.evaluators import EvalContext, build_evaluators
 from ssl_jax.methods import METHODS
 from ssl_jax.methods.common import StepContext, StepInput, method_hparams
 from ssl_jax.models import compute_dtype
@@ -52,13 +51,9 @@ class Experiment:
     tx: optax.GradientTransformation
     lr_schedule: optax.Schedule
     ema_schedule: object
-    sample_input: jax.ShapeDtypeStruct
+    sample_input: jax.ShapeDtypeStruct  # two views of view 0 in the compute dtype
     init_state: Callable[[jax.Array], TrainState]  # a fresh state from a key (compiled once)
-    pipeline: str = "tfdata"  # `config.data.pipeline` resolved: 'tfdata' or 'device'
-
-
-def _compute_dtype(config):
-    return compute_dtype(config.model.dtype)
+    input: TrainInput  # the batches and the views (`data/train_input.py`)
 
 
 def build_experiment(config: ml_collections.ConfigDict, mesh=None) -> Experiment:
@@ -71,10 +66,8 @@ def build_experiment(config: ml_collections.ConfigDict, mesh=None) -> Experiment
         )
     method = METHODS[config.method]
     hp = method_hparams(method, config)
-    num_train = datasets.num_examples(config.data, config.data.train_split)
-    if config.data.train_subset:
-        num_train = min(num_train, config.data.train_subset)
-    steps_per_epoch = max(1, num_train // config.global_batch_size)
+    inputs = TrainInput.build(config, mesh)  # reads the split's size, no pixel
+    steps_per_epoch = inputs.steps_per_epoch
     total_steps = (
         config.total_steps
         if config.total_steps > 0
@@ -86,7 +79,7 @@ def build_experiment(config: ml_collections.ConfigDict, mesh=None) -> Experiment
         mesh=mesh,
         config=config,
         hp=hp,
-        num_train_examples=num_train,
+        num_train_examples=inputs.num_train,
         total_steps=total_steps,
         steps_per_epoch=steps_per_epoch,
     )
@@ -98,9 +91,8 @@ def build_experiment(config: ml_collections.ConfigDict, mesh=None) -> Experiment
         global_batch_size=config.global_batch_size,
     )
     ema_schedule = optim.ema_momentum_schedule(config.ema, total_steps=total_steps)
-    size = _view_size(config, 0)
     sample_input = jax.ShapeDtypeStruct(
-        (2, size, size, config.data.channels), _compute_dtype(config)
+        (2, *inputs.view_shape(0)), compute_dtype(config.model.dtype)
     )
     return Experiment(
         config,
@@ -112,46 +104,14 @@ def build_experiment(config: ml_collections.ConfigDict, mesh=None) -> Experiment
         ema_schedule,
         sample_input,
         state_initializer(tx=tx, method=method, ctx=ctx, sample_input=sample_input),
-        device_pipeline.resolve(config),
+        inputs,
     )
 
 
-def _view_size(config, view: int) -> int:
-    """Output side of a view's recipe: the size of its last crop/resize op (else the eval size)."""
-    size = config.data.image_size
-    for op in config.data.recipes[config.data.views[view]]:
-        if op["op"] in ("random_resized_crop", "resize", "center_crop"):
-            size = op["size"]
-    return size
-
-
 def prepare_views(config, views, rng):
-    """uint8 host crops → normalised compute-dtype arrays; with `data.device_ops` the colour ops of
-    each view's recipe run here, on the device, with per-example keys; a recipe's `color_space` op
-    always does (it replaces `data.mean` / `data.std`)."""
-    dtype = _compute_dtype(config)
-    out = []
-    for i, view in enumerate(views):
-        if config.data.device_ops:
-            recipe = tuple(dict(op) for op in config.data.recipes[config.data.views[i]])
-            out.append(
-                device_augment.apply_recipe(
-                    view,
-                    recipe,
-                    jax.random.fold_in(rng, i),
-                    config.data.mean,
-                    config.data.std,
-                    dtype,
-                )
-            )
-        else:  # the host ran the recipe; its color_space op (if any) and normalisation run here
-            recipe = tuple(dict(op) for op in config.data.recipes[config.data.views[i]])
-            out.append(
-                device_augment.to_model_input(
-                    view, recipe, config.data.mean, config.data.std, dtype
-                )
-            )
-    return out
+    """uint8 host views → model input in the compute dtype, as the step makes them (the view
+    studies call it on tf.data batches)."""
+    return train_input.prepare_views(config, views, rng, compute_dtype(config.model.dtype))
 
 
 def step_input(exp: Experiment, state: TrainState, batch) -> StepInput:
@@ -160,19 +120,13 @@ def step_input(exp: Experiment, state: TrainState, batch) -> StepInput:
     to run a method's forward alone, exactly as the step does."""
     method = exp.method
     view_rng, loss_rng = jax.random.split(jax.random.fold_in(state.rng, state.step))
+    views = exp.input.views(batch, view_rng, exp.sample_input.dtype)
     target = None
     if method.USES_TARGET:
         params = state.target_params
         if method.EMA_BEFORE_KEYS:
             params = optim.ema_update(params, state.params, exp.ema_schedule(state.step))
         target = {"params": params, "batch_stats": state.target_batch_stats}
-    if "images" in batch:  # the device pipeline: the split in device memory, rows by index
-        views = device_pipeline.step_views(
-            exp.config.data, batch["images"], batch["index"], view_rng, _compute_dtype(exp.config)
-        )
-    else:
-        uint8_views = device_augment.batch_views(exp.config.data, batch)
-        views = prepare_views(exp.config, uint8_views, view_rng)
     return StepInput(
         step=state.step,
         rng=loss_rng,
@@ -230,20 +184,11 @@ def make_train_step(exp: Experiment):
     return train_step
 
 
-def batch_shardings(exp: Experiment):
-    """The step's batch sharding: `P('data')` for every leaf; with the device pipeline the batch is
-    `{'index', 'label'}` sharded and `'images'`, the split's table, replicated."""
-    rows = sharding.batch_sharding(exp.mesh)
-    if exp.pipeline != "device":
-        return rows
-    return {"index": rows, "label": rows, "images": sharding.replicated(exp.mesh)}
-
-
 def jit_train_step(exp: Experiment, state: TrainState):
     shardings = jax.tree.map(lambda x: x.sharding, state)
     return jax.jit(
         make_train_step(exp),
-        in_shardings=(shardings, batch_shardings(exp)),
+        in_shardings=(shardings, exp.input.shardings()),
         out_shardings=(shardings, sharding.replicated(exp.mesh)),
         donate_argnums=(0,),
     )
@@ -257,35 +202,6 @@ def abstract_state(exp: Experiment) -> TrainState:
     return jax.tree.map(
         lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s), abstract, shardings
     )
-
-
-def abstract_batch(exp: Experiment) -> dict:
-    """The global batch the pipeline feeds the step (`pipeline.train_iterator` after
-    `sharding.host_to_global`) as sharded `jax.ShapeDtypeStruct`s: uint8 views at each recipe's size
-    (`data.device_crops`: the canvases, crop boxes and flips instead; the device pipeline: the
-    indices, labels and the split's replicated table)."""
-    config, b = exp.config, exp.config.global_batch_size
-    spec = sharding.batch_sharding(exp.mesh)
-    channels, num_views = config.data.channels, len(config.data.views)
-
-    def rows(dtype, *shape):
-        return jax.ShapeDtypeStruct((b, *shape), dtype, sharding=spec)
-
-    if exp.pipeline == "device":
-        images = device_pipeline.table_spec(config, exp.mesh)
-        return {"index": rows(jnp.int32), "label": rows(jnp.int32), "images": images}
-
-    side = device_augment.device_crop_side(config.data)
-    if side:
-        pixels = {
-            "canvas": rows(jnp.uint8, side, side, channels),
-            "boxes": rows(jnp.int32, num_views, 4),
-            "flips": rows(jnp.bool_, num_views),
-        }
-    else:
-        sizes = [_view_size(config, i) for i in range(num_views)]
-        pixels = {"views": tuple(rows(jnp.uint8, s, s, channels) for s in sizes)}
-    return {**pixels, "index": rows(jnp.int32), "label": rows(jnp.int32)}
 
 
 def init_or_restore(exp: Experiment, ckpt: checkpoint.Checkpointer | None) -> TrainState:
@@ -354,46 +270,6 @@ def refresh_state(exp: Experiment, state: TrainState, embedder: RowEmbedder) -> 
     return _buffer_dtypes_of(state, exp.method.refresh_buffers(exp.ctx, state, embedder))
 
 
-def features_fn(exp: Experiment, *, stages: bool = False):
-    """jitted uint8 images → backbone features (eval-mode BN, online weights); `stages`: every
-    stage's pooled output, concatenated (`ResNet.__call__`)."""
-    return uint8_feature_fn(
-        features_apply(exp.ctx.model, stages=stages), exp.config.data, exp.config
-    )
-
-
-def extract_features(
-    exp: Experiment, variables, split: str, limit: int = -1, *, batch_size: int, stages=False
-):
-    """Features and labels of a labelled split, every example once (padding masked out); `stages`:
-    every stage's pool concatenated (`features_fn`), else the pooled last stage."""
-    return split_features(
-        features_fn(exp, stages=stages),
-        variables,
-        exp.config,
-        split,
-        mesh=exp.mesh,
-        batch_size=batch_size,
-        limit=limit,
-    )
-
-
-def eval_context(exp: Experiment, workdir: str) -> EvalContext:
-    """What the evaluators need of this run; the feature function is jitted once here."""
-
-    def random_init() -> dict:
-        state = init_or_restore(exp, None)
-        return {"params": state.params, "batch_stats": state.batch_stats}
-
-    return EvalContext(
-        mesh=exp.mesh,
-        feature_fn=features_fn(exp),
-        stage_feature_fn=features_fn(exp, stages=True),
-        random_init=random_init,
-        workdir=workdir,
-    )
-
-
 def _run_evaluators(evaluators, state: TrainState, step: int, writer) -> None:
     for evaluator in evaluators:
         with jax.transfer_guard("allow"), progress.running(f"step {step}: evals.{evaluator.name}"):
@@ -428,7 +304,7 @@ def train_and_evaluate(
     checkpoint of a step every process agrees on and raises `StopRequested` (no evaluator runs).
     """
     exp = build_experiment(config)
-    datasets.prepare(config.data)  # data that cannot be had ends here, before the workdir exists
+    exp.input.prepare()  # data that cannot be had ends here, before the workdir exists
     fresh_workdir = not os.path.isdir(workdir)
     os.makedirs(workdir, exist_ok=True)
     try:  # up to the first step: an error here leaves no folder behind in a new workdir
@@ -441,30 +317,7 @@ def train_and_evaluate(
         if state is not None:
             say_config_changes(exp, workdir, resume_step)
         # The data comes first: a missing or corrupt dataset is reported before anything compiles.
-        table = None
-        if exp.pipeline == "device":  # the split in device memory; the host sends indices
-            table = device_pipeline.load(config, exp.mesh)
-            print(
-                f"{config.data.name}/{config.data.train_split}: {table.num_examples} images "
-                f"{tuple(table.images.shape[1:])} in device memory "
-                f"({table.images.nbytes / 2**20:.1f} MiB per device); the recipes run in the step",
-                flush=True,
-            )
-            data = device_pipeline.index_batches(
-                config,
-                table.labels,
-                start_step=resume_step,
-                process_index=jax.process_index(),
-                process_count=jax.process_count(),
-            )
-        else:
-            data = pipeline.train_iterator(
-                config,
-                start_step=resume_step,
-                process_index=jax.process_index(),
-                process_count=jax.process_count(),
-            )
-        first_batch = next(data)
+        batches = exp.input.batches(resume_step, prefetch=PREFETCH_BATCHES)
         # evaluator config errors come before anything compiles
         evaluators = build_evaluators(config, eval_context(exp, workdir))
         if state is None:
@@ -492,11 +345,6 @@ def train_and_evaluate(
     refresh_every = refresh_every_steps(exp)
     embedder = train_embedder(exp) if refresh_every else None
     end_step = total if stop_after_steps is None else min(total, start_step + stop_after_steps)
-    batches = sharding.prefetch_to_device(
-        itertools.chain([first_batch], data), PREFETCH_BATCHES, exp.mesh
-    )
-    if table is not None:
-        batches = ({**batch, "images": table.images} for batch in batches)
     window: list[dict] = []
     last_good_step = start_step
     tick, tick_step = time.time(), start_step

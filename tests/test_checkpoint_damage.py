@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from ssl_jax import checkpoint, train, writers
+from ssl_jax.data import pipeline
 from tests.helpers import tiny_config
 
 
@@ -101,7 +102,7 @@ def test_a_crash_in_the_loop_lets_the_save_in_flight_finish(tmp_path, monkeypatc
     """The data raises two steps after a save (the prefetch reads ahead): the loop waits for that
     save before the exception leaves, so its checkpoint is complete and restorable."""
     events = []
-    real_iterator = train.pipeline.train_iterator
+    real_iterator = pipeline.train_iterator
 
     def failing_iterator(*args, **kwargs):
         for index, batch in enumerate(real_iterator(*args, **kwargs)):
@@ -111,7 +112,7 @@ def test_a_crash_in_the_loop_lets_the_save_in_flight_finish(tmp_path, monkeypatc
             yield batch
 
     save, wait = checkpoint.Checkpointer.save, checkpoint.Checkpointer.wait
-    monkeypatch.setattr(train.pipeline, "train_iterator", failing_iterator)
+    monkeypatch.setattr(pipeline, "train_iterator", failing_iterator)
     monkeypatch.setattr(
         checkpoint.Checkpointer,
         "save",

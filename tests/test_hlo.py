@@ -83,7 +83,7 @@ def test_step_report(compiled):
 
 @pytest.mark.slow
 def test_device_crops_step_keeps_canvases_on_their_devices():
-    """With `data.device_crops` the batch is canvases + crop boxes (`train.abstract_batch`): the
+    """With `data.device_crops` the batch is canvases + crop boxes (`TrainInput.abstract_batch`): the
     8-device step cuts each device's views locally; no collective carries a canvas (an axis of the
     canvas side), and `step_report` reads the batch size from its rows."""
     side = 40  # a size no parameter or activation of the tiny model has
@@ -91,7 +91,7 @@ def test_device_crops_step_keeps_canvases_on_their_devices():
     config.data.device_ops = True
     config.data.device_crops = side
     exp = train.build_experiment(config)
-    state, batch = train.abstract_state(exp), train.abstract_batch(exp)
+    state, batch = train.abstract_state(exp), exp.input.abstract_batch()
     assert set(batch) == {"canvas", "boxes", "flips", "index", "label"}
     assert batch["canvas"].shape == (config.global_batch_size, side, side, 1)
     exe = train.jit_train_step(exp, state).lower(state, batch).compile()

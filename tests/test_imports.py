@@ -206,3 +206,26 @@ def test_configs_imports_no_jax():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
     )
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_design_draws_the_seam():
+    """docs/design.md's table of the loop's seam lists, for each of its modules, exactly the
+    modules of the table that it imports (so the picture is the code's, and stays so)."""
+    text = (ROOT.parent / "docs" / "design.md").read_text()
+    start = text.index("| module | its one job |")
+    rows = {}
+    for line in text[start:].splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        rows[f"{PACKAGE}.{cells[0].strip('`')}"] = {
+            f"{PACKAGE}.{name.strip(' `')}" for name in cells[2].split(",") if name.strip()
+        }
+    graph = import_graph()
+    assert set(rows) <= set(graph), sorted(set(rows) - set(graph))
+    drawn_wrong = {
+        module: (sorted(drawn), sorted(graph[module] & set(rows)))
+        for module, drawn in rows.items()
+        if drawn != graph[module] & set(rows)
+    }
+    assert not drawn_wrong, f"module: (drawn, imported): {drawn_wrong}"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ssl_jax import configs, sharding, train
-from ssl_jax.data import device_pipeline
+from ssl_jax.data import device_pipeline, train_input
 from tests.helpers import fashion_source, tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -54,7 +54,7 @@ def _run_steps(config, devices, steps=3):
     (a fresh state, prepared as `train_and_evaluate` prepares it)."""
     mesh = sharding.make_mesh(devices)
     exp = train.build_experiment(config, mesh=mesh)
-    assert exp.pipeline == "device"
+    assert exp.input.mode == train_input.DEVICE_TABLE
     table = device_pipeline.load(config, mesh)
     batches = device_pipeline.index_batches(config, table.labels)
     state = train.prepare_fresh_state(exp, train.init_or_restore(exp, None))

@@ -75,6 +75,8 @@ KNOWN_NUM_EXAMPLES = {
     "stl10": {"train": 5_000, "test": 8_000, "unlabelled": 100_000},
     "imagenet2012": {"train": 1_281_167, "validation": 50_000, "test": 100_000},
 }
+# The stored image shape of the tfds sets that have one size (ImageNet's vary).
+KNOWN_IMAGE_SHAPES = {"cifar10": (32, 32, 3), "cifar100": (32, 32, 3), "stl10": (96, 96, 3)}
 # Class names by data set: label i is the i-th name.
 CLASS_NAMES = {
     "fashion_mnist": fashion_mnist.CLASSES,
@@ -807,6 +809,20 @@ def num_examples(data_config: Any, split: str) -> int:
     if name == "image_folder":
         return len(_folder_listing(data_config, split)[0])
     return _tfds_num_examples(data_config, split)
+
+
+def image_shape(data_config: Any, split: str) -> tuple[int, int, int] | None:
+    """`(H, W, C)` of every stored image of `split`, known without decoding one (the IDX header,
+    `color_fashion_mnist`'s size, `KNOWN_IMAGE_SHAPES`); None where images may differ or are only
+    known by decoding them (ImageNet, image folders)."""
+    name = _name(data_config)
+    if name == "fashion_mnist":
+        dims = fashion_mnist.read_idx_header(_fashion_paths(data_config, split)[0])[1]
+        return (int(dims[1]), int(dims[2]), 1)
+    if name == "color_fashion_mnist":
+        size = color_fashion_mnist.check_config(_get(data_config, "color_fashion_mnist", None)).size
+        return (size, size, 3)
+    return KNOWN_IMAGE_SHAPES.get(name)
 
 
 def has_labels(data_config: Any, split: str) -> bool:

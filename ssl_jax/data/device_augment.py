@@ -400,6 +400,28 @@ def to_model_input(
     return normalize(images, mean, std, dtype)
 
 
+def model_views(
+    views: Sequence[jnp.ndarray],
+    recipes: Sequence[Sequence[Mapping[str, Any]]],
+    rng: jax.Array,
+    mean: Sequence[float],
+    std: Sequence[float],
+    dtype,
+    *,
+    colour_ops: bool,
+) -> tuple[jnp.ndarray, ...]:
+    """uint8 views `[N, h_v, w_v, C]` that the host cropped (or `cut_views` cut) → model input in
+    `dtype`: with `colour_ops` the colour ops of view `v`'s recipe run here with key
+    `fold_in(rng, v)` (`apply_recipe`); without, the host ran them and only a trailing
+    `color_space` op or the normalisation runs (`to_model_input`)."""
+    if colour_ops:
+        return tuple(
+            apply_recipe(x, recipe, jax.random.fold_in(rng, v), mean, std, dtype)
+            for v, (x, recipe) in enumerate(zip(views, recipes))
+        )
+    return tuple(to_model_input(x, recipe, mean, std, dtype) for x, recipe in zip(views, recipes))
+
+
 def resample_matrix(
     start: jnp.ndarray, length: jnp.ndarray, in_size: int, out_size: int, antialias: bool
 ) -> jnp.ndarray:

@@ -18,11 +18,14 @@ process computes the same permutation, and `batch['index']` is the example's ind
 
 `'auto'`: `'device'` when the dataset has a device loader, every recipe op has a device version
 and the split fits in a quarter of one device's memory (on CPU: of the host's RAM over the local
-devices); else `'tfdata'`. On a GPU/TPU that is the point of this pipeline. On CPU it was chosen by
-measurement (`benchmarks/device_pipeline.py`; docs/device_pipeline.md, "Speed"): the same cores
-run the augmentation in the step instead of in tf.data's threads, at no loss, and TensorFlow stays
-out of the process. A recipe with `rand_augment` stays on tf.data on CPU: the device version
-computes all 15 ops for every image, several times the host's partitioned one.
+devices), the split's size taken from its row count and its known image shape
+(`datasets.image_shape`), no pixel read (an image folder, whose sizes only decoding tells, stays
+on tf.data unless asked for 'device'); else `'tfdata'`. On a GPU/TPU that is the point of this
+pipeline. On CPU it was chosen by measurement (`benchmarks/device_pipeline.py`;
+docs/device_pipeline.md, "Speed"): the same cores run the augmentation in the step instead of in
+tf.data's threads, at no loss, and TensorFlow stays out of the process. A recipe with
+`rand_augment` stays on tf.data on CPU: the device version computes all 15 ops for every image,
+several times the host's partitioned one.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ import numpy as np
 
 from ssl_jax import sharding
 from ssl_jax.config_checks import ConfigError
-from ssl_jax.data import datasets, device_augment, recipe_ops
+from ssl_jax.data import datasets, device_augment, recipe_ops, train_split
 
 PIPELINES = ("tfdata", "device", "auto")
 # Datasets whose train split `datasets.load_arrays` reads whole (ImageNet: tf.data only).
@@ -108,9 +111,17 @@ def _gib(n: float) -> str:
     return f"{n / 2**30:.2f} GiB"
 
 
+def split_shape(config) -> tuple[int, ...] | None:
+    """`(n, H, W, C)` of the train split as the device table holds it (`num_train` rows), from the
+    row count and `datasets.image_shape`, no pixel read; None when the shape is only known by
+    decoding (image folders, ImageNet)."""
+    shape = datasets.image_shape(config.data, config.data.train_split)
+    return None if shape is None else (train_split.num_train(config), *shape)
+
+
 def resolve(config) -> str:
     """`'tfdata'` or `'device'` for `config.data.pipeline` (`'auto'` decided as the module doc
-    says; it reads the split's size from the loaded arrays, which are cached)."""
+    says, from `split_shape`: no data is read)."""
     data = config.data
     choice = data.get("pipeline", "tfdata")
     if choice != "auto":
@@ -120,23 +131,15 @@ def resolve(config) -> str:
     ops = {op["op"] for view in data.views for op in data.recipes[view]}
     if jax.default_backend() == "cpu" and "rand_augment" in ops:
         return "tfdata"
-    limit = device_memory()
-    if limit is None:
+    limit, shape = device_memory(), split_shape(config)
+    if limit is None or shape is None:
         return "tfdata"
-    images, _ = _arrays(config)
-    return "device" if images.nbytes <= AUTO_SPLIT_FRACTION * limit else "tfdata"
-
-
-def num_train(config) -> int:
-    """Rows of the train split the run uses (the first `data.train_subset` when > 0)."""
-    n = datasets.num_examples(config.data, config.data.train_split)
-    subset = int(config.data.get("train_subset", 0) or 0)
-    return min(n, subset) if subset > 0 else n
+    return "device" if np.prod(shape) <= AUTO_SPLIT_FRACTION * limit else "tfdata"
 
 
 def _arrays(config) -> tuple[np.ndarray, np.ndarray]:
     images, labels = datasets.load_arrays(config.data, config.data.train_split)
-    n = num_train(config)
+    n = train_split.num_train(config)
     return images[:n], labels[:n]
 
 
@@ -173,28 +176,18 @@ def load(config, mesh: jax.sharding.Mesh) -> DeviceData:
 
 
 def table_spec(config, mesh: jax.sharding.Mesh) -> jax.ShapeDtypeStruct:
-    """The replicated image table the step reads, as a sharded `jax.ShapeDtypeStruct`."""
-    images, _ = _arrays(config)
-    return jax.ShapeDtypeStruct(images.shape, jnp.uint8, sharding=sharding.replicated(mesh))
+    """The replicated image table the step reads, as a sharded `jax.ShapeDtypeStruct`: its shape
+    from `split_shape`; an image folder's from its first image (the one file read)."""
+    shape = split_shape(config)
+    if shape is None:
+        first = datasets.first_images(config.data, config.data.train_split, 1)[0]
+        shape = (train_split.num_train(config), *first.shape)
+    return jax.ShapeDtypeStruct(shape, jnp.uint8, sharding=sharding.replicated(mesh))
 
 
 def epoch_permutation(seed: int, epoch: int, n: int) -> np.ndarray:
     """The order of epoch `epoch`: a permutation of `range(n)` from `(seed, epoch)` alone."""
     return np.random.default_rng([int(seed), _SHUFFLE_TAG, int(epoch)]).permutation(n)
-
-
-def batch_rows(config, process_index: int, process_count: int) -> int:
-    """Rows of the global batch one process feeds (`global_batch_size / process_count`), after
-    checking the process index and the divisibility (both pipelines)."""
-    global_batch = int(config.global_batch_size)
-    if process_count < 1 or not 0 <= process_index < process_count:
-        raise ValueError(f"process_index={process_index} / process_count={process_count} invalid.")
-    if global_batch % process_count:
-        raise ValueError(
-            f"config.global_batch_size={global_batch} is not divisible by "
-            f"process_count={process_count}."
-        )
-    return global_batch // process_count
 
 
 def index_batches(
@@ -208,15 +201,11 @@ def index_batches(
     """Endless host-local batches `{'index': int32 [b], 'label': int32 [b]}` for step `start_step`
     onwards (the module doc's order); `b = global_batch_size / process_count`."""
     global_batch = int(config.global_batch_size)
-    b = batch_rows(config, process_index, process_count)
+    b = train_split.batch_rows(config, process_index, process_count)
     if start_step < 0:
         raise ValueError(f"start_step={start_step} must be >= 0.")
     n = int(labels.shape[0])
-    steps_per_epoch = n // global_batch
-    if steps_per_epoch < 1:
-        raise ValueError(
-            f"config.global_batch_size={global_batch} exceeds the {n} training examples."
-        )
+    steps_per_epoch = train_split.steps_per_epoch(config, n)
     step, epoch, order = start_step, None, None
     while True:
         e, t = divmod(step, steps_per_epoch)
@@ -228,28 +217,9 @@ def index_batches(
         step += 1
 
 
-def adapt_channels(images, channels: int, xp=jnp):
-    """uint8 `[..., H, W, C]` → `channels` channels, as the host's `pipeline.adapt_channels`: grey
-    copied to 3, RGB to its luma, else as is. `xp` = `jnp` (in the step) or `np` (the numpy eval
-    batches): the same float32 products summed in the same order as `augment.gray(to_float(x))`,
-    ×255, clipped, rounded half to even, so both equal the TensorFlow op bit for bit."""
-    have = images.shape[-1]
-    if have == channels:
-        return images
-    if have == 1 and channels == 3:
-        return xp.repeat(images, 3, axis=-1)
-    if have == 3 and channels == 1:
-        f32 = xp.float32
-        x = images.astype(f32) * f32(1.0 / 255.0)
-        w = [f32(c) for c in recipe_ops.LUMA]
-        luma = x[..., 0:1] * w[0] + x[..., 1:2] * w[1] + x[..., 2:3] * w[2]
-        return xp.round(xp.clip(luma * f32(255.0), 0.0, 255.0)).astype(xp.uint8)
-    raise ValueError(f"cannot turn {have}-channel images into {channels} channels.")
-
-
 def step_views(data, images: jax.Array, index: jax.Array, rng: jax.Array, dtype) -> tuple:
     """Inside the jitted step: the batch's rows of the device table (`images[index]`, each device
     its own rows), in `data.channels`, and every view's recipe (`device_augment.device_views`)."""
-    rows = adapt_channels(images[index], int(data.channels))
+    rows = train_split.adapt_channels(images[index], int(data.channels))
     recipes = tuple(tuple(dict(op) for op in data.recipes[v]) for v in data.views)
     return device_augment.device_views(rows, recipes, rng, tuple(data.mean), tuple(data.std), dtype)

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ssl_jax.data import datasets, device_augment, device_pipeline, recipe_ops
+from ssl_jax.data import datasets, device_augment, device_pipeline, recipe_ops, train_split
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -80,25 +80,6 @@ def _base_seed(config: Any, tag: int) -> tf.Tensor:
     return tf.constant([int(config.seed), tag], tf.int64)
 
 
-def _subset(config: Any, n: int) -> int:
-    """Training examples used: the first `config.data.train_subset` when > 0, else all `n`."""
-    subset = int(config.data.get("train_subset", 0) or 0)
-    return min(n, subset) if subset > 0 else n
-
-
-def steps_per_epoch(config: Any) -> int:
-    """`num_examples(train_split) // global_batch_size` (epochs drop their remainder), counting only
-    the first `config.data.train_subset` examples when it is > 0."""
-    n = _subset(config, datasets.num_examples(config.data, config.data.train_split))
-    steps = n // int(config.global_batch_size)
-    if steps < 1:
-        raise ValueError(
-            f"config.global_batch_size={config.global_batch_size} is larger than the "
-            f"{n} examples of {config.data.name}/{config.data.train_split}."
-        )
-    return steps
-
-
 def adapt_channels(image: tf.Tensor | np.ndarray, channels: int) -> tf.Tensor | np.ndarray:
     """uint8 `[H, W, C]` → `channels` channels: gray copied to 3, RGB to luma (rounded), else as
     is. A numpy array (any leading dims) gives the same pixels without TensorFlow."""
@@ -106,7 +87,7 @@ def adapt_channels(image: tf.Tensor | np.ndarray, channels: int) -> tf.Tensor | 
     if have == channels:
         return image
     if isinstance(image, np.ndarray):
-        return device_pipeline.adapt_channels(image, channels, xp=np)
+        return train_split.adapt_channels(image, channels, xp=np)
     from ssl_jax.data import augment
 
     if have == 1 and channels == 3:
@@ -216,17 +197,13 @@ def train_iterator(
 
     _hide_accelerators()
     data = config.data
-    b = device_pipeline.batch_rows(config, process_index, process_count)
+    b = train_split.batch_rows(config, process_index, process_count)
     global_batch = int(config.global_batch_size)
     recipes = _recipes(config)
     channels = int(data.channels)
     src = datasets.open_source(data, data.train_split)
-    n = _subset(config, src.num_examples)
-    spe = n // global_batch
-    if spe < 1:
-        raise ValueError(
-            f"config.global_batch_size={global_batch} exceeds the {n} training examples."
-        )
+    n = train_split.clip_to_subset(data, src.num_examples)
+    spe = train_split.steps_per_epoch(config, n)
     if start_step < 0:
         raise ValueError(f"start_step={start_step} must be >= 0.")
     shuffle_seed = _base_seed(config, _SHUFFLE_TAG)
@@ -342,7 +319,7 @@ def device_train_iterator(
     for name, recipe in zip(data.views, recipes):
         recipe_ops.validate_recipe(name, recipe, int(data.channels))
     images, labels = datasets.load_arrays(data, data.train_split)
-    n = device_pipeline.num_train(config)
+    n = train_split.num_train(config)
     key = jax.random.PRNGKey(int(config.seed))
 
     @jax.jit

@@ -34,7 +34,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from ssl_jax import optim, progress, sharding
-from ssl_jax.data import device_augment, pipeline
+from ssl_jax.data import device_augment, pipeline, train_split
 from ssl_jax.evaluate import jobs
 from ssl_jax.evaluate.encoder import _replicated_scalar, sharded_split_features
 from ssl_jax.models import compute_dtype
@@ -505,7 +505,9 @@ def run_sgd(inputs, probe, *, mesh, writer=None, log=print) -> dict:
         epochs = _feature_epochs(trainer, train, probe, mesh, int(config.seed))
     else:
         pc = _probe_data_config(config, probe)
-        trainer = _Trainer(inputs, probe, mesh, pipeline.steps_per_epoch(pc) * pc.global_batch_size)
+        trainer = _Trainer(
+            inputs, probe, mesh, train_split.steps_per_epoch(pc) * pc.global_batch_size
+        )
         epochs = _images_epochs(trainer, inputs, probe, mesh)
     num_epochs = math.ceil(trainer.total / trainer.spe)
     every = max(1, int(probe.eval_every_epochs))

@@ -14,7 +14,7 @@ import pytest
 import scipy.stats
 
 from ssl_jax import configs, sharding
-from ssl_jax.data import device_augment, device_pipeline, recipe_ops, recipes
+from ssl_jax.data import device_augment, device_pipeline, recipe_ops, recipes, train_split
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -275,10 +275,10 @@ def test_channels_are_adapted_as_the_host_does():
     pipeline = pytest.importorskip("ssl_jax.data.pipeline")
     rgb = np.random.default_rng(5).integers(0, 256, (4, 9, 7, 3), dtype=np.uint8)
     host = np.stack([pipeline.adapt_channels(tf.constant(x), 1).numpy() for x in rgb])
-    np.testing.assert_array_equal(np.asarray(device_pipeline.adapt_channels(rgb, 1)), host)
+    np.testing.assert_array_equal(np.asarray(train_split.adapt_channels(rgb, 1)), host)
     grey = rgb[..., :1]
     np.testing.assert_array_equal(
-        np.asarray(device_pipeline.adapt_channels(grey, 3)), np.repeat(grey, 3, -1)
+        np.asarray(train_split.adapt_channels(grey, 3)), np.repeat(grey, 3, -1)
     )
 
 
@@ -371,9 +371,7 @@ def test_a_split_too_large_for_the_device_is_refused(monkeypatch):
 
 def test_auto_follows_the_dataset_the_recipes_and_the_memory(monkeypatch):
     images = np.zeros((100, 28, 28, 1), np.uint8)
-    monkeypatch.setattr(
-        device_pipeline, "_arrays", lambda config: (images, np.zeros(100, np.int32))
-    )
+    monkeypatch.setattr(device_pipeline, "split_shape", lambda config: images.shape)
     c = configs.base_config()
     c.data.pipeline = "auto"
     assert device_pipeline.resolve(c) == "tfdata"  # imagenet2012: tf.data only

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from ssl_jax.data import datasets, fashion_mnist, pipeline, recipe_ops, recipes
+from ssl_jax.data import datasets, fashion_mnist, pipeline, recipe_ops, recipes, train_split
 from tests.data.data_helpers import make_config, make_fashion_dir, mock_tfds
 
 NUM_TRAIN, NUM_TEST, BATCH = 64, 40, 8  # 8 steps per epoch
@@ -81,7 +81,7 @@ def test_batches_shapes_and_determinism(fashion_dir):
 def test_resume_is_exact_across_an_epoch_boundary(fashion_dir, access):
     views = ("strong", "weak") if access == "random_access" else ("weak",)
     config = _config(fashion_dir, shuffle_buffer=NUM_TRAIN, views=views)
-    steps = pipeline.steps_per_epoch(config)
+    steps = train_split.steps_per_epoch(config)
     assert steps == NUM_TRAIN // BATCH
     full = _take(pipeline.train_iterator(config), steps + 3)
     resumed = _take(pipeline.train_iterator(config, start_step=steps - 1), 4)
@@ -94,7 +94,7 @@ def test_resume_is_exact_across_an_epoch_boundary(fashion_dir, access):
 
 def test_process_shards_are_disjoint_and_cover(fashion_dir, access):
     config = _config(fashion_dir, shuffle_buffer=NUM_TRAIN)
-    steps = pipeline.steps_per_epoch(config)
+    steps = train_split.steps_per_epoch(config)
     shards = [
         _take(pipeline.train_iterator(config, process_index=p, process_count=2), steps)
         for p in range(2)
@@ -116,11 +116,11 @@ def test_process_shards_are_disjoint_and_cover(fashion_dir, access):
 
 def test_train_subset_and_batch_errors(fashion_dir):
     config = _config(fashion_dir, train_subset=20)
-    assert pipeline.steps_per_epoch(config) == 2
+    assert train_split.steps_per_epoch(config) == 2
     batches = _take(pipeline.train_iterator(config), 6)
     assert max(int(b["index"].max()) for b in batches) < 20
     with pytest.raises(ValueError, match="larger than"):
-        pipeline.steps_per_epoch(_config(fashion_dir, global_batch_size=128))
+        train_split.steps_per_epoch(_config(fashion_dir, global_batch_size=128))
     with pytest.raises(ValueError, match="divisible"):
         pipeline.train_iterator(_config(fashion_dir, global_batch_size=6), process_count=4)
 
