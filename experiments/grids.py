@@ -440,6 +440,8 @@ raw-pixel rows are those of `cpu_long`).
             methods=(
                 ("mocov2", f"configs/mocov2_fashion_mnist.py {SUBSET}"),
                 ("jcl", f"configs/jcl_fashion_mnist.py {SUBSET}"),
+                ("scce", f"configs/scce_fashion_mnist.py {SUBSET}"),
+                ("ressl", f"configs/ressl_fashion_mnist.py {SUBSET}"),
             ),
         ),
     ),
