@@ -299,19 +299,21 @@ SHIMS = {
             "loop (measurement only)",
         ),
         (
-            "configs/model/trunk/resnet/resnet18/small_input_no_fc.yaml (`create_resnet`)",
+            "sce/models/trunks/resnet.py:22-61 (`create_resnet`, from configs/model/trunk/resnet/"
+            "resnet18/small_input_no_fc.yaml)",
             "torchvision's resnet18 with a 3×3 stride-1 stem, no max-pool, `fc` the identity",
             "`train_sce.trunk` as the `_target_`: torchvision's `resnet18` with our config's stem, "
             "input channels and width (the export's layout), `fc` the identity; instantiated "
             "twice by the official code (online and momentum trunks, momentum_base.py:53)",
         ),
         (
-            "configs/model/head/mlp/projector_resnet18_mlp2_bn1.yaml",
+            "sce/models/heads/mlp.py:13-120 (`MLPHead`, from configs/model/head/mlp/"
+            "projector_resnet18_mlp2_bn1.yaml)",
             "`MLPHead` 512 → 512 (BN, ReLU, no bias) → 128 (bias)",
             "the official `MLPHead` with the same flags at our widths (256 → 256 → 128)",
         ),
         (
-            "sce/transforms/__init__.py:14; sce/datamodule/cifar.py; configs/transform/"
+            "sce/transforms/__init__.py:14; sce/datamodule/cifar.py:58-96; configs/transform/"
             "multi_crop_transform/two_crops_soft_and_strong_pil_contrastive_cifar10.yaml",
             "CIFAR-10 as `DictDataset` items through `MultiCropTransform` [soft, strong] built of "
             "`sce.transforms` wrappers; the package's `__init__` imports "
@@ -323,7 +325,8 @@ SHIMS = {
             "(`ops_to_transforms`), our mean / std",
         ),
         (
-            "configs/datamodule/cifar10.yaml; run/pretrain.py:39-40 (`seed_everything`)",
+            "sce/datamodule/base.py:190-196 (`train_dataloader`, configs/datamodule/cifar10.yaml);"
+            " run/pretrain.py:39-40 (`seed_everything`)",
             "DataLoader with 4 workers, pin_memory, drop_last; seed 42",
             "DataLoader in the process (`num_workers=0`), shuffled with a seeded generator, "
             "drop_last; `random.seed` and `torch.manual_seed` with the cell's seed",

@@ -91,7 +91,6 @@ def train_scce(path: str, numbers: dict):
     `sym: False`, shuffle-BN simulated by `SplitBatchNorm2D` on the momentum trunk, SGD, the
     linear-warm-up cosine scheduler stepped per iteration, constant momentum), with our numbers
     and our trunk (`trunk`, by name, as the config's `_target_`). Returns (the SCE module, the loss curve, {"encoder": its trunk})."""
-    import torch
 
     from experiments.official import harness
 
