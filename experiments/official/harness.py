@@ -12,12 +12,14 @@ python (torch, torchvision; never ssl_jax's requirements):
 `--numbers` (JSON, written by `experiments/official/runner.py` from our config, so both sides read
 one recipe): the images (`fashion_dir`, `train_subset`, `size`, `channels`, `mean`, `std`), the
 recipe's ops, the network (`width`, `stem`, `feature_dim`, `hidden`, `out_dim`), the method's
-numbers (`queue`, `momentum_ema`, `temperature`; JCL's `num_keys` M' and `lam` λ), the optimiser (`batch`, `steps`, `lr`,
-`weight_decay`, `momentum`) and the `seed`. The official code runs as its trainer calls it; only
+numbers (`queue`, `momentum_ema`, `temperature`; JCL's `num_keys` M' and `lam` λ; SCE's and
+ReSSL's `view_ops` (weak, strong), `temperature_m`, `key_bn_splits`, SCE's `coeff`), the
+optimiser (`batch`, `steps`, `lr`, `weight_decay`, `momentum`) and the `seed`. The official code runs as its trainer calls it; only
 what cannot run on a CPU in one process is replaced (`checkouts.SHIMS`, each with its file:line).
 
 Out: `DIR/features.npz` (`train_x`, `train_y`: all 60,000 training images; `test_x`, `test_y`:
-the 10,000 test images; the query encoder's pooled backbone in eval mode) and `DIR/run.json` (the
+the 10,000 test images; the online network's pooled backbone in eval mode: MoCo's and JCL's
+`encoder_q`, the trainer's `encoder` where it names one) and `DIR/run.json` (the
 loss every 20 steps, steps, seconds, CPU seconds, versions; JCL's λ of each epoch).
 
 torchvision 0.28.0 as pip finds it for torch 2.13.0+cpu is a CUDA build whose C ops cannot load;

@@ -56,7 +56,7 @@ def loss_figure(method: str, official: list[dict], ours: list[dict], path: str) 
         ax.plot(steps, values, color=colour, alpha=0.7, lw=1, label=label)
     ax.set(
         xlabel="step",
-        ylabel="training loss (InfoNCE; JCL: ce + jcl_loss)",
+        ylabel="training loss (InfoNCE; JCL: ce + jcl_loss; SCE, ReSSL: theirs)",
         title=f"{method}: every seed, both sides",
     )
     ax.legend()
@@ -182,6 +182,8 @@ grids `official_cpu_long` and `cpu_long` in [`docs/results/`](../results/).
 # once: the official checkout outside this repository and its own venv
 git clone https://github.com/facebookresearch/moco ../official/moco && git -C ../official/moco checkout 78b69caf
 git clone https://github.com/caiqi/Joint-Contrastive-Learning ../official/jcl && git -C ../official/jcl checkout 1cefabb8
+git clone https://github.com/CEA-LIST/SCE ../official/sce && git -C ../official/sce checkout 07cbe636
+git clone https://github.com/KyleZheng1997/ReSSL ../official/ressl && git -C ../official/ressl checkout 4d67daaa
 python3 -m venv ../official_venv
 ../official_venv/bin/pip install -r experiments/official/requirements-official.txt
 ../official_venv/bin/pip install --no-deps torchvision==0.28.0
