@@ -56,7 +56,7 @@ def loss_figure(method: str, official: list[dict], ours: list[dict], path: str) 
         ax.plot(steps, values, color=colour, alpha=0.7, lw=1, label=label)
     ax.set(
         xlabel="step",
-        ylabel="training loss (InfoNCE; JCL: ce + jcl_loss; SCE, ReSSL: theirs)",
+        ylabel="training loss (InfoNCE; JCL: ce + jcl_loss)",
         title=f"{method}: every seed, both sides",
     )
     ax.legend()
@@ -102,6 +102,43 @@ the 20: its smoother line). Neither shows in the figures at this budget. The off
 with one torch thread (`SSL_JAX_OFFICIAL_THREADS=1`: with two, beside the other jobs on the 2-core
 machine, torch's OpenMP workers spin-wait, 4.5 s a step against 0.14 s in a short test) and beside
 other work; ours recorded no CPU time: not a speed comparison.
+""",
+    "scce": """
+The official code is CEA-LIST/SCE, not its archived successor juliendenize/eztorch: both need
+Lightning and hydra, but eztorch's package `__init__` imports all of it (video data sets,
+SoccerNet, timm, pytorchvideo, torchaug), and its requirements pin torchvision 0.15.*, which needs
+torch 2.0, not the official venv's 2.13; CEA-LIST/SCE's model, optimiser and scheduler modules
+import under Lightning 2 with one module replaced (`sce/utils/strategies.py`, see the shims). Its
+`sce/transforms` package cannot be imported at this commit at all (`__init__.py:14` imports a
+file the commit lacks), so the released CIFAR-10 run, whose transforms are `_target_`s in that
+package, cannot start from this commit as it stands. One difference in the
+official code shows in the loss: the momentum trunk and projector are instantiated on their own
+(`sce/models/siamese/momentum_base.py:53-54`; nothing copies the online weights into them), so for
+the first few hundred steps the target relations come from a second random network; ours (and
+eztorch) start the target as a copy of the online network (`ssl_jax/state.py:107`). The official
+loss climbs higher and stays higher (mean of steps 200-400: 7.62 at seed 0 against 6.67-6.71 for
+our three seeds; last fifth 7.23 against 6.72-6.78). A check (2026-11-28: the official trainer,
+seed 0, 400 steps, the same run with the online weights loaded into the momentum networks before
+the first step): mean loss over steps 200-400 of 7.90 as is and 7.14 with the copy, so the
+un-copied start accounts for most of the early gap; what it does to the probe and kNN needs the
+three-seed cells. Settings that differ, not the code: the cosine lr spans the 20 epochs the step
+count starts (3,120 steps, cut at 3,000; ours 3,000), the official curve is one step's loss every
+20 steps (ours the mean of the 20). The official cells ran with one torch thread beside other
+work: their CPU minutes are not a speed comparison.
+""",
+    "ressl": """
+Four differences in the official code, each named where it is: the projection head is
+`Linear(bias) → ReLU → Linear` without BatchNorm (`network/head.py:24-36`; ours is SCE's CIFAR
+projector, `Linear(no bias) → BN → ReLU → Linear`, as `configs/ressl_fashion_mnist.py` inherits it),
+the EMA runs before the keys (`network/ressl.py:121`, MoCo's order; ours after the optimiser step,
+SCE's order shared through `ssl_jax/methods/ressl.py`), parameters whose name holds 'bn' or 'bias'
+get no weight decay (`ressl.py:104-109`; ours decays all), and one process computes the keys' BN
+over the whole batch of 64 (ours 8 shuffled groups of 8). The loss and queue are the same formula
+(τ 0.1 fixed at `ressl.py:68`, τ_m 0.04 from `--t`). The official training loss ends lower (last
+fifth 6.43 at seed 0 against 7.04-7.35 for ours), so the two runs do not train the same network:
+which of the four moves the loss, and whether any moves the probe and kNN, needs the three-seed
+cells and one variant at a time. The cosine lr spans the 20 epochs the step count starts (3,120
+steps, cut at 3,000).
 """,
 }
 
