@@ -116,12 +116,14 @@ official code shows in the loss: the momentum trunk and projector are instantiat
 (`sce/models/siamese/momentum_base.py:53-54`; nothing copies the online weights into them), so for
 the first few hundred steps the target relations come from a second random network; ours (and
 eztorch) start the target as a copy of the online network (`ssl_jax/state.py:107`). The official
-loss climbs higher and stays higher (mean of steps 200-400: 7.62 at seed 0 against 6.67-6.71 for
-our three seeds; last fifth 7.23 against 6.72-6.78). A check (2026-11-28: the official trainer,
-seed 0, 400 steps, the same run with the online weights loaded into the momentum networks before
-the first step): mean loss over steps 200-400 of 7.90 as is and 7.14 with the copy, so the
-un-copied start accounts for most of the early gap; what it does to the probe and kNN needs the
-three-seed cells. Settings that differ, not the code: the cosine lr spans the 20 epochs the step
+loss climbs higher and stays higher in every seed (mean of steps 200-400: 7.53-7.63 against
+6.67-6.71 for ours; last fifth 6.88-7.23 against 6.72-6.78). A check (2026-11-28: the official
+trainer, seed 0, 400 steps, the same run with the online weights loaded into the momentum networks
+before the first step): mean loss over steps 200-400 of 7.90 as is and 7.14 with the copy, so the
+un-copied start accounts for most of the early gap. Whether it also accounts for the probe and kNN
+gap (official lower by 0.97 and 2.24 points, each just past the sum of the two stds) is not
+checked yet: that needs the official run with the copy (or ours with an independent target init)
+at three seeds. Settings that differ, not the code: the cosine lr spans the 20 epochs the step
 count starts (3,120 steps, cut at 3,000; ours 3,000), the official curve is one step's loss every
 20 steps (ours the mean of the 20). The official cells ran with one torch thread beside other
 work: their CPU minutes are not a speed comparison.
