@@ -135,11 +135,11 @@ projector, `Linear(no bias) → BN → ReLU → Linear`, as `configs/ressl_fashi
 the EMA runs before the keys (`network/ressl.py:121`, MoCo's order; ours after the optimiser step,
 SCE's order shared through `ssl_jax/methods/ressl.py`), parameters whose name holds 'bn' or 'bias'
 get no weight decay (`ressl.py:104-109`; ours decays all), and one process computes the keys' BN
-over the whole batch of 64 (ours 8 shuffled groups of 8). The loss and queue are the same formula
-(τ 0.1 fixed at `ressl.py:68`, τ_m 0.04 from `--t`). The official training loss ends lower (last
-fifth 6.43 at seed 0 against 7.04-7.35 for ours), so the two runs do not train the same network:
-which of the four moves the loss, and whether any moves the probe and kNN, needs the three-seed
-cells and one variant at a time. The cosine lr spans the 20 epochs the step count starts (3,120
+over the whole batch of 64 (ours: the target backbone's BN in 8 shuffled groups of 8). The loss and queue are the same formula
+(τ 0.1 fixed at `ressl.py:68`, τ_m 0.04 from `--t`). The official training loss ends lower in
+every seed (last fifth 6.26-6.47 against 7.04-7.35 for ours), so the two runs do not train the
+same network; the probe and kNN still agree within the seeds' spread. Which of the four moves the
+loss is not checked yet (one variant at a time). The cosine lr spans the 20 epochs the step count starts (3,120
 steps, cut at 3,000).
 """,
 }
