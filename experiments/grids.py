@@ -440,6 +440,8 @@ raw-pixel rows are those of `cpu_long`).
                     f"configs/iring_fashion_mnist.py {SUBSET} {BANK} {RING_CODE_IR}",
                 ),
                 ("mocoring", f"configs/mocoring_fashion_mnist.py {SUBSET}"),
+                ("scce", f"configs/scce_fashion_mnist.py {SUBSET}"),
+                ("ressl", f"configs/ressl_fashion_mnist.py {SUBSET}"),
             ),
         ),
     ),

@@ -110,6 +110,82 @@ CHECKOUTS = {
             ("scripts/run.py", "e7c3ee9d4c8c737c5011c15dfdc1979a767b1cd93e0fc60f6f5a2b86b5150fe8"),
         ),
     ),
+    "sce": Checkout(
+        name="sce",
+        repo="CEA-LIST/SCE",
+        commit="07cbe636511666e0455d6270ae6d9aad5fc5937d",  # 2023-09-06, the last commit
+        files=(
+            (
+                "sce/models/siamese/sce.py",
+                "7385c6a8c76e2e4c5f091b4522032321d5359efa7224b57a97def3308d03d58d",
+            ),
+            (
+                "sce/models/siamese/base.py",
+                "76f3d2bcd3cb55681c3b4723ed6b4095ee1086a79783679c3b8c4e02b0706cd3",
+            ),
+            (
+                "sce/models/siamese/momentum_base.py",
+                "e09e2008be23864bde7e560d506d20eb6584b8ab7b2d103fb6f99661d202b459",
+            ),
+            (
+                "sce/models/siamese/shuffle_momentum_base.py",
+                "4558f324bda14d9d5d4565156e8189c222f54bc0f746351ed417f143ca84a8df",
+            ),
+            (
+                "sce/models/siamese/shuffle_momentum_queue_base.py",
+                "68b78afe5c8180ae99c0ccd9feb3fecf92cd879540572da2908cf3abeb18fbdc",
+            ),
+            (
+                "sce/models/modules/split_batch_norm.py",
+                "1a344acbd820432c90e2b991660328ca687dc1551338c493cff7309f712a3df1",
+            ),
+            (
+                "sce/models/heads/mlp.py",
+                "539bed42ce1f2a103326e096ebbf87bd1a2605d72a8472dea217df1e792b8c21",
+            ),
+            (
+                "sce/optimizers/optimizer_factory.py",
+                "e2870c49c76998f7ac68386e2214b6aaa470dfba3399b1be9d48912d4f143160",
+            ),
+            (
+                "sce/schedulers/scheduler_factory.py",
+                "84e9382aa03729021f265ed0fa0819f72608c8482c8e98d978d4ef5cc4e93d3c",
+            ),
+            (
+                "sce/schedulers/linear_warmup_cosine_annealing_lr.py",
+                "242b430e07d366c405292305fc9ed02cdc01ca921f3589115aa6db8f974f9a6b",
+            ),
+            (
+                "sce/datasets/dict_dataset.py",
+                "b3fd137f9cf5cbbb5effe4c40e1869d53b04184298c20378b6240a6c6d72d912",
+            ),
+            (
+                "sce/transforms/multi_crop_transform.py",
+                "f6ee6105be284a6e868b6350b5a605e1ae8d5d6df5b134cccec9bcfe122acbb5",
+            ),
+        ),
+    ),
+    "ressl": Checkout(
+        name="ressl",
+        repo="KyleZheng1997/ReSSL",
+        commit="4d67daaa3fd65e81adeb02017a1cfd4d2e2168cb",  # 2021-12-01, the last commit
+        files=(
+            ("ressl.py", "c32be29cf54f3e0a020a08f97ca1f8be10b5d42e2326a696f9365a1badb4e08b"),
+            (
+                "network/ressl.py",
+                "4538a1e0c8e3768aa57b049186cb3971fc19391d404249b164c5fccc9a16ec84",
+            ),
+            (
+                "network/backbone.py",
+                "2c89debb1d0faa3da6a06a720120ff010bb6913460f039610dc9252a2a756aef",
+            ),
+            (
+                "network/head.py",
+                "40e3a0c279ff854c19460512473894505627cf050bbb05efc8ed7ab5a56b3aae",
+            ),
+            ("util/meter.py", "ff4b07ec665a193df3ce2bd6bf06cc9ed17df951fc06e1f4d0fac8aceab4308f"),
+        ),
+    ),
 }
 
 # Every replacement of official code, one row each: (official file:line, what it does there, what
@@ -299,6 +375,136 @@ SHIMS = {
             "bank rows uniform in ±1/√(D/3), L2-normalised",
             "our config's `bank_init='normal'`: normalize(randn) (the `iring+official` cell keeps "
             "the code's uniform rows)",
+        ),
+    ),
+    "sce": (
+        (
+            "sce/utils/strategies.py:27 (imported by shuffle_momentum_base.py:16)",
+            "imports Lightning 1.6's strategy classes (DDP2Strategy, HorovodStrategy, ...), which "
+            "Lightning 2 no longer has; `get_num_devices_in_trainer` is called by `on_train_start`",
+            "a stand-in module whose `get_num_devices_in_trainer` answers 1, as the official one "
+            "does for `SingleDeviceStrategy` (`num_devices=1`, the CIFAR-10 run's one GPU)",
+        ),
+        (
+            "run/pretrain.py:52-76 (`Trainer` of configs/trainer/gpu_ddp_amp.yaml, `trainer.fit`)",
+            "Lightning's loop on one GPU with DDP and fp16 AMP; callbacks (an online linear "
+            "classifier on detached features, checkpoints, lr monitor, progress bar)",
+            "the loop Lightning's automatic optimisation runs for a batch, written out "
+            "(`train_sce.lightning_steps`): `training_step`, zero_grad, backward, `optimizer.step`, "
+            "`on_train_batch_end`, the step-interval scheduler; float32, no callbacks, stopped at "
+            "the grid's step count",
+        ),
+        (
+            "base.py:81-101 (`training_steps_per_epoch`, `configure_optimizers`)",
+            "the steps an epoch from the trainer's datamodule (images // global batch), then "
+            "`hydra.utils.instantiate(optimizer_cfg, num_steps_per_epoch=..., model=self)`",
+            "the same instantiate call with our subset's steps an epoch (10,000 // 64 = 156); the "
+            "official `optimizer_factory` and `scheduler_factory` (`linear_warmup_cosine_annealing_lr`"
+            ", 0 warm-up epochs, `max_epochs` the epochs the step count spans) as the config "
+            "gives them",
+        ),
+        (
+            "shuffle_momentum_queue_base.py:148, momentum_base.py:139 (`self.log`)",
+            "the loss and the momentum to the Lightning logger",
+            "Lightning's `log` without a trainer returns; the loss every 20 steps is kept by the "
+            "loop (measurement only)",
+        ),
+        (
+            "sce/models/trunks/resnet.py:22-61 (`create_resnet`, from configs/model/trunk/resnet/"
+            "resnet18/small_input_no_fc.yaml)",
+            "torchvision's resnet18 with a 3×3 stride-1 stem, no max-pool, `fc` the identity",
+            "`train_sce.trunk` as the `_target_`: torchvision's `resnet18` with our config's stem, "
+            "input channels and width (the export's layout), `fc` the identity; instantiated "
+            "twice by the official code (online and momentum trunks, momentum_base.py:53)",
+        ),
+        (
+            "sce/models/heads/mlp.py:13-120 (`MLPHead`, from configs/model/head/mlp/"
+            "projector_resnet18_mlp2_bn1.yaml)",
+            "`MLPHead` 512 → 512 (BN, ReLU, no bias) → 128 (bias)",
+            "the official `MLPHead` with the same flags at our widths (256 → 256 → 128)",
+        ),
+        (
+            "sce/transforms/__init__.py:14; sce/datamodule/cifar.py:58-96; configs/transform/"
+            "multi_crop_transform/two_crops_soft_and_strong_pil_contrastive_cifar10.yaml",
+            "CIFAR-10 as `DictDataset` items through `MultiCropTransform` [soft, strong] built of "
+            "`sce.transforms` wrappers; the package's `__init__` imports "
+            "`logistic_regression_transform`, absent at this commit, so `sce.transforms` cannot "
+            "be imported at all",
+            "our Fashion-MNIST subset as PIL images in the official `DictDataset`, through the "
+            "official `MultiCropTransform` (its file loaded on its own) of our weak and strong "
+            "recipes as the torchvision classes the `sce.transforms` wrappers subclass "
+            "(`ops_to_transforms`), our mean / std",
+        ),
+        (
+            "sce/datamodule/base.py:190-196 (`train_dataloader`, configs/datamodule/cifar10.yaml);"
+            " run/pretrain.py:39-40 (`seed_everything`)",
+            "DataLoader with 4 workers, pin_memory, drop_last; seed 42",
+            "DataLoader in the process (`num_workers=0`), shuffled with a seeded generator, "
+            "drop_last; `random.seed` and `torch.manual_seed` with the cell's seed",
+        ),
+    ),
+    "ressl": (
+        (
+            "ressl.py:14-21",
+            "parses `sys.argv` at import (`--epochs`, `--lr`, `--t`, `--backbone`)",
+            "imported with `sys.argv` set to the command line of our numbers",
+        ),
+        (
+            "data/imagenet.py:5 (`import mc`, star-imported by ressl.py:3)",
+            "the memcached client the ImageNet data set reads through",
+            "an empty module (the ImageNet data set is not used)",
+        ),
+        (
+            "ressl.py:24 (`warm_up = 5`)",
+            "5 warm-up epochs of the per-iteration lr (`adjust_learning_rate`, :27-39)",
+            "0: our config's (no warm-up); `adjust_learning_rate` then gives the cosine over "
+            "`epochs` × 156 iterations",
+        ),
+        (
+            "network/ressl.py:75, ressl.py:63",
+            "`.cuda()` on the shuffle permutation; the views moved to the GPU",
+            "`.cuda()` returns the tensor; `train` called with `local_rank=None` (its own "
+            "no-GPU path: the views stay where they are)",
+        ),
+        (
+            "network/ressl.py:138-149 (`concat_all_gather`, called at :48, :69, :97)",
+            "all_gather of the keys and key images over the DDP processes",
+            "the process's own tensor (one process: world size 1)",
+        ),
+        (
+            "network/ressl.py:78, :84, :103",
+            "`torch.distributed.broadcast` of the shuffle, `get_rank()`",
+            "no-op broadcast, rank 0: the key encoder's BN sees all 64 keys, shuffled (official "
+            "on 8 GPUs: 32 a GPU; ours: 8 shuffled groups of 8, `key_bn_group_size`)",
+        ),
+        (
+            "ressl.py:87-136 (`main`)",
+            "DDP set-up, the model in DDP, the optimiser's two groups (names with 'bn' or "
+            "'bias' without weight decay), ImageNet loader, checkpoint resume",
+            "the model used directly in one process; the same two groups (`param_groups`) with "
+            "our lr, momentum and weight decay",
+        ),
+        (
+            "network/backbone.py:6-16, :23 (`backbone_dict`, `dim_dict`); network/ressl.py:24-25",
+            "the repository's copy of torchvision's resnet50 without `fc`; `BackBone(backbone, "
+            "dim)` with the default hidden width 4096",
+            "`backbone_dict['resnet18']` our torchvision `resnet18` (stem, channels, width of our "
+            "config; `fc` the identity), `dim_dict` its 256 features; `BackBone` with our hidden "
+            "width (256); the official `ProjectionHead` and L2 normalisation as they are",
+        ),
+        (
+            "ressl.py:113-117; data/augmentation.py:27-44",
+            "ImageNet through `moco_aug` (img1, the online view) and `target_aug` (img2, the "
+            "target's), DistributedSampler, 8 workers",
+            "our Fashion-MNIST subset as PIL images, our strong recipe as img1 and our weak one "
+            "as img2 (the same torchvision classes, our numbers, our mean / std); DataLoader in "
+            "the process, shuffled with a seeded generator, drop_last; the last epoch cut at the "
+            "grid's step count with its full length (`train` reads it for the lr)",
+        ),
+        (
+            "ressl.py:72 (`losses.update`)",
+            "the loss into `util.meter.AverageMeter`",
+            "the same meter class, also keeping every 20th step's loss (measurement only)",
         ),
     ),
 }

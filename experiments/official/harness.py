@@ -12,12 +12,14 @@ python (torch, torchvision; never ssl_jax's requirements):
 `--numbers` (JSON, written by `experiments/official/runner.py` from our config, so both sides read
 one recipe): the images (`fashion_dir`, `train_subset`, `size`, `channels`, `mean`, `std`), the
 recipe's ops, the network (`width`, `stem`, `feature_dim`, `hidden`, `out_dim`), the method's
-numbers (`queue`, `momentum_ema`, `temperature`; JCL's `num_keys` M' and `lam` λ), the optimiser (`batch`, `steps`, `lr`,
-`weight_decay`, `momentum`) and the `seed`. The official code runs as its trainer calls it; only
+numbers (`queue`, `momentum_ema`, `temperature`; JCL's `num_keys` M' and `lam` λ; SCE's and
+ReSSL's `view_ops` (weak, strong), `temperature_m`, `key_bn_splits`, SCE's `coeff`), the
+optimiser (`batch`, `steps`, `lr`, `weight_decay`, `momentum`) and the `seed`. The official code runs as its trainer calls it; only
 what cannot run on a CPU in one process is replaced (`checkouts.SHIMS`, each with its file:line).
 
 Out: `DIR/features.npz` (`train_x`, `train_y`: all 60,000 training images; `test_x`, `test_y`:
-the 10,000 test images; the query encoder's pooled backbone in eval mode) and `DIR/run.json` (the
+the 10,000 test images; the online network's pooled backbone in eval mode: MoCo's and JCL's
+`encoder_q`, the trainer's `encoder` where it names one) and `DIR/run.json` (the
 loss every 20 steps, steps, seconds, CPU seconds, versions; JCL's λ of each epoch).
 
 torchvision 0.28.0 as pip finds it for torch 2.13.0+cpu is a CUDA build whose C ops cannot load;
@@ -45,7 +47,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 
-from experiments.official import checkouts  # noqa: E402
+from experiments.official import checkouts, train_ressl, train_sce  # noqa: E402
 
 LOG_EVERY = 20
 
@@ -196,13 +198,14 @@ class PILDataset:
 
 
 class Cut:
-    """The first `n` batches of a loader (the last epoch of a step budget), with a length."""
+    """The first `n` batches of a loader (the last epoch of a step budget), with a length: `n`,
+    or `length` where the trainer reads it as the epoch's (ReSSL's per-iteration lr)."""
 
-    def __init__(self, loader, n: int):
-        self.loader, self.n = loader, n
+    def __init__(self, loader, n: int, length: int = 0):
+        self.loader, self.n, self.length = loader, n, length or n
 
     def __len__(self) -> int:
-        return self.n
+        return self.length
 
     def __iter__(self):
         for i, batch in enumerate(self.loader):
@@ -230,14 +233,16 @@ class LoggedLoss:
         return loss
 
 
-def import_official(path: str, *names: str) -> list[types.ModuleType]:
+def import_official(path: str, *names: str, stubs=None) -> list[types.ModuleType]:
     """The modules `names` from the checkout at `path`. MoCo's and JCL's checkouts both have a
     `moco` package and a `main_moco`: those of another checkout are dropped from `sys.modules`
-    first, so each name is this checkout's."""
+    first, so each name is this checkout's. `stubs` ({module name: module}) are put in
+    `sys.modules` after that, in place of official modules that cannot import here (`SHIMS`)."""
     tops = {name.split(".")[0] for name in names}
     for name in list(sys.modules):
         if name.split(".")[0] in tops:
             del sys.modules[name]
+    sys.modules.update(stubs or {})
     sys.path.insert(0, path)
     try:
         return [importlib.import_module(name) for name in names]
@@ -253,9 +258,10 @@ def read_subset(numbers: dict) -> tuple[np.ndarray, np.ndarray]:
     return images, labels
 
 
-def seeded_loader(numbers: dict, transform):
+def seeded_loader(numbers: dict, transform, wrap=None):
     """`main_moco.py`'s seeding (`random.seed`, `torch.manual_seed`) and its DataLoader as one
-    process runs it: our subset as PIL images through `transform`, shuffled with a seeded
+    process runs it: our subset as PIL images through `transform` (the data set passed through
+    `wrap` when given: the item layout an official trainer reads), shuffled with a seeded
     generator, drop_last (`SHIMS`' data-loading rows)."""
     import torch
 
@@ -264,7 +270,7 @@ def seeded_loader(numbers: dict, transform):
     torch.manual_seed(n["seed"])
     images, labels = read_subset(n)
     return torch.utils.data.DataLoader(
-        PILDataset(images, labels, transform),
+        (wrap or (lambda dataset: dataset))(PILDataset(images, labels, transform)),
         batch_size=n["batch"],
         shuffle=True,
         num_workers=0,
@@ -287,12 +293,25 @@ def encoder_factory(numbers: dict, base_encoder=None):
     return make
 
 
-def check_head(model, numbers: dict) -> None:
-    if model.encoder_q.fc[0].out_features != numbers["hidden"]:
+def build_moco(moco_class, numbers: dict, base_encoder=None):
+    """The official MoCo-style module (MoCo's `MoCo`, JCL's `MoCoUnlimitedKeysDefault`) as both
+    `main_moco.py`s build it, `--mlp` on, with our numbers; refused when the `--mlp` head (as wide
+    as the feature) is not our config's hidden width."""
+    n = numbers
+    model = moco_class(
+        encoder_factory(n, base_encoder),
+        n["out_dim"],
+        n["queue"],
+        n["momentum_ema"],
+        n["temperature"],
+        True,
+    )
+    if model.encoder_q.fc[0].out_features != n["hidden"]:
         raise SystemExit(
             f"error: the official --mlp head is {model.encoder_q.fc[0].out_features} wide, "
-            f"our config's {numbers['hidden']}: give the config a hidden width of the feature dim"
+            f"our config's {n['hidden']}: give the config a hidden width of the feature dim"
         )
+    return model
 
 
 def sgd(model, numbers: dict):
@@ -327,15 +346,7 @@ def train_mocov2(path: str, numbers: dict, base_encoder=None):
     transform = loader.TwoCropsTransform(ops_to_transforms(n["ops"], n["mean"], n["std"]))
     train_loader = seeded_loader(n, transform)
     with moco_shims(builder, main_moco):
-        model = builder.MoCo(
-            encoder_factory(n, base_encoder),
-            n["out_dim"],
-            n["queue"],
-            n["momentum_ema"],
-            n["temperature"],
-            True,
-        )
-        check_head(model, n)
+        model = build_moco(builder.MoCo, n, base_encoder)
         criterion = LoggedLoss(torch.nn.CrossEntropyLoss().cuda())
         optimizer = sgd(model, n)
         epochs = math.ceil(n["steps"] / len(train_loader))
@@ -372,15 +383,7 @@ def train_jcl(path: str, numbers: dict, base_encoder=None):
             seen["ratios"].append(kwargs["ratio"])
 
     with moco_shims(jcl, main_moco):
-        model = jcl.MoCoUnlimitedKeysDefault(
-            encoder_factory(n, base_encoder),
-            n["out_dim"],
-            n["queue"],
-            n["momentum_ema"],
-            n["temperature"],
-            True,
-        )
-        check_head(model, n)
+        model = build_moco(jcl.MoCoUnlimitedKeysDefault, n, base_encoder)
         hook = model.register_forward_hook(record, with_kwargs=True)
         criterion = LoggedLoss(torch.nn.CrossEntropyLoss().cuda(0), lambda: seen["jcl_loss"])
         optimizer = sgd(model, n)
@@ -437,6 +440,8 @@ METHODS = {
     "iring": ("ring", ring.train),
     "iring+official": ("ring", ring.train),  # the Ring code's m 0, k 4096, uniform bank init
     "mocoring": ("ring", ring.train),
+    "scce": ("sce", train_sce.train_scce),
+    "ressl": ("ressl", train_ressl.train_ressl),
 }
 
 
@@ -465,8 +470,9 @@ def main(argv=None) -> None:
     t0, cpu0 = time.time(), cpu_seconds()
     model, curve, extra = train(path, numbers)
     pretrain_s, pretrain_cpu_s = time.time() - t0, cpu_seconds() - cpu0
-    train_x, train_y = features(model.encoder_q, numbers, "train")
-    test_x, test_y = features(model.encoder_q, numbers, "test")
+    encoder = extra.pop("encoder") if "encoder" in extra else model.encoder_q
+    train_x, train_y = features(encoder, numbers, "train")
+    test_x, test_y = features(encoder, numbers, "test")
     tmp = os.path.join(args.out, "features.tmp.npz")
     np.savez(tmp, train_x=train_x, train_y=train_y, test_x=test_x, test_y=test_y)
     os.replace(tmp, os.path.join(args.out, "features.npz"))

@@ -147,6 +147,45 @@ Lightning validation runs `_momentum_update_key_encoder` once per test batch (sy
 the official run with `validate` on would add to the key encoder's EMA each epoch (the shim table).
 Left: seeds 1 and 2, and ours with whole-batch key BN and per-epoch lr.
 """,
+    "scce": """
+The official code is CEA-LIST/SCE, not its archived successor juliendenize/eztorch: both need
+Lightning and hydra, but eztorch's package `__init__` imports all of it (video data sets,
+SoccerNet, timm, pytorchvideo, torchaug), and its requirements pin torchvision 0.15.*, which needs
+torch 2.0, not the official venv's 2.13; CEA-LIST/SCE's model, optimiser and scheduler modules
+import under Lightning 2 with one module replaced (`sce/utils/strategies.py`, see the shims). Its
+`sce/transforms` package cannot be imported at this commit at all (`__init__.py:14` imports a
+file the commit lacks), so the released CIFAR-10 run, whose transforms are `_target_`s in that
+package, cannot start from this commit as it stands. One difference in the
+official code shows in the loss: the momentum trunk and projector are instantiated on their own
+(`sce/models/siamese/momentum_base.py:53-54`; nothing copies the online weights into them), so for
+the first few hundred steps the target relations come from a second random network; ours (and
+eztorch) start the target as a copy of the online network (`ssl_jax/state.py:107`). The official
+loss climbs higher and stays higher in every seed (mean of steps 200-400: 7.53-7.63 against
+6.67-6.71 for ours; last fifth 6.88-7.23 against 6.72-6.78). A check (2026-11-28: the official
+trainer, seed 0, 400 steps, the same run with the online weights loaded into the momentum networks
+before the first step): mean loss over steps 200-400 of 7.90 as is and 7.14 with the copy, so the
+un-copied start accounts for most of the early gap. Whether it also accounts for the probe and kNN
+gap (official lower by 0.97 and 2.24 points, each just past the sum of the two stds) is not
+checked yet: that needs the official run with the copy (or ours with an independent target init)
+at three seeds. Settings that differ, not the code: the cosine lr spans the 20 epochs the step
+count starts (3,120 steps, cut at 3,000; ours 3,000), the official curve is one step's loss every
+20 steps (ours the mean of the 20). The official cells ran with one torch thread beside other
+work: their CPU minutes are not a speed comparison.
+""",
+    "ressl": """
+Four differences in the official code, each named where it is: the projection head is
+`Linear(bias) → ReLU → Linear` without BatchNorm (`network/head.py:24-36`; ours is SCE's CIFAR
+projector, `Linear(no bias) → BN → ReLU → Linear`, as `configs/ressl_fashion_mnist.py` inherits it),
+the EMA runs before the keys (`network/ressl.py:121`, MoCo's order; ours after the optimiser step,
+SCE's order shared through `ssl_jax/methods/ressl.py`), parameters whose name holds 'bn' or 'bias'
+get no weight decay (`ressl.py:104-109`; ours decays all), and one process computes the keys' BN
+over the whole batch of 64 (ours: the target backbone's BN in 8 shuffled groups of 8). The loss and queue are the same formula
+(τ 0.1 fixed at `ressl.py:68`, τ_m 0.04 from `--t`). The official training loss ends lower in
+every seed (last fifth 6.26-6.47 against 7.04-7.35 for ours), so the two runs do not train the
+same network; the probe and kNN still agree within the seeds' spread. Which of the four moves the
+loss is not checked yet (one variant at a time). The cosine lr spans the 20 epochs the step count starts (3,120
+steps, cut at 3,000).
+""",
 }
 
 
@@ -231,6 +270,8 @@ grids `official_cpu_long` and `cpu_long` in [`docs/results/`](../results/).
 git clone https://github.com/facebookresearch/moco ../official/moco && git -C ../official/moco checkout 78b69caf
 git clone https://github.com/caiqi/Joint-Contrastive-Learning ../official/jcl && git -C ../official/jcl checkout 1cefabb8
 git clone https://github.com/mhw32/contrastive-ring-public ../official/ring && git -C ../official/ring checkout fb3e1c26
+git clone https://github.com/CEA-LIST/SCE ../official/sce && git -C ../official/sce checkout 07cbe636
+git clone https://github.com/KyleZheng1997/ReSSL ../official/ressl && git -C ../official/ressl checkout 4d67daaa
 python3 -m venv ../official_venv
 ../official_venv/bin/pip install -r experiments/official/requirements-official.txt
 ../official_venv/bin/pip install --no-deps torchvision==0.28.0

@@ -29,6 +29,30 @@ def official_python() -> str:
     return python
 
 
+# Methods whose official trainer takes view 0 (weak) to the momentum branch and view 1 (strong)
+# to the online one, each view with its own recipe (SCE's `sym: False`, ReSSL).
+WEAK_STRONG = ("scce", "ressl")
+
+
+def weak_strong_numbers(config, method: str) -> dict:
+    """SCE's and ReSSL's own numbers: each view's recipe, τ_m, SCE's λ (`coeff`), the momentum
+    trunk's BN groups; refused where the official path has no such setting."""
+    mc, views = config.method_config, tuple(config.data.views)
+    if len(views) != 2 or mc.symmetric:
+        raise SystemExit(f"error: official {method} runs 2 views, asymmetric (weak → target)")
+    if method == "ressl" and mc.temperature != 0.1:
+        raise SystemExit(f"error: official ressl's τ is 0.1 (ressl.py:68), not {mc.temperature}")
+    splits = config.global_batch_size // mc.key_bn_group_size if mc.shuffle_bn else 1
+    extra = dict(
+        view_ops=[[dict(op) for op in config.data.recipes[view]] for view in views],
+        temperature_m=float(mc.temperature_m),
+        key_bn_splits=int(splits),
+    )
+    if method == "scce":
+        extra["coeff"] = float(mc.coeff)
+    return extra
+
+
 def numbers(config, method: str) -> dict:
     """The harness's numbers from one of our configs (what both sides train with)."""
     from ssl_jax.data import fashion_mnist
@@ -38,7 +62,7 @@ def numbers(config, method: str) -> dict:
     if data.name != "fashion_mnist":
         raise SystemExit(f"error: official cells read Fashion-MNIST, not {data.name}")
     views = tuple(data.views)
-    if len(set(views)) != 1:
+    if len(set(views)) != 1 and method not in WEAK_STRONG:
         raise SystemExit(f"error: official {method} makes every view with one transform: {views}")
     if optim.lr_scaling != "none" or optim.name != "sgd" or optim.warmup_epochs:
         raise SystemExit("error: official cells take SGD at base_lr, no scaling, no warm-up")
@@ -53,6 +77,8 @@ def numbers(config, method: str) -> dict:
         extra = dict(num_keys=int(mc.num_keys), lam=float(mc.lam))
     elif method in ring.RING_METHODS:  # the code's system, loss, k, m, bank init and ring
         extra = ring.config_numbers(config, method)
+    elif method in WEAK_STRONG:
+        extra = weak_strong_numbers(config, method)
     return dict(
         method=method,
         fashion_dir=data.data_dir or fashion_mnist.FASHION_MNIST_DIR,

@@ -21,6 +21,8 @@ from tests.data.data_helpers import make_fashion_dir
 FAKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_official", "moco")
 FAKE_JCL = os.path.join(os.path.dirname(FAKE), "jcl")
 FAKE_RING = os.path.join(os.path.dirname(FAKE), "ring")
+FAKE_SCE = os.path.join(os.path.dirname(FAKE), "sce")
+FAKE_RESSL = os.path.join(os.path.dirname(FAKE), "ressl")
 
 
 def _numbers(fashion_dir: str, **over) -> dict:
@@ -149,6 +151,109 @@ def test_the_jcl_curve_is_of_the_loss_the_optimiser_steps_on(monkeypatch):
     assert logged.curve == [[1, round(ce + 0.25, 5)]]
 
 
+def _marked_views(torch, monkeypatch):
+    """The recipe's transform as the image in [0, 1] plus 10 × its number of ops: a view's values
+    say which recipe made it (weak: 2 ops → [20, 21], strong: 3 ops → [30, 31])."""
+
+    def transform(ops, mean, std):
+        return lambda image: (
+            torch.from_numpy(np.asarray(image, np.float32) / 255)[None] + 10 * len(ops)
+        )
+
+    monkeypatch.setattr(harness, "ops_to_transforms", transform)
+
+
+WEAK_STRONG = dict(
+    view_ops=[[{"op": "a"}] * 2, [{"op": "b"}] * 3], temperature_m=0.05, key_bn_splits=2
+)
+
+
+def _in(value: float, low: float) -> bool:
+    return low <= value <= low + 1
+
+
+def test_the_sce_shims_run_its_entry_points_weak_view_to_the_target(tmp_path, monkeypatch):
+    """SCE's `training_step` gets `batch["input"]` = [weak, strong] (view 0 to the momentum
+    network), the stand-in `sce.utils.strategies` answers one device, `MultiCropTransform` loads
+    although its package cannot import, and each step runs training_step → step → the EMA of
+    `on_train_batch_end`, as Lightning calls them; the trunk is ours (by `_target_`)."""
+    torch = pytest.importorskip("torch")
+    from experiments.official import train_sce
+
+    fashion = make_fashion_dir(str(tmp_path / "fashion"), num_train=40, num_test=10)
+    Encoder = _tiny_encoder(torch, monkeypatch)
+    _marked_views(torch, monkeypatch)
+    monkeypatch.setattr(harness, "LOG_EVERY", 2)
+
+    def tiny_trunk(width, stem, channels):
+        module = Encoder(num_classes=1)
+        module.fc = torch.nn.Identity()
+        return module
+
+    monkeypatch.setattr(train_sce, "trunk", tiny_trunk)
+    numbers = _numbers(fashion, method="scce", steps=7, coeff=0.5, **WEAK_STRONG)
+    model, curve, extra = train_sce.train_scce(FAKE_SCE, numbers)
+    assert len(model.seen_views) == 7 and model.momentum_steps == 7
+    assert all(_in(weak, 20) and _in(strong, 30) for weak, strong in model.seen_views)
+    assert int(model.queue_ptr) == (7 * 8) % 16
+    assert sys.modules["sce.utils.strategies"].get_num_devices_in_trainer(None) == 1
+    assert model.splits == 2 and model.temp_m == 0.05 and model.coeff == 0.5
+    q = dict(model.trunk.named_parameters())
+    k = dict(model.momentum_trunk.named_parameters())
+    assert not torch.equal(q["conv.weight"], k["conv.weight"])
+    assert [step for step, _ in curve] == [2, 4, 6] and all(np.isfinite(v) for _, v in curve)
+    assert extra["encoder"] is model.trunk
+    x, y = harness.features(extra["encoder"], numbers, "test")
+    assert x.shape == (10, 8) and y.shape == (10,)
+
+
+def test_the_ressl_shims_run_its_train_with_the_strong_view_online(tmp_path, monkeypatch):
+    """ReSSL's `train` gets `(img1, img2)` = (strong, weak) as its ImageNet data set gives them,
+    its command line is our numbers, no warm-up, and the cut last epoch keeps its full length
+    (the per-iteration lr reads it); the CUDA / distributed calls are shimmed and undone."""
+    torch = pytest.importorskip("torch")
+    from experiments.official import train_ressl
+
+    fashion = make_fashion_dir(str(tmp_path / "fashion"), num_train=40, num_test=10)
+    Encoder = _tiny_encoder(torch, monkeypatch)
+    _marked_views(torch, monkeypatch)
+    monkeypatch.setattr(harness, "LOG_EVERY", 2)
+    cuda, argv = torch.Tensor.cuda, list(sys.argv)
+    numbers = _numbers(fashion, method="ressl", steps=7, train_subset=40, **WEAK_STRONG)
+    model, curve, extra = train_ressl.train_ressl(FAKE_RESSL, numbers, base_encoder=Encoder)
+    assert len(model.views) == 7
+    assert all(_in(online, 30) and _in(target, 20) for online, target in model.views)
+    assert int(model.queue_ptr) == (7 * 8) % 16
+    script = sys.modules["ressl"]
+    assert (script.args.t, script.args.lr, script.epochs, script.warm_up) == (0.05, 0.06, 2, 0)
+    # 5 steps an epoch, 2 epochs: lr = 0.03 (1 + cos(π T / 10)), T = 5 · epoch + i
+    expected = [0.03 * (1 + np.cos(np.pi * t / 10)) for t in range(7)]
+    assert script.lrs == pytest.approx(expected)
+    assert [step for step, _ in curve] == [2, 4, 6]
+    assert torch.Tensor.cuda is cuda and sys.argv == argv
+    assert sys.modules["network.ressl"].concat_all_gather.__name__ == "concat_all_gather"
+    assert extra["encoder"] is model.encoder_q.net
+    assert model.encoder_q.head[0].out_features == numbers["hidden"]
+
+
+def test_the_ressl_optimiser_groups_leave_bn_and_bias_undecayed():
+    torch = pytest.importorskip("torch")
+    from experiments.official import train_ressl
+
+    model = torch.nn.Module()
+    model.conv = torch.nn.Conv2d(1, 2, 3, bias=False)
+    model.bn1 = torch.nn.BatchNorm2d(2)
+    model.fc = torch.nn.Linear(2, 2)
+    no_decay, decay = train_ressl.param_groups(model, 5e-4)
+    assert no_decay["weight_decay"] == 0 and decay["weight_decay"] == 5e-4
+    assert {id(p) for p in no_decay["params"]} == {
+        id(model.bn1.weight),
+        id(model.bn1.bias),
+        id(model.fc.bias),
+    }
+    assert {id(p) for p in decay["params"]} == {id(model.conv.weight), id(model.fc.weight)}
+
+
 class _Recorder:
     """A stand-in for `torchvision.transforms`: each class records its arguments."""
 
@@ -183,12 +288,14 @@ def test_our_recipe_becomes_the_transform_classes_in_order():
         ("moco", "facebookresearch/moco", "78b69caf"),
         ("jcl", "caiqi/Joint-Contrastive-Learning", "1cefabb8"),
         ("ring", "mhw32/contrastive-ring-public", "fb3e1c26"),
+        ("sce", "CEA-LIST/SCE", "07cbe636"),
+        ("ressl", "KyleZheng1997/ReSSL", "4d67daaa"),
     ],
 )
 def test_a_missing_or_other_commit_checkout_is_one_clear_error(tmp_path, name, repo, commit):
     with pytest.raises(SystemExit, match=rf"no checkout of {repo} .* git clone"):
         checkouts.check(name, str(tmp_path))
-    (tmp_path / name / "moco").mkdir(parents=True)
+    (tmp_path / name).mkdir()
     files = checkouts.CHECKOUTS[name].files
     with pytest.raises(SystemExit, match=rf"has no {files[0][0]}: not {repo} at {commit}"):
         checkouts.check(name, str(tmp_path))
@@ -200,10 +307,14 @@ def test_a_missing_or_other_commit_checkout_is_one_clear_error(tmp_path, name, r
     assert checkouts.shim_hash(name) == checkouts.shim_hash(name) != ""
     assert checkouts.shim_hash("jcl") != checkouts.shim_hash("moco")
     assert all(len(row) == 3 and ":" in row[0] for row in checkouts.SHIMS[name])
-    assert harness.METHODS[{"moco": "mocov2", "jcl": "jcl", "ring": "iring"}[name]][0] == name
+    method = {"moco": "mocov2", "jcl": "jcl", "ring": "iring", "sce": "scce", "ressl": "ressl"}[name]
+    assert harness.METHODS[method][0] == name
 
 
-@pytest.mark.parametrize("method, checkout", [("mocov2", "moco"), ("jcl", "jcl")])
+@pytest.mark.parametrize(
+    "method, checkout",
+    [("mocov2", "moco"), ("jcl", "jcl"), ("scce", "sce"), ("ressl", "ressl")],
+)
 def test_an_official_cell_is_scored_as_ours_and_written(tmp_path, monkeypatch, method, checkout):
     """The runner reads the harness's features (here made up, as if the official run had
     finished: a finished run's features are reused), scores them with our probe and kNN, and the
@@ -222,7 +333,12 @@ def test_an_official_cell_is_scored_as_ours_and_written(tmp_path, monkeypatch, m
         0.06,
         10_000,
     )
-    assert (numbers["queue"], numbers["temperature"], numbers["momentum_ema"]) == (4096, 0.2, 0.99)
+    temperature = 0.1 if method in ("scce", "ressl") else 0.2
+    assert (numbers["queue"], numbers["temperature"], numbers["momentum_ema"]) == (
+        4096,
+        temperature,
+        0.99,
+    )
     assert (numbers["width"], numbers["stem"], numbers["hidden"]) == (0.5, "imagenet", 256)
     if method == "jcl":  # the released script's M' (k_crops 5) and λ; 5 views of one recipe
         assert (numbers["num_keys"], numbers["lam"]) == (4, 2.0)
@@ -231,8 +347,20 @@ def test_an_official_cell_is_scored_as_ours_and_written(tmp_path, monkeypatch, m
         with pytest.raises(SystemExit, match="ramps λ per epoch"):
             runner.numbers(config, method)
         config.method_config.lam_schedule = "linear_epoch"
+    elif method in ("scce", "ressl"):  # view 0 the weak recipe (→ target), view 1 the strong
+        weak, strong = (config.data.recipes[v] for v in config.data.views)
+        assert numbers["view_ops"] == [[dict(op) for op in weak], [dict(op) for op in strong]]
+        assert [op["op"] for op in numbers["view_ops"][1]][-1] == "color_jitter"
+        assert numbers["temperature_m"] == {"scce": 0.05, "ressl": 0.04}[method]
+        assert numbers["key_bn_splits"] == 8 and numbers.get("coeff") == (
+            0.5 if method == "scce" else None
+        )
+        config.method_config.symmetric = True
+        with pytest.raises(SystemExit, match="asymmetric"):
+            runner.numbers(config, method)
+        config.method_config.symmetric = False
     else:
-        assert "num_keys" not in numbers
+        assert "num_keys" not in numbers and "view_ops" not in numbers
     rng = np.random.default_rng(0)
     train = (rng.normal(size=(200, 16)).astype(np.float32), rng.integers(0, 10, 200))
     test = (rng.normal(size=(50, 16)).astype(np.float32), rng.integers(0, 10, 50))
