@@ -307,7 +307,9 @@ def test_a_missing_or_other_commit_checkout_is_one_clear_error(tmp_path, name, r
     assert checkouts.shim_hash(name) == checkouts.shim_hash(name) != ""
     assert checkouts.shim_hash("jcl") != checkouts.shim_hash("moco")
     assert all(len(row) == 3 and ":" in row[0] for row in checkouts.SHIMS[name])
-    method = {"moco": "mocov2", "jcl": "jcl", "ring": "iring", "sce": "scce", "ressl": "ressl"}[name]
+    method = {"moco": "mocov2", "jcl": "jcl", "ring": "iring", "sce": "scce", "ressl": "ressl"}[
+        name
+    ]
     assert harness.METHODS[method][0] == name
 
 
