@@ -407,6 +407,9 @@ RING_CODE_IR = (
     "method_config.bank_momentum=0 method_config.num_negatives=4095 method_config.bank_init=uniform"
 )
 
+# The official MoCo code in one process: the keys' BN over the whole batch, no shuffle.
+KEY_BN64 = "method_config.key_bn_group_size=0 method_config.shuffle_bn=False"
+
 # ---- official_cpu_long: the official implementations at cpu_long's budget ---------------------
 OFFICIAL_CPU_LONG = Grid(
     name="official_cpu_long",
@@ -478,18 +481,74 @@ official code at the same settings.
             methods=(
                 (
                     "mocov2+keybn64",
-                    f"configs/mocov2_fashion_mnist.py {SUBSET} method_config.key_bn_group_size=0 "
-                    "method_config.shuffle_bn=False",
+                    f"configs/mocov2_fashion_mnist.py {SUBSET} {KEY_BN64}",
+                ),
+                (
+                    "mocoring+keybn64",
+                    f"configs/mocoring_fashion_mnist.py {SUBSET} {KEY_BN64}",
                 ),
                 (
                     "mocov2+epochlr",
                     f"configs/mocov2_fashion_mnist.py {SUBSET} optim.schedule_unit=epoch",
                 ),
                 (
+                    "mocov2+keybn64+epochlr",
+                    f"configs/mocov2_fashion_mnist.py {SUBSET} {KEY_BN64} optim.schedule_unit=epoch",
+                ),
+                (
+                    "mocoring+keybn64+epochlr",
+                    f"configs/mocoring_fashion_mnist.py {SUBSET} {KEY_BN64} optim.schedule_unit=epoch",
+                ),
+                (
                     "iring+official",
                     f"configs/iring_fashion_mnist.py {SUBSET} {BANK} {RING_CODE_IR}",
                 ),
             ),
+        ),
+    ),
+)
+
+
+# ---- color_speedrun: the colour study at the speedrun's recipe --------------------------------
+# docs/experiments/color_fashion_mnist.md: at cpu600 MoCo v2 probes below its random init on
+# color_fashion_mnist, matching its views on the tint and the background crop; the cue-free data
+# set (whole photos as backgrounds, the tint tied to the photo) is the screen's closest one.
+CUE_FREE = "data.color_fashion_mnist.background_crop=1.0 data.color_fashion_mnist.tint=background"
+COLOR_SPEEDRUN = Grid(
+    name="color_speedrun",
+    title="color_fashion_mnist at the CPU speedrun's recipe, with and without the cues",
+    text="""
+The colour study ([experiments/color_fashion_mnist.md](experiments/color_fashion_mnist.md)) at
+`cpu_speedrun_methods`' recipe (all 60,000 training images, ResNet-18 width 1/2 with the 3×3
+stride-2 stem, batch 64, 2,400 steps): on the data set as generated (each item on its own crop of a
+photo, its own random tint) and on its cue-free variant (`background_crop=1.0`: the whole photo
+behind every item; `tint=background`: the tint tied to the photo, 8 in all), where the two views
+can no longer be matched through the tint or the background crop alone.
+""",
+    device="the 2-core CPU development machine",
+    command="nice -n 19 python experiments/campaign.py --grid=color_speedrun --minutes=60",
+    sets=(*SPEEDRUN_BUDGET, *STRIDE2.split()),
+    curve_points=4,
+    curve_knn=(10_000, 2_000),
+    sections=(
+        Section(
+            key="color_fashion_mnist",
+            title="color_fashion_mnist (as generated: own photo crop and tint per item)",
+            text="",
+            methods=(
+                ("mocov2", "configs/mocov2_color_fashion_mnist.py"),
+                ("scce", "configs/scce_color_fashion_mnist.py"),
+            ),
+        ),
+        Section(
+            key="color_fashion_mnist_cue_free",
+            title="color_fashion_mnist without the cues (whole photos, tint tied to the photo)",
+            text="",
+            methods=(
+                ("mocov2", "configs/mocov2_color_fashion_mnist.py"),
+                ("scce", "configs/scce_color_fashion_mnist.py"),
+            ),
+            sets=tuple(CUE_FREE.split()),
         ),
     ),
 )
@@ -538,6 +597,7 @@ GRIDS = {
         CPU_SPEEDRUN_METHODS,
         OFFICIAL_CPU_LONG,
         CPU_LONG_VARIANTS,
+        COLOR_SPEEDRUN,
         TINY,
     )
 }
@@ -550,4 +610,5 @@ PAGE_GRIDS = (
     "cpu600",
     "cpu_speedrun",
     "cpu_speedrun_methods",
+    "color_speedrun",
 )
