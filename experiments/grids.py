@@ -452,18 +452,19 @@ raw-pixel rows are those of `cpu_long`).
 
 
 # ---- cpu_long_variants: ours at cpu_long's budget with one number of the official run's --------
-# Where the official MoCo v2 (official_cpu_long) and ours differ, ours with one of the official
-# run's settings at a time: its keys' BN over the whole batch of 64 (one process) instead of two
+# Where the official MoCo v2 / MoCoRing (official_cpu_long) and ours differ, ours with the official
+# runs' settings, one at a time and both: its keys' BN over the whole batch of 64 (one process) instead of two
 # shuffled groups of 32, its lr stepped once per epoch (main_moco.py:372-381) instead of per step.
 CPU_LONG_VARIANTS = Grid(
     name="cpu_long_variants",
-    title="cpu_long's MoCo v2 with one of the official run's settings at a time; IRing at the Ring code's",
+    title="cpu_long's MoCo v2 and MoCoRing with the official runs' settings; IRing at the Ring code's",
     text="""
-Our MoCo v2 at `cpu_long`'s budget with one setting of the official run
-([experiments/official.md](experiments/official.md)) at a time: `+keybn64` computes the key
+Our MoCo v2 and MoCoRing at `cpu_long`'s budget with the official runs' settings
+([experiments/official.md](experiments/official.md)), one at a time and together: `+keybn64` computes the key
 encoder's BN over the whole batch of 64 without the shuffle (what the official code does in one
-process), `+epochlr` steps the cosine lr once per epoch as `main_moco.py`'s `adjust_learning_rate`.
-Read beside `cpu_long`'s `mocov2` row and the official one. `iring+official` is our IRing at the
+process), `+epochlr` steps the cosine lr once per epoch as `main_moco.py`'s `adjust_learning_rate`
+and the Ring code's `MoCoLRScheduler`; `+keybn64+epochlr` both. Read beside `cpu_long`'s
+`mocov2` and `mocoring` rows and the official ones. `iring+official` is our IRing at the
 Ring code's own IR settings (bank momentum 0, 4,095 ring draws, uniform bank init), read beside the
 official code at the same settings.
 """,

@@ -37,9 +37,16 @@ def same_or_differs(official: list[float], ours: list[float]) -> str:
     )
 
 
-def loss_figure(method: str, official: list[dict], ours: list[dict], path: str) -> bool:
-    curves = [(r["loss_curve"], "official", "C1") for r in official if r.get("loss_curve")]
-    curves += [(r["loss_curve"], "ours", "C0") for r in ours if r.get("loss_curve")]
+def loss_figure(method: str, sides: list[tuple[str, list[dict]]], path: str) -> bool:
+    """Every seed's loss curve of each side (official, ours, ours at official settings), one
+    colour a side."""
+    colours = ("C1", "C0", "C2", "C3", "C4", "C5")
+    curves = [
+        (r["loss_curve"], side, colour)
+        for (side, records), colour in zip(sides, colours)
+        for r in records
+        if r.get("loss_curve")
+    ]
     if not curves:
         return False
     import matplotlib
@@ -51,15 +58,15 @@ def loss_figure(method: str, official: list[dict], ours: list[dict], path: str) 
     labelled = set()
     for curve, side, colour in curves:
         steps, values = np.array(curve).T
-        label = None if side in labelled else side
+        label = None if side in labelled else side.replace("`", "").replace(f" ({VARIANTS})", "")
         labelled.add(side)
         ax.plot(steps, values, color=colour, alpha=0.7, lw=1, label=label)
     ax.set(
         xlabel="step",
         ylabel="training loss (InfoNCE; JCL: ce + jcl_loss)",
-        title=f"{method}: every seed, both sides",
+        title=f"{method}: every seed, each side",
     )
-    ax.legend()
+    ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -78,9 +85,12 @@ per-GPU groups in one process), ours over two shuffled groups of 32 (`key_bn_gro
 `main_moco.py:372-381` steps the cosine lr once per epoch, ours every step. Ours with either
 official setting (`cpu_long_variants`, 2026-11-27: whole-batch key BN at seeds 0 and 1, per-epoch
 lr at seed 0) closes part of the gap (5.86 and 5.99) and stays within the spread on the probe and
-kNN; the rest of the gap (~0.15) is not explained yet. Left to check: the augmentations' implementations (tf.data's
-against torchvision's crop and jitter), the projector's initialisation (torch's `nn.Linear`
-default against flax's), and both settings together, at three seeds. The cells' CPU minutes (ours 5.5-5.6 in the
+kNN; both settings together (2026-11-28, seed 0) end at 5.93, no nearer than the key BN alone,
+so ~0.2 of the gap is not explained by them (the same two settings do close MoCoRing's gap, see
+below); that cell's probe / kNN (81.48 / 73.67) is one seed, below both sides' seeds. Left to
+check: the augmentations' implementations (tf.data's against torchvision's crop and jitter), the
+projector's initialisation (torch's `nn.Linear` default against flax's), and seeds 1-2 of the
+combined cell. The cells' CPU minutes (ours 5.5-5.6 in the
 variants' cells, the official 9.7) were measured beside other work on the 2-core machine: they are
 not a speed comparison (that needs a side-by-side run on an idle machine).
 """,
@@ -133,19 +143,19 @@ IR cell is still to run). The kNN gap at one seed a side (52.49 against 61.90; 5
 59.20-67.48 at our settings) is left for seeds 1 and 2 to confirm or not.
 """,
     "mocoring": """
-One seed of the official code (2026-11-28): not a verdict. The Ring code's `MoCoRing` at our
+Two seeds of the official code (2026-11-28; the third is queued): the Ring code's `MoCoRing` at our
 config's numbers (τ 0.2, queue 4,096, m 0.99, every entry of each query's ring: descending
-positions 40-408 of the queue, beside the positive) gives probe 83.55, just above ours' three seeds
-(82.83-83.28), and kNN 77.27, among ours' (76.29-77.44); neither side collapses. The losses part in the
-last fifth: the official one stays near 4.5 (4.46-4.51 from step 2,200), ours rise from ~4.65 at
-step 2,200 to 5.12-5.18 at step 3,000 in all three seeds (our MoCo v2's rises less: 6.06 → 6.23).
-Not explained yet; the settings that differ are those of MoCo v2: the keys' BN (the Ring code in
-one process permutes the 64 keys and computes one BN over them, `src/systems/systems.py:295-307`;
-ours 2 shuffled groups of 32) and the lr (the code's `MoCoLRScheduler` sets the cosine once per
-epoch, `src/utils/callbacks.py:18-30`; ours every step). Also not reproduced here: the code's
-Lightning validation runs `_momentum_update_key_encoder` once per test batch (systems.py:291), which
-the official run with `validate` on would add to the key encoder's EMA each epoch (the shim table).
-Left: seeds 1 and 2, and ours with whole-batch key BN and per-epoch lr.
+positions 40-408 of the queue, beside the positive) gives probe and kNN within ours' spread, and
+neither side collapses. The losses parted in the last fifth: the official ones stay near 4.5-4.6,
+ours rose from ~4.65 at step 2,200 to 5.12-5.18 at step 3,000 in all three seeds. Found
+(2026-11-28, `cpu_long_variants`, seed 0): the gap is the two settings in which one process of the
+Ring code differs from ours, not the code. Its keys' BN runs over the whole batch of 64 (the
+`shuffle_bn` branch of `src/systems/systems.py:293-307` permutes the 64 keys and computes one BN
+over them), ours over two shuffled groups of 32; and its `MoCoLRScheduler`
+(`src/utils/callbacks.py:18-30`) sets the cosine lr once per epoch, ours every step. With the
+whole-batch key BN alone ours ends at 4.69 (still rising to 4.82 at step 3,000); with both
+settings at 4.53, between the official seeds' 4.48 and 4.58, with no late rise (4.59 at step
+3,000), and probe 83.16 / kNN 77.24, among the official seeds. The figure draws all four.
 """,
     "scce": """
 The official code is CEA-LIST/SCE, not its archived successor juliendenize/eztorch: both need
@@ -251,7 +261,7 @@ def method_rows(official_grid: grids.Grid, ours_grid: grids.Grid) -> list[str]:
             if method in FINDINGS:
                 out += ["", " ".join(FINDINGS[method].split())]
             figure = os.path.join(ROOT, "docs", "experiments", f"official_{method}_loss.png")
-            if loss_figure(method, official, ours, figure):
+            if loss_figure(method, sides, figure):
                 out += ["", f"![loss curves]({os.path.basename(figure)})"]
             out.append("")
     return out
