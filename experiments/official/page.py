@@ -114,19 +114,21 @@ machine, torch's OpenMP workers spin-wait, 4.5 s a step against 0.14 s in a shor
 other work; ours recorded no CPU time: not a speed comparison.
 """,
     "iring": """
-Two seeds of the official code (2026-11-28). The Ring code's `NCERing` at our
+Three seeds of the official code (2026-11-28). The Ring code's `NCERing` at our
 config's numbers (bank momentum 0.5, 4,096 ring draws beside the positive: its k = 4,097, normal
 bank rows, outer / inner 0.1 of the 10,000 rows: draws from descending ranks 100-999) collapses as
 ours does: its loss reaches ln 4,097 = 8.318 (the positive and every ring draw scored alike) at
-step ~1,000 in both seeds and stays there (ours: steps 960-1,120 over three seeds), and its curves
+step ~1,000 (within 0.1 of it from step 940-960 in all three seeds, within 0.02 from step 1,440 /
+1,100 / 1,880) and stays there (ours: steps 960-1,120 over three seeds).
+Its curves
 lie on ours step for step, the jumps at each epoch's boundary included (156 steps: each image's
-positive is its own bank row, written once an epoch). Probe 76.15 / 76.66 within ours' range
-(71.44-79.85); kNN 57.38 / 68.27 on either side of ours' three (59.20-67.48): the seeds spread as
-widely as ours on a collapsed encoder. The code's order, the loss on the stale bank, then the bank write under
+positive is its own bank row, written once an epoch). Probe 76.15 / 76.66 / 77.55 within ours'
+range (71.44-79.85); kNN 57.38 / 68.27 / 64.83 on either side of ours' three (59.20-67.48): the
+seeds spread as widely as ours on a collapsed encoder. The code's order, the loss on the stale bank, then the bank write under
 no_grad inside `get_losses_for_batch` (`src/systems/systems.py:185-190`), then backward and the
 step, is ours (`iring.loss_fn`, then `ir.update_buffers`); both sides compute the query's BN over
 the whole batch of 64. So `cpu_long`'s IRing below IR is the budget and the method at it, not our
-code. Left: seed 2.
+code.
 """,
     "iring+official": """
 One seed of the official code (2026-11-28): not a verdict. At the Ring code's own IR settings
