@@ -145,7 +145,7 @@ IR cell is still to run). The kNN gap at one seed a side (52.49 against 61.90; 5
 59.20-67.48 at our settings) is left for seeds 1 and 2 to confirm or not.
 """,
     "mocoring": """
-Two seeds of the official code (2026-11-28; the third is queued): the Ring code's `MoCoRing` at our
+Three seeds of the official code (2026-11-28): the Ring code's `MoCoRing` at our
 config's numbers (τ 0.2, queue 4,096, m 0.99, every entry of each query's ring: descending
 positions 40-408 of the queue, beside the positive) gives probe and kNN within ours' spread, and
 neither side collapses. The losses parted in the last fifth: the official ones stay near 4.5-4.6,
@@ -156,8 +156,8 @@ Ring code differs from ours, not the code. Its keys' BN runs over the whole batc
 over them), ours over two shuffled groups of 32; and its `MoCoLRScheduler`
 (`src/utils/callbacks.py:18-30`) sets the cosine lr once per epoch, ours every step. With the
 whole-batch key BN alone ours ends at 4.69 (still rising to 4.82 at step 3,000); with both
-settings at 4.53, between the official seeds' 4.48 and 4.58, with no late rise (4.59 at step
-3,000), and probe 83.16 / kNN 77.24, among the official seeds. The figure draws all four.
+settings at 4.53, among the official seeds' 4.48 / 4.58 / 4.52, with no late rise (4.59 at step
+3,000), and probe 83.16 / kNN 77.24 (seed 0; seeds 1-2 are running) beside the official seeds. The figure draws all four.
 """,
     "scce": """
 The official code is CEA-LIST/SCE, not its archived successor juliendenize/eztorch: both need
