@@ -44,9 +44,8 @@ def parse_flags(argv: list[str]):
     gets); a mistake in either is one `error:` line and exit status 2, not a traceback."""
     try:
         FLAGS([a for a in argv if not a.startswith(OVERRIDE)])
-        return configs.load(
-            FLAGS.config, [a[len(OVERRIDE) :] for a in argv if a.startswith(OVERRIDE)]
-        )
+        overrides = [a[len(OVERRIDE) :] for a in argv if a.startswith(OVERRIDE)]
+        return configs.load(FLAGS.config, overrides).lock()  # as ml_collections' flag locks it
     except flags.Error as e:
         progress.user_error(str(e).strip().splitlines()[0])
     except configs.ConfigError as e:
