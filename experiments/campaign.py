@@ -252,8 +252,7 @@ def baseline_subset_knn(grid: grids.Grid, config, exp=None, variables=None) -> f
     """A baseline's kNN on the images the grid's kNN curves use (`grid.curve_knn`, the first
     train / test images), so that the curves' figure compares like with like; None when the curves
     use every image (the baseline's `knn_top1` is then the same thing)."""
-    from ssl_jax import train
-    from ssl_jax.evaluate import evaluators, knn
+    from ssl_jax.evaluate import evaluators, knn, run_features
 
     num_train, num_test = grid.curve_knn
     if num_train <= 0:
@@ -263,7 +262,7 @@ def baseline_subset_knn(grid: grids.Grid, config, exp=None, variables=None) -> f
         read = lambda split, n: evaluators.raw_pixels(config, split, n, k.batch_size)
     else:
         stages = config.evals.probe_table.features == "stages"  # the cells' features
-        read = lambda split, n: train.extract_features(
+        read = lambda split, n: run_features.extract_features(
             exp, variables, split, n, batch_size=k.batch_size, stages=stages
         )
     train_xy, test_xy = read(data.eval_train_split, num_train), read(data.eval_test_split, num_test)

@@ -247,12 +247,13 @@ def diagnose_main(args) -> None:
 
     from ssl_jax import train
     from ssl_jax.evaluate.evaluators import probe_and_knn, probe_args
+    from ssl_jax.evaluate.run_features import features_fn
 
     config = load_config(args.config, [*CPU600_SETS, *args.set], args.seed)
     state = train.train_and_evaluate(config, args.run)  # restores the finished run
     exp = train.build_experiment(config)
     init = train.init_or_restore(exp, None)
-    fn = train.features_fn(exp)
+    fn = features_fn(exp)
     options = cfm.check_config(config.data.color_fashion_mnist)
     span = max(options.size, round(options.size / options.background_crop)) - options.size + 1
     n = args.num

@@ -49,12 +49,12 @@ def protocol(config) -> str:
 def evaluate(config, variables, exp) -> dict[str, float]:
     """Probe and kNN top-1 of one encoder's variables, as the default job's probe table
     (`config.evals.probe_table`: its solver, `features`, `knn_k` / `knn_temperature`)."""
-    from ssl_jax import train
     from ssl_jax.evaluate.evaluators import probe_and_knn, probe_args
+    from ssl_jax.evaluate.run_features import extract_features
 
     tr_split, te_split = config.data.eval_train_split, config.data.eval_test_split
     pt = config.evals.probe_table
-    read = lambda split, n: train.extract_features(
+    read = lambda split, n: extract_features(
         exp, variables, split, n, batch_size=pt.batch_size, stages=pt.features == "stages"
     )
     tr, te = read(tr_split, pt.num_train), read(te_split, -1)

@@ -175,13 +175,15 @@ class JaxSide:
         self.state = train.prepare_fresh_state(self.exp, train.init_or_restore(self.exp, None))
 
     def features(self, path: str, num_train: int) -> None:
+        from ssl_jax.evaluate.run_features import extract_features
+
         variables = {"params": self.state.params, "batch_stats": self.state.batch_stats}
         data, out = self.config.data, {}
         for name, split, limit in (
             ("train", data.eval_train_split, num_train),
             ("test", data.eval_test_split, -1),
         ):
-            out[name], out[name + "_label"] = self.train.extract_features(
+            out[name], out[name + "_label"] = extract_features(
                 self.exp, variables, split, limit, batch_size=256
             )
         np.savez(path, **out)

@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from ssl_jax import train  # noqa: E402
 from ssl_jax.evaluate.encoder import load_encoder, split_features  # noqa: E402
 from ssl_jax.evaluate.linear_probe import fit_linear_probe  # noqa: E402
+from ssl_jax.evaluate.run_features import features_fn  # noqa: E402
 from ssl_jax.models import resnet  # noqa: E402
 
 
@@ -65,7 +66,7 @@ def main() -> None:
     exp = train.build_experiment(config)
     state = train.init_or_restore(exp, None)
     random_init = {"params": state.params, "batch_stats": state.batch_stats}
-    fn = train.features_fn(exp, stages=True)  # what the probe table's 'stages' rows use
+    fn = features_fn(exp, stages=True)  # what the probe table's 'stages' rows use
     dims, grid = stage_dims(config), [float(v) for v in args.l2_grid.split(",")]
     sets = feature_sets()
     results = {}

@@ -111,8 +111,8 @@ def view_pairs(config, split: str, critic, seed: int):
     import jax
     import jax.numpy as jnp
 
-    from ssl_jax import train
-    from ssl_jax.data import device_augment, pipeline
+    from ssl_jax.data import device_augment, pipeline, train_input
+    from ssl_jax.models import compute_dtype
 
     c = type(config)(config.to_dict())
     c.data.train_split = split
@@ -120,13 +120,12 @@ def view_pairs(config, split: str, critic, seed: int):
     c.data.shuffle_buffer = max(critic.batch, critic.train_subset or config.data.shuffle_buffer)
     c.global_batch_size = critic.batch
     c.seed = seed
-    rng = jax.random.PRNGKey(seed)
+    rng, dtype = jax.random.PRNGKey(seed), compute_dtype(c.model.dtype)  # as the step makes them
     for i, batch in enumerate(pipeline.train_iterator(c)):
+        raw = device_augment.batch_views(c.data, batch)
         views = [
             jnp.asarray(v, jnp.float32)
-            for v in train.prepare_views(
-                c, device_augment.batch_views(c.data, batch), jax.random.fold_in(rng, i)
-            )
+            for v in train_input.prepare_views(c, raw, jax.random.fold_in(rng, i), dtype)
         ]
         yield (views[0][..., :1], views[0][..., 1:]) if len(views) == 1 else (views[0], views[1])
 

@@ -1,8 +1,9 @@
 """Config defaults shared by every `configs/*.py` file, and validation before anything compiles.
 
 A config file calls `base_config()` and writes its run's numbers (shared pieces: `configs/common.py`,
-which library code never imports). Scripts load a config with `load('configs/X.py[:arg]')` and
-override fields with `apply_override(c, 'a.b=v')`. Config files import this module, so it imports
+which library code never imports). The command line (`--config=X --config.a.b=v`) and scripts load
+a config with `load('configs/X.py[:arg]', ['a.b=v', ...])`, each override `apply_override`'s, whose
+`ConfigError` is the command line's one error line. Config files import this module, so it imports
 neither jax nor the modules that check a config: `validation.validate` checks a whole config, and
 `config_checks` holds `ConfigError` and the value checks every module may use.
 """
@@ -13,6 +14,7 @@ import ast
 import difflib
 import importlib.util
 import os
+from collections.abc import Sequence
 
 import ml_collections
 
@@ -176,8 +178,10 @@ def base_config() -> ml_collections.ConfigDict:
     return c
 
 
-def load(spec: str) -> ml_collections.ConfigDict:
-    """`configs/X.py[:arg]` → `get_config(arg)`, as `--config=` does (for scripts and notebooks)."""
+def load(spec: str, overrides: Sequence[str] = ()) -> ml_collections.ConfigDict:
+    """`configs/X.py[:arg]` → `get_config(arg)`, then each `'a.b=v'` of `overrides` applied
+    (`apply_override`): the command line's config (`--config=X --config.a.b=v`), and scripts'. A
+    file that does not exist, an unknown `:arg`, key or a value of the wrong type: `ConfigError`."""
     path, _, arg = spec.partition(":")
     if not os.path.isfile(path):
         raise ConfigError(f"config file {path!r} does not exist")
@@ -185,7 +189,16 @@ def load(spec: str) -> ml_collections.ConfigDict:
     module_spec = importlib.util.spec_from_file_location(f"_ssl_jax_config_{name}", path)
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
-    return module.get_config(arg or None)
+    config = module.get_config(arg or None)
+    for assignment in overrides:
+        apply_override(config, assignment)
+    return config
+
+
+def runlocal_requested(spec: str) -> bool:
+    """Whether `configs/X.py[:arg]`'s argument names `runlocal` (`configs/X.py:runlocal,keys=8`)."""
+    arg = spec.partition(":")[2]
+    return "runlocal" in [part.split("=")[0].strip() for part in arg.split(",")]
 
 
 def _suggest(node, name: str) -> str:
@@ -200,11 +213,13 @@ def _suggest(node, name: str) -> str:
 
 def apply_override(c: ml_collections.ConfigDict, assignment: str) -> None:
     """`'a.b=value'` applied in place, as `--config.a.b=value` does: the value is parsed as a Python
-    literal when it is one (else kept as a string); an int given for a float field becomes a float;
-    an unknown key or a value of another type raises `ConfigError`."""
+    literal when it is one (else kept as a string; `true` / `false` for a bool field); an int given
+    for a float field becomes a float; an unknown key or a value of another type: `ConfigError`."""
     key, sep, text = assignment.partition("=")
     if not sep:
-        raise ConfigError(f"an override is key=value, got {assignment!r}")
+        raise ConfigError(
+            f"config.{key} has no value; an override is key=value (--config.{key}=VALUE)"
+        )
     *parents, leaf = key.split(".")
     node, path = c, "config"
     for part in parents:
@@ -224,12 +239,15 @@ def apply_override(c: ml_collections.ConfigDict, assignment: str) -> None:
         value = float(value)
     if isinstance(old, tuple) and isinstance(value, list):
         value = tuple(value)
+    if isinstance(old, bool) and text.lower() in ("true", "false"):
+        value = text.lower() == "true"
+    wrong = f"config.{key}={value!r} has type {type(value).__name__}; the field holds"
     if old is not None and not isinstance(value, type(old)):
-        raise ConfigError(
-            f"config.{key}={value!r} has type {type(value).__name__}; "
-            f"the field holds {type(old).__name__} ({old!r})"
-        )
-    node[leaf] = value
+        raise ConfigError(f"{wrong} {type(old).__name__} ({old!r})")
+    try:
+        node[leaf] = value
+    except TypeError:  # a typed placeholder (None until set): `config_dict.placeholder(int)`
+        raise ConfigError(f"{wrong} {node.get_ref(leaf).get_type().__name__} (None)") from None
 
 
 def describe_runlocal(config: ml_collections.ConfigDict, num_train: int) -> str:

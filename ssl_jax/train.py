@@ -20,15 +20,10 @@ from absl import logging
 
 from ssl_jax import checkpoint, optim, progress, run_control, sharding, validation
 from ssl_jax.config_checks import ConfigError
-from ssl_jax.data import train_input
 from ssl_jax.data.train_input import TrainInput
 from ssl_jax.evaluate.encoder import RowEmbedder
 from ssl_jax.evaluate.evaluators import build_evaluators
-from ssl_jax.evaluate.run_features import (  # features_fn, extract_features: as train.X for scripts
-    eval_context,
-    extract_features,  # noqa: F401
-    features_fn,  # noqa: F401
-)
+from ssl_jax.evaluate.run_features import eval_context
 from ssl_jax.methods import METHODS
 from ssl_jax.methods.common import StepContext, StepInput, method_hparams
 from ssl_jax.models import compute_dtype
@@ -106,12 +101,6 @@ def build_experiment(config: ml_collections.ConfigDict, mesh=None) -> Experiment
         state_initializer(tx=tx, method=method, ctx=ctx, sample_input=sample_input),
         inputs,
     )
-
-
-def prepare_views(config, views, rng):
-    """uint8 host views → model input in the compute dtype, as the step makes them (the view
-    studies call it on tf.data batches)."""
-    return train_input.prepare_views(config, views, rng, compute_dtype(config.model.dtype))
 
 
 def step_input(exp: Experiment, state: TrainState, batch) -> StepInput:

@@ -63,12 +63,19 @@ def tiny_config(method: str = "mocov2", **method_config) -> ml_collections.Confi
 
 
 def synthetic_batch(config, step: int, size: int = 16) -> dict:
-    """A deterministic fake batch of uint8 views, shaped like the pipeline's output."""
+    """A deterministic fake batch of uint8 views, shaped like the pipeline's output: `size` px, a
+    jigsaw view (its recipe ends with the jigsaw op, InfoMin's third) a mosaic of grid × grid
+    patches, its side a multiple of the grid."""
     rng = np.random.default_rng(step)
     b = config.global_batch_size
+
+    def side(view: str) -> int:
+        last = (tuple(config.data.recipes.get(view, ())) or ({},))[-1]
+        return size - size % last["grid"] if last.get("op") == "jigsaw" else size
+
     views = tuple(
-        rng.integers(0, 256, size=(b, size, size, config.data.channels), dtype=np.uint8)
-        for _ in config.data.views
+        rng.integers(0, 256, size=(b, side(v), side(v), config.data.channels), dtype=np.uint8)
+        for v in config.data.views
     )
     index = (np.arange(b) + step * b) % config.data.train_subset
     return {"views": views, "index": index.astype(np.int32), "label": (index % 10).astype(np.int32)}

@@ -22,9 +22,9 @@ def main(argv: list[str]) -> int:
     sigterm_at = int(argv[3]) if len(argv) > 3 else None
     import jax
 
-    from ssl_jax.main import initialize_distributed
+    from ssl_jax import distributed
 
-    initialize_distributed()
+    distributed.initialize(os.environ)
     # as tests/conftest.py: the same random bits on any device count. No persistent compilation
     # cache: an executable of a cross-process computation loaded from it hangs the gloo collectives.
     jax.config.update("jax_threefry_partitionable", True)

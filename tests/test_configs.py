@@ -464,6 +464,26 @@ def test_apply_override_suggests_the_close_key():
     assert c.evals.knn.every_steps == 100
 
 
+def test_apply_override_types_a_placeholder_and_reads_a_bool():
+    """An eval job's typed placeholder (None until set) takes its type only, as one `ConfigError`;
+    a bool field takes `true` / `false` as the command line writes them."""
+    c = configs.load(os.path.join(ROOT, "configs/knn.py"), ["data.image_size=32"])
+    assert c.data.image_size == 32
+    with pytest.raises(
+        configs.ConfigError, match=r"image_size='abc' has type str; .* int \(None\)"
+    ):
+        configs.apply_override(
+            configs.load(os.path.join(ROOT, "configs/knn.py")), "data.image_size=abc"
+        )
+    c = _local()
+    configs.apply_override(c, "data.cache=true")
+    assert c.data.cache is True
+    configs.apply_override(c, "data.cache=False")
+    assert c.data.cache is False
+    with pytest.raises(configs.ConfigError, match="cache='yes' has type str; the field holds bool"):
+        configs.apply_override(c, "data.cache=yes")
+
+
 def test_overrides_named_in_the_readme_and_docs_are_keys():
     """`--config.a.b=` in the README, the docs and the config docstrings names a key of a pretraining
     config (JCL's or IRing's) or, `init`, of the evaluation jobs."""
@@ -492,19 +512,18 @@ def test_overrides_named_in_the_readme_and_docs_are_keys():
 
 
 @pytest.mark.parametrize(
-    "argv, expected",
+    "spec, expected",
     [
-        (["m", "--config=configs/mocov2_cifar10.py:runlocal"], True),
-        (["m", "--config", "configs/x.py:keys=8,runlocal"], True),
-        (["m", "--config=configs/x.py:runlocal=False"], True),  # the flag's name: the file decides
-        (["m", "--config=configs/x.py"], False),
-        (["m", "--config=configs/runlocal.py"], False),
+        ("configs/mocov2_cifar10.py:runlocal", True),
+        ("configs/x.py:keys=8,runlocal", True),
+        ("configs/x.py:runlocal=False", True),  # the flag's name: the file decides
+        ("configs/x.py:keys=8", False),
+        ("configs/x.py", False),
+        ("configs/runlocal.py", False),
     ],
 )
-def test_runlocal_is_read_from_the_config_argument(argv, expected):
-    from ssl_jax import main
-
-    assert main._runlocal_requested(argv) is expected
+def test_runlocal_is_read_from_the_config_argument(spec, expected):
+    assert configs.runlocal_requested(spec) is expected
 
 
 def test_runlocal_says_what_data_it_trains_on():

@@ -235,12 +235,18 @@ def _error_lines(stderr: str) -> list[str]:
             "--config=configs/no_such_config.py",
             "error: config file 'configs/no_such_config.py' does not exist",
         ),
+        (
+            "--config.optim.base_lr",  # no `=VALUE` (`--config.a.b VALUE` is not read either)
+            "error: config.optim.base_lr has no value; an override is key=value "
+            "(--config.optim.base_lr=VALUE)",
+        ),
+        ("--wrokdir=x", "error: Unknown command line flag 'wrokdir'. Did you mean: workdir ?"),
     ],
 )
 def test_command_line_mistakes_are_one_error_line(tmp_path, arg, message):
-    """A config file that does not exist, a mistyped `--config.` key, a value of the wrong type or an
-    unknown `:arg`: one `error:` line
-    on stderr and exit status 2, as the validation errors, not a traceback from flag parsing."""
+    """A config file that does not exist, a mistyped `--config.` key, a value of the wrong type, an
+    unknown `:arg`, an override without its value or a mistyped flag: one `error:` line on stderr
+    and exit status 2, as the validation errors, not a traceback from flag parsing."""
     config = "--config=configs/mocov2_fashion_mnist.py:runlocal"
     args = [arg] if arg.startswith("--config=") else [config, arg]
     result = _run_main(*args, f"--workdir={tmp_path / 'run'}")

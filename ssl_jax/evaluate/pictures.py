@@ -245,6 +245,15 @@ def write_all(workdir: str, *, num_points: int = TSNE_POINTS) -> list[str]:
     return paths
 
 
+def after_pretraining(config: ml_collections.ConfigDict, workdir: str) -> list[str]:
+    """The pictures of a completed pretraining whose probe table ran (at its last step), as the
+    default job ends; none otherwise. On every process, as `write_all`."""
+    evals = config.get("evals") or {}
+    if any(e.get("type") == "probe_table" and e.get("every_steps", 0) >= 0 for e in evals.values()):
+        return write_all(workdir, num_points=tsne_points(config))
+    return []
+
+
 def main(argv) -> None:
     del argv
     from absl import flags

@@ -171,7 +171,7 @@ def test_main_without_tensorflow(fashion_dir, tmp_path):
         f"--config.data.data_dir={fashion_dir}",
     ]
     result = run_main_without_tensorflow([*args, "--config.job=nope"], timeout=300)
-    assert "config.job='nope' is not known" in result.stderr, result.stderr[-6000:]
+    assert "config.job='nope' is not allowed" in result.stderr, result.stderr[-6000:]
     assert result.returncode == 2 and "no tensorflow: ok" in result.stdout
 
     result = run_main_without_tensorflow(

@@ -14,6 +14,7 @@ from configs import linear_probe as probe_config
 from ssl_jax import checkpoint, configs, train
 from ssl_jax.evaluate import knn, linear_probe
 from ssl_jax.evaluate.encoder import load_encoder, split_features
+from ssl_jax.evaluate.run_features import features_fn
 
 STAGES = "features: stages (every stage's pool, 120-d)"  # ResNet-18 at width 1/8: 8+16+32+64
 
@@ -43,7 +44,7 @@ def test_encoder_stage_features_are_the_probe_tables(pretrained_workdir):
     exp = train.build_experiment(config)
     state = train.init_or_restore(exp, checkpoint.Checkpointer(pretrained_workdir))
     variables = {"params": state.params, "batch_stats": state.batch_stats}
-    table_fn = train.features_fn(exp, stages=True)  # the probe table's `stage_feature_fn`
+    table_fn = features_fn(exp, stages=True)  # the probe table's `stage_feature_fn`
     pixels = np.random.default_rng(0).integers(0, 256, (8, 16, 16, 1), dtype=np.uint8)
     expected = np.asarray(table_fn(variables, pixels))
     f = np.asarray(enc.features(enc.normalize(pixels), stages=True))
