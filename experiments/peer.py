@@ -200,13 +200,13 @@ def fit_probe(path: str) -> dict:
 
 def _source_arrays(datasets, data_config, split: str) -> tuple[np.ndarray, np.ndarray]:
     """A split's uint8 images [N, H, W, C] and labels, as `datasets` reads them."""
-    from ssl_jax.data import color_fashion_mnist, fashion_mnist
+    from ssl_jax.data import color_fashion_mnist, fashion_mnist, source
 
     paths = datasets._fashion_paths(data_config, split)
     if data_config.name == "fashion_mnist":
         return fashion_mnist.read_split(*paths)
 
-    cfg = datasets._get(data_config, "color_fashion_mnist", None)
+    cfg = source.config_get(data_config, "color_fashion_mnist", None)
     return datasets._color_fashion_arrays(
         *paths,
         split,

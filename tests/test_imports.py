@@ -25,6 +25,7 @@ LEAVES = (
     "ssl_jax.sharding",
     "ssl_jax.data.color",
     "ssl_jax.data.fashion_mnist",
+    "ssl_jax.data.source",
 )
 
 

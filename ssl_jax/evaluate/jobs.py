@@ -27,7 +27,7 @@ from ml_collections import config_dict
 
 from ssl_jax import models, optim, progress
 from ssl_jax.config_checks import ConfigError, check_allowed
-from ssl_jax.data import datasets
+from ssl_jax.data import datasets, image_folder
 from ssl_jax.evaluate.encoder import FEATURES, Encoder, FeatureFn, describe_features, load_encoder
 
 # config.data keys a job may override (None = keep the pretraining run's value). The normalisation
@@ -125,8 +125,8 @@ def num_classes(data_config, split: str) -> int:
     name = data_config.name
     if name in NUM_CLASSES:
         return NUM_CLASSES[name]
-    # image_folder: one class per sub-folder, as datasets.py labels them
-    return len(set(datasets._list_folder(datasets._folder_for_split(data_config, split))[1]))
+    # image_folder: one class per sub-folder, as image_folder.py labels them
+    return len(set(image_folder.list_folder(image_folder.folder_for_split(data_config, split))[1]))
 
 
 def check_labelled(config, splits: tuple[str, ...], job: str) -> None:

@@ -69,7 +69,7 @@ def make_config(data_dir: str = "", *, seed: int = 0, global_batch_size: int = 8
 def mock_tfds(num_examples: int):
     """`tfds.testing.mock_data` (random examples of each set's features, no prepare) with the
     builders saying they are prepared: the mock stands for prepared data, so the loader's check
-    for a download that cannot be had (`datasets._tfds_prepare`) does not run. The real prepare
+    for a download that cannot be had (`tfds_source._tfds_prepare`) does not run. The real prepare
     path has its own tests (`tests/data/test_tfds_prepare.py`)."""
     from unittest import mock
 

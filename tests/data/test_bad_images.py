@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from ssl_jax import configs, train, validation
-from ssl_jax.data import datasets
+from ssl_jax.data import datasets, image_folder
 from tests.helpers import tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -95,13 +95,13 @@ def test_skip_trains_on_the_rest_and_names_each_file(folder, tmp_path, caplog):
 def test_second_open_reads_the_cache(folder, monkeypatch):
     dc = _config(folder, "skip").data
     calls = []
-    decode = datasets.image_error
+    decode = image_folder.image_error
 
     def counting(path, channels):
         calls.append(path)
         return decode(path, channels)
 
-    monkeypatch.setattr(datasets, "image_error", counting)
+    monkeypatch.setattr(image_folder, "image_error", counting)
     assert datasets.num_examples(dc, "train") == 20
     assert len(calls) == 23
     datasets.clear_cache()  # a new process: only the cache file remains
@@ -122,7 +122,7 @@ def test_read_only_folder_caches_in_the_user_cache(folder, tmp_path, monkeypatch
     monkeypatch.setattr(os, "access", lambda path, mode: False)
     dc = _config(folder, "skip").data
     assert datasets.num_examples(dc, "train") == 20
-    assert not os.path.exists(os.path.join(folder, datasets.CHECK_FILE))
+    assert not os.path.exists(os.path.join(folder, image_folder.CHECK_FILE))
     assert len(os.listdir(tmp_path / "cache" / "ssl_jax" / "image_check")) == 1
 
 

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from ssl_jax.data import datasets
+from ssl_jax.data import datasets, tfds_source
 from tests.helpers import run_main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -215,7 +215,7 @@ def test_a_tfds_set_prepares_from_its_archive_in_manual_dir(tmp_path, monkeypatc
     info = tfds.core.download.checksums.compute_url_info(archive)
     info = type(info)(size=info.size, checksum=info.checksum, filename=filename)
     monkeypatch.setattr(builder_cls, "url_infos", {url: info})
-    monkeypatch.setattr(datasets, "_unreachable", lambda urls, **kw: pytest.fail("no download"))
+    monkeypatch.setattr(tfds_source, "_unreachable", lambda urls, **kw: pytest.fail("no download"))
     config = datasets_config(name, str(tmp_path / "tfds"), str(manual))
     datasets.prepare(config)
     for ours, theirs in splits.items():
@@ -233,7 +233,7 @@ def test_a_tfds_set_prepares_from_its_archive_in_manual_dir(tmp_path, monkeypatc
 def test_a_set_that_cannot_be_had_is_one_error_line_before_anything_is_written(tmp_path):
     """CIFAR-10, not prepared in an empty `data_dir`, no network here (CI and this machine have
     none; where a machine has, the download host answers and this test is skipped)."""
-    if not datasets._unreachable(["https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz"]):
+    if not tfds_source._unreachable(["https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz"]):
         pytest.skip("this machine reaches www.cs.toronto.edu: cifar10 would download")
     empty, workdir = tmp_path / "empty", tmp_path / "run"
     empty.mkdir()
@@ -265,13 +265,13 @@ def test_no_network_is_found_fast_and_said_in_the_error(tmp_path, monkeypatch):
     never.settimeout(0)
     url = f"http://127.0.0.1:{never.getsockname()[1]}/cifar-10-binary.tar.gz"
     start = time.time()
-    why = datasets._unreachable([url], timeout=1.0)
+    why = tfds_source._unreachable([url], timeout=1.0)
     assert why and time.time() - start < 3
     import tensorflow_datasets as tfds
 
     builder_cls = tfds.builder_cls("cifar10")
     monkeypatch.setattr(builder_cls, "url_infos", {url: None})
-    monkeypatch.setattr(datasets, "REACH_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(tfds_source, "REACH_TIMEOUT_S", 1.0)
     called = []
     monkeypatch.setattr(builder_cls, "download_and_prepare", lambda *a, **k: called.append(1))
     config = datasets_config("cifar10", str(tmp_path / "tfds"))
