@@ -156,7 +156,7 @@ Ring code differs from ours, not the code. Its keys' BN runs over the whole batc
 over them), ours over two shuffled groups of 32; and its `MoCoLRScheduler`
 (`src/utils/callbacks.py:18-30`) sets the cosine lr once per epoch, ours every step. With the
 whole-batch key BN alone ours ends at 4.69 (still rising to 4.82 at step 3,000); with both
-settings at 4.53 over three seeds (4.53 / 4.53 / 4.54), the official seeds' mean (4.48 / 4.58 /
+settings at 4.53 over three seeds (4.53 / 4.51 / 4.54), the official seeds' mean (4.48 / 4.58 /
 4.52), with no late rise, and its kNN is the official one (77.23 ± 0.08 against 77.29 ± 0.14).
 The probe is not: 82.99 ± 0.15 against 83.46 ± 0.15 with the official settings, as 83.03 ± 0.23
 without them, so the settings explain the loss but not the probe's ~0.45 points. Not found yet;
