@@ -514,6 +514,10 @@ official code at the same settings.
 # docs/experiments/color_fashion_mnist.md: at cpu600 MoCo v2 probes below its random init on
 # color_fashion_mnist, matching its views on the tint and the background crop; the cue-free data
 # set (whole photos as backgrounds, the tint tied to the photo) is the screen's closest one.
+COLOR_METHODS = (
+    ("mocov2", "configs/mocov2_color_fashion_mnist.py"),
+    ("scce", "configs/scce_color_fashion_mnist.py"),
+)
 CUE_FREE = "data.color_fashion_mnist.background_crop=1.0 data.color_fashion_mnist.tint=background"
 COLOR_SPEEDRUN = Grid(
     name="color_speedrun",
@@ -536,19 +540,13 @@ can no longer be matched through the tint or the background crop alone.
             key="color_fashion_mnist",
             title="color_fashion_mnist (as generated: own photo crop and tint per item)",
             text="",
-            methods=(
-                ("mocov2", "configs/mocov2_color_fashion_mnist.py"),
-                ("scce", "configs/scce_color_fashion_mnist.py"),
-            ),
+            methods=COLOR_METHODS,
         ),
         Section(
             key="color_fashion_mnist_cue_free",
             title="color_fashion_mnist without the cues (whole photos, tint tied to the photo)",
             text="",
-            methods=(
-                ("mocov2", "configs/mocov2_color_fashion_mnist.py"),
-                ("scce", "configs/scce_color_fashion_mnist.py"),
-            ),
+            methods=COLOR_METHODS,
             sets=tuple(CUE_FREE.split()),
         ),
     ),
