@@ -113,6 +113,16 @@ with one torch thread (`SSL_JAX_OFFICIAL_THREADS=1`: with two, beside the other 
 machine, torch's OpenMP workers spin-wait, 4.5 s a step against 0.14 s in a short test) and beside
 other work; ours recorded no CPU time: not a speed comparison.
 """,
+    "ir": """
+One seed of the official code (2026-11-28): not a verdict. The Ring code's `NCE` on its
+`MemoryBank` at our config's numbers (4,096 draws beside the positive: its k = 4,097, bank
+momentum 0.5, normal bank rows) escapes the near-collapse as ours does: its loss curve lies on
+ours' seeds 0 and 1 from step ~1,000 (mean of the last fifth 7.22 against 7.27 / 7.32; ours' seed 2
+ends lower, 6.11). Probe 78.76 / kNN 66.69, below ours' three seeds on the probe (80.07-82.46) and
+among them on the kNN (67.56-74.28). One official IR cell took 73 min of wall time here beside other
+jobs (24 CPU-min on one thread, against ~8 for the official MoCoRing), so seeds 1 and 2 are left
+for later.
+""",
     "iring": """
 Three seeds of the official code (2026-11-28). The Ring code's `NCERing` at our
 config's numbers (bank momentum 0.5, 4,096 ring draws beside the positive: its k = 4,097, normal
