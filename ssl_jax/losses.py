@@ -332,7 +332,9 @@ def margin_nce_from_similarities(
     """MarginNCE on precomputed cosines (InterCLR's inter branch with a sharded bank: the method
     computes `q·bank[rows]` device-locally, `memory.row_similarities`).
 
-    `L = mean_b −log( e^{(p_b − m)/τ} / (e^{(p_b − m)/τ} + Σ_n e^{s_bn/τ}) )`.
+    `L = mean_b −log( e^{(p_b − m)/τ} / (e^{(p_b − m)/τ} + Σ_n e^{s_bn/τ}) )`: MarginNCE
+    (InterCLR, Xie et al. IJCV 2022, Eq. 3; mmselfsup 0.x `interclr_moco.py`), a cosine margin m on
+    the positive only. The official inter branch uses m = −0.5 ("less stringent"); m = 0 is InfoNCE.
 
     Args:
       positive_sim: `[B]` cos(q, p).
@@ -350,31 +352,6 @@ def margin_nce_from_similarities(
     if negative_mask is not None:
         neg = jnp.where(negative_mask, neg, -jnp.inf)
     return jnp.mean(_nll_of_positive(pos, neg))
-
-
-def margin_nce(
-    query: Array, positive: Array, negatives: Array, temperature: float, margin: float
-) -> jax.Array:
-    """MarginNCE (InterCLR, Xie et al. IJCV 2022, Eq. 3; mmselfsup 0.x `interclr_moco.py`).
-
-    `L = mean_b −log( e^{(q·p − m)/τ} / (e^{(q·p − m)/τ} + Σ_n e^{q·n/τ}) )` with a cosine margin m on
-    the positive only. The official inter branch uses m = −0.5, i.e. the positive cosine gets +0.5
-    ("less stringent"); m = 0 is InfoNCE.
-
-    Args:
-      query: `[B, D]` online embeddings, L2-normalised (gradient flows).
-      positive: `[B, D]` the positive (bank entry of a same-cluster image), L2-normalised (constant).
-      negatives: `[B, K, D]` bank entries of other clusters, L2-normalised (constant).
-      temperature: τ.
-      margin: m.
-
-    Returns:
-      float32 scalar.
-    """
-    q = _f32(query)
-    positive_sim = _rowdot(q, _target(positive))
-    negative_sims = jnp.einsum("bd,bkd->bk", q, _target(negatives))
-    return margin_nce_from_similarities(positive_sim, negative_sims, temperature, margin)
 
 
 # --------------------------------------------------------------------------------------------------

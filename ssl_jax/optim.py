@@ -274,8 +274,8 @@ def _linear_warmup(start: float, end: float, warmup: int, form: str = "linear") 
     return lambda t: start + (end - start) * t / span
 
 
-def learning_rate_schedule(
-    optim_config: Any, *, total_steps: int, steps_per_epoch: int, global_batch_size: int
+def _schedule(
+    cfg: Mapping[str, Any], total_steps: int, steps_per_epoch: int, global_batch_size: int
 ) -> optax.Schedule:
     """Per-step learning rate (step = number of updates already applied, from 0), float32.
 
@@ -292,13 +292,6 @@ def learning_rate_schedule(
     from `from` to the cosine's value on step W - 1, per step even with schedule_unit 'epoch'.
     A run shorter than its warm-up (e.g. a `runlocal` smoke run) only warms up, as in torch.
     """
-    cfg = check_config(optim_config, global_batch_size=global_batch_size)
-    return _schedule(cfg, total_steps, steps_per_epoch, global_batch_size)
-
-
-def _schedule(
-    cfg: Mapping[str, Any], total_steps: int, steps_per_epoch: int, global_batch_size: int
-) -> optax.Schedule:
     peak = _peak_lr(cfg, global_batch_size)
     warmup = int(round(cfg["warmup_epochs"] * steps_per_epoch))
     kind = cfg["schedule"]
@@ -391,14 +384,11 @@ def _listed(paths: list[str]) -> str:
     return shown + (f", ... ({more} more)" if more > 0 else "")
 
 
-def param_labels(optim_config: Any, params: Any, where: str = "optim") -> Any:
-    """The tree of group names (`param_groups` keys, else 'default') of `params`' leaves.
+def _labels(groups: Mapping[str, Mapping[str, Any]], params: Any, where: str) -> Any:
+    """The tree of group names (`groups` keys, else 'default') of `params`' leaves: the labels
+    `make_optimizer`'s `optax.multi_transform` uses.
 
     Raises `ConfigError` when a parameter matches two groups' regexes or a regex none."""
-    return _labels(check_config(optim_config, where)["param_groups"], params, where)
-
-
-def _labels(groups: Mapping[str, Mapping[str, Any]], params: Any, where: str) -> Any:
     compiled = {name: re.compile(g["regex"]) for name, g in groups.items()}
     leaves, treedef = jax.tree_util.tree_flatten_with_path(params)
     paths = [param_path(p) for p, _ in leaves]
@@ -432,6 +422,8 @@ def make_optimizer(
     where: str = "optim",
 ) -> tuple[optax.GradientTransformation, optax.Schedule]:
     """`(transformation, lr schedule of the default group)` for `config.optim`.
+
+    The schedule (what the trainer logs as the lr) is `_schedule`'s, whose docstring gives it.
 
     SGD (torch.optim.SGD, coupled weight decay, dampening 0):
       `g <- g + wd * p; buf <- mu * buf + g; p <- p - lr * buf`

@@ -19,7 +19,6 @@ losses = SimpleNamespace(
     jcl=jax.jit(_losses.jcl),
     cross_entropy=jax.jit(_losses.cross_entropy),
     l2_normalize=jax.jit(_losses.l2_normalize),
-    margin_nce=jax.jit(_losses.margin_nce),
     margin_nce_from_similarities=jax.jit(_losses.margin_nce_from_similarities),
     cmc_partition=jax.jit(_losses.cmc_partition, static_argnames="num_data"),
     cmc_nce=jax.jit(_losses.cmc_nce, static_argnames=("num_data", "eps")),
@@ -254,29 +253,42 @@ def np_margin_nce(q, p, negatives, t, m):
     return -_log_softmax(np.concatenate([pos, neg], axis=1) / t)[:, 0].mean()
 
 
+def _margin_nce(q, p, negatives, t, m, mask=None):
+    """`losses.margin_nce_from_similarities` on q·p and q·negatives (as InterCLR's inter branch,
+    whose `memory.row_similarities` reads those cosines from the bank)."""
+    sims = np.einsum("bd,bkd->bk", q, negatives)
+    mask = None if mask is None else jnp.asarray(mask)
+    return losses.margin_nce_from_similarities(*_j((q * p).sum(1), sims), t, m, mask)
+
+
 @pytest.mark.parametrize("margin", [-0.5, 0.0, 0.5])
 def test_margin_nce(margin):
     rng = np.random.default_rng(11)
     q, p, neg = _unit(rng, 6, 8), _unit(rng, 6, 8), _unit(rng, 6, 10, 8)
-    got = losses.margin_nce(*_j(q, p, neg), 0.2, margin)
+    got = _margin_nce(q, p, neg, 0.2, margin)
     np.testing.assert_allclose(got, np_margin_nce(q, p, neg, 0.2, margin), rtol=RTOL, atol=ATOL)
     # the sign: m = −0.5 adds 0.5 to the positive cosine, so the loss is lower than with m = 0
     if margin == -0.5:
-        assert float(got) < float(losses.margin_nce(*_j(q, p, neg), 0.2, 0.0))
+        assert float(got) < float(_margin_nce(q, p, neg, 0.2, 0.0))
     if margin == 0.0:  # no margin: InfoNCE with per-example negatives
         ref = np.mean([np_info_nce(q[b : b + 1], p[b : b + 1], neg[b], 0.2) for b in range(6)])
         np.testing.assert_allclose(got, ref, rtol=RTOL, atol=ATOL)
-    # from similarities, with masked columns: the same as dropping those negatives
-    sims = np.einsum("bd,bkd->bk", q, neg)
+    # with masked columns: the same as dropping those negatives
     mask = np.ones((6, 10), bool)
     mask[:, 7:] = False
-    got = losses.margin_nce_from_similarities(
-        *_j((q * p).sum(1), sims), 0.2, margin, jnp.asarray(mask)
-    )
+    got = _margin_nce(q, p, neg, 0.2, margin, mask)
     ref = np_margin_nce(q, p, neg[:, :7], 0.2, margin)
     np.testing.assert_allclose(got, ref, rtol=RTOL, atol=ATOL)
-    gq, gp, gn = jax.grad(_losses.margin_nce, argnums=(0, 1, 2))(*_j(q, p, neg), 0.2, margin)
-    assert np.any(np.asarray(gq)) and not np.any(np.asarray(gp)) and not np.any(np.asarray(gn))
+    # gradients w.r.t. the cosines: (softmax − onehot(0)) / (τ B), none into masked columns
+    pos, sims = (q * p).sum(1), np.einsum("bd,bkd->bk", q, neg)
+    gp, gs = jax.grad(_losses.margin_nce_from_similarities, argnums=(0, 1))(
+        *_j(pos, sims), 0.2, margin, jnp.asarray(mask)
+    )
+    logits = np.concatenate([pos[:, None] - margin, sims[:, :7]], axis=1) / 0.2
+    soft = np.exp(_log_softmax(logits))
+    np.testing.assert_allclose(gp, (soft[:, 0] - 1) / (0.2 * 6), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(gs[:, :7], soft[:, 1:] / (0.2 * 6), rtol=RTOL, atol=ATOL)
+    assert not np.any(np.asarray(gs[:, 7:]))
 
 
 def test_jcl_gradients():

@@ -193,8 +193,25 @@ def test_sgd_matches_torch_optimizer():
     _assert_tree_close(ours, ref)
 
 
+def _lr_schedule(optim_config, *, total_steps, steps_per_epoch, global_batch_size):
+    """The lr schedule `optim.make_optimizer` returns (the default group's, the logged lr)."""
+    _, schedule = optim.make_optimizer(
+        optim_config,
+        total_steps=total_steps,
+        steps_per_epoch=steps_per_epoch,
+        global_batch_size=global_batch_size,
+    )
+    return schedule
+
+
+def _param_labels(optim_config, params):
+    """The group labels `optim.make_optimizer`'s multi_transform gives `params`' leaves."""
+    groups = optim.check_config(optim_config)["param_groups"]
+    return optim._labels(groups, params, "optim")
+
+
 def _schedule(total=120, spe=10, batch=512, **overrides):
-    return optim.learning_rate_schedule(
+    return _lr_schedule(
         _config(**overrides), total_steps=total, steps_per_epoch=spe, global_batch_size=batch
     )
 
@@ -372,7 +389,7 @@ def test_ema_update():
 
 
 def _old_lr_schedule(cfg, *, total_steps, steps_per_epoch, global_batch_size):
-    """The hand-written schedule of `optim.learning_rate_schedule` before it used optax."""
+    """The hand-written schedule of `optim.make_optimizer` before it used optax."""
     scale = global_batch_size / 256.0 if cfg["lr_scaling"] == "linear" else 1.0
     peak = float(cfg["base_lr"]) * scale
     warmup = int(round(cfg["warmup_epochs"] * steps_per_epoch))
@@ -444,7 +461,7 @@ def test_optax_schedules_equal_the_old_formulas(case):
     kw = dict(total_steps=total, steps_per_epoch=spe, global_batch_size=batch)
     steps = jnp.arange(total + 5, dtype=jnp.int32)  # every step, and a few past the end
     old = np.asarray(jax.jit(jax.vmap(_old_lr_schedule(cfg.to_dict(), **kw)))(steps))
-    new_schedule = optim.learning_rate_schedule(cfg, **kw)
+    new_schedule = _lr_schedule(cfg, **kw)
     new = np.asarray(jax.jit(jax.vmap(new_schedule))(steps))
     assert new.dtype == np.float32
     if cfg.schedule == "step":
@@ -567,7 +584,7 @@ def test_param_groups_match_separate_optimizers():
         ref, _, _ = _run_tree(part_cfg, _sub(params, keys), [_sub(g, keys) for g in grads])
         jax.tree.map(np.testing.assert_array_equal, _sub(out, keys), ref)
     # the returned (logged) lr is the default group's
-    default_lrs = optim.learning_rate_schedule(
+    default_lrs = _lr_schedule(
         parts["default"][0],
         total_steps=TOTAL_STEPS,
         steps_per_epoch=STEPS_PER_EPOCH,
@@ -575,7 +592,7 @@ def test_param_groups_match_separate_optimizers():
     )
     for t in range(TOTAL_STEPS):
         assert float(schedule(t)) == float(default_lrs(t))
-    labels = optim.param_labels(cfg, params)
+    labels = _param_labels(cfg, params)
     assert (
         labels["projector"]["bn_0"]["scale"] == "head"
         and labels["flow"]["dense"]["kernel"] == "flow"
@@ -623,12 +640,12 @@ def test_param_group_errors_list_the_paths():
         jax.eval_shape(tx.init, params)
     many = {f"p{i}": np.zeros(2, np.float32) for i in range(40)}
     with pytest.raises(ConfigError, match=r"p0, .*\.\.\. \(28 more\)"):
-        optim.param_labels(bad, many)
+        _param_labels(bad, many)
     overlap = _config(param_groups={"a": {"regex": "projector/.*"}, "b": {"regex": ".*/bias"}})
     with pytest.raises(
         ConfigError, match=r"'projector/dense_0/bias' matches the regexes .*disjoint"
     ):
-        optim.param_labels(overlap, params)
+        _param_labels(overlap, params)
 
 
 def test_param_groups_override_from_the_command_line():
@@ -660,7 +677,7 @@ def test_per_epoch_cosine_is_the_official_moco_formula():
     """schedule_unit='epoch': `lr·0.5(1 + cos(π e/E))` at every step of epoch e (MoCo v2 / JCL
     `adjust_learning_rate`), E = ceil(total / steps_per_epoch), the last epoch partial."""
     spe, total = 7, 7 * 5 - 3  # 5 epochs, the last one 4 steps long
-    lr = optim.learning_rate_schedule(
+    lr = _lr_schedule(
         dict(name="sgd", base_lr=0.03, lr_scaling="none", schedule_unit="epoch"),
         total_steps=total,
         steps_per_epoch=spe,
@@ -668,7 +685,7 @@ def test_per_epoch_cosine_is_the_official_moco_formula():
     )
     expected = [0.03 * 0.5 * (1 + math.cos(math.pi * (t // spe) / 5)) for t in range(total)]
     np.testing.assert_allclose([float(lr(t)) for t in range(total)], expected, rtol=1e-6)
-    per_step = optim.learning_rate_schedule(
+    per_step = _lr_schedule(
         dict(name="sgd", base_lr=0.03, lr_scaling="none"),
         total_steps=total,
         steps_per_epoch=spe,
@@ -679,12 +696,10 @@ def test_per_epoch_cosine_is_the_official_moco_formula():
 
 def test_sce_warmup_reaches_the_peak_one_step_earlier():
     cfg = dict(name="sgd", base_lr=0.6, lr_scaling="none", warmup_epochs=1.0, schedule="constant")
-    sce = optim.learning_rate_schedule(
+    sce = _lr_schedule(
         {**cfg, "warmup_form": "sce"}, total_steps=20, steps_per_epoch=5, global_batch_size=256
     )
-    linear = optim.learning_rate_schedule(
-        cfg, total_steps=20, steps_per_epoch=5, global_batch_size=256
-    )
+    linear = _lr_schedule(cfg, total_steps=20, steps_per_epoch=5, global_batch_size=256)
     np.testing.assert_allclose(
         [float(sce(t)) for t in range(6)], [0, 0.15, 0.3, 0.45, 0.6, 0.6], rtol=1e-6
     )
@@ -726,11 +741,11 @@ def test_epoch_offset_counts_epochs_from_one_as_pycontrast():
     default offset 0 runs one epoch behind (epochs 0..E−1)."""
     spe, epochs = 3, 6
     kw = dict(total_steps=spe * epochs, steps_per_epoch=spe, global_batch_size=256)
-    lr = optim.learning_rate_schedule(_pycontrast_cfg(0.03), **kw)
+    lr = _lr_schedule(_pycontrast_cfg(0.03), **kw)
     got = np.asarray([float(lr(t)) for t in range(spe * epochs)])
     expected = _pycontrast_lrs(0.03, epochs, spe)
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-8)  # float32 near final_lr
-    lagged = optim.learning_rate_schedule(_pycontrast_cfg(0.03, epoch_offset=0.0), **kw)
+    lagged = _lr_schedule(_pycontrast_cfg(0.03, epoch_offset=0.0), **kw)
     assert not np.allclose([float(lagged(t)) for t in range(spe * epochs)], expected, rtol=1e-3)
     with pytest.raises(ConfigError, match="config.optim.epoch_offset=1.0 is only allowed"):
         optim.check_config(_pycontrast_cfg(0.03, schedule="step"))
@@ -742,10 +757,10 @@ def test_pycontrast_warmup_starts_at_warmup_from_and_keeps_the_whole_cosine():
     spe, epochs = 4, 12
     kw = dict(total_steps=spe * epochs, steps_per_epoch=spe, global_batch_size=512)
     cfg = _pycontrast_cfg(0.06, warmup_epochs=5.0, warmup_from=0.01, warmup_form="pycontrast")
-    lr = optim.learning_rate_schedule(cfg, **kw)
+    lr = _lr_schedule(cfg, **kw)
     got = np.asarray([float(lr(t)) for t in range(spe * epochs)])
     np.testing.assert_allclose(
         got, _pycontrast_lrs(0.06, epochs, spe, warm_epochs=5), rtol=1e-6, atol=1e-8
     )
-    linear = optim.learning_rate_schedule({**cfg, "warmup_form": "linear"}, **kw)
+    linear = _lr_schedule({**cfg, "warmup_form": "linear"}, **kw)
     assert float(linear(5 * spe)) != pytest.approx(got[5 * spe], rel=1e-3)

@@ -65,7 +65,6 @@ from ssl_jax.data import color, randaugment
 from ssl_jax.data.recipe_ops import (
     FLOAT_OPS,
     LUMA,
-    NUM_DRAWS,
     PIXEL_OPS,
     RRC_ATTEMPTS,
     _params,
@@ -643,18 +642,6 @@ solarize = _single("solarize")
 color_space = _single("color_space")
 rand_augment = _single("rand_augment")
 jigsaw = _single("jigsaw")
-
-
-def random_resized_crop_params(
-    seed: tf.Tensor,
-    height: int,
-    width: int,
-    scale: Sequence[float] = (0.08, 1.0),
-    ratio: Sequence[float] = (3 / 4, 4 / 3),
-) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
-    """`(top, left, h, w)` scalars that `random_resized_crop(image, seed)` uses."""
-    u = tf.random.stateless_uniform([1, NUM_DRAWS["random_resized_crop"]], tf.cast(seed, tf.int64))
-    return tuple(v[0] for v in rrc_params(u, height, width, scale, ratio))  # type: ignore[return-value]
 
 
 # --------------------------------------------------------------------------------------------------

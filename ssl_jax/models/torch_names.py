@@ -20,9 +20,7 @@ import numpy as np
 from flax import traverse_util
 
 _LAYER = re.compile(r"^layer(\d+)_(\d+)$")
-_TORCH_LAYER = re.compile(r"^layer(\d+)\.(\d+)$")
 _MODULE_TO_TORCH = {"downsample_conv": "downsample.0", "downsample_bn": "downsample.1"}
-_MODULE_FROM_TORCH = {v: k for k, v in _MODULE_TO_TORCH.items()}
 
 
 def _module_to_torch(name: str) -> str:
@@ -75,49 +73,3 @@ def flax_to_torchvision_state_dict(
     for prefix in bn_modules:
         out[f"{prefix}.num_batches_tracked"] = np.asarray(num_batches_tracked, dtype=np.int64)
     return out
-
-
-def torchvision_state_dict_to_flax(
-    state_dict: Mapping[str, Any],
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Inverse of `flax_to_torchvision_state_dict` for the backbone: `(params, batch_stats)`.
-
-    `fc.*` and `num_batches_tracked` entries are dropped. Values may be numpy arrays or CPU torch
-    tensors (anything `np.asarray` accepts).
-    """
-    params: dict[tuple[str, ...], np.ndarray] = {}
-    stats: dict[tuple[str, ...], np.ndarray] = {}
-    for key, value in state_dict.items():
-        if key.startswith("fc.") or key.endswith("num_batches_tracked"):
-            continue
-        value = np.asarray(value)
-        *parts, leaf = key.split(".")
-        modules: list[str] = []
-        i = 0
-        while i < len(parts):
-            pair = ".".join(parts[i : i + 2])
-            if _TORCH_LAYER.match(pair):
-                modules.append(pair.replace(".", "_"))
-                i += 2
-            elif pair in _MODULE_FROM_TORCH:
-                modules.append(_MODULE_FROM_TORCH[pair])
-                i += 2
-            else:
-                modules.append(parts[i])
-                i += 1
-        path = tuple(modules)
-        if leaf == "weight" and value.ndim == 4:
-            params[(*path, "kernel")] = value.transpose(2, 3, 1, 0).astype(np.float32)
-        elif leaf == "weight" and value.ndim == 2:
-            params[(*path, "kernel")] = value.T.astype(np.float32)
-        elif leaf == "weight" and value.ndim == 1:
-            params[(*path, "scale")] = value.astype(np.float32)
-        elif leaf == "bias":
-            params[(*path, "bias")] = value.astype(np.float32)
-        elif leaf == "running_mean":
-            stats[(*path, "mean")] = value.astype(np.float32)
-        elif leaf == "running_var":
-            stats[(*path, "var")] = value.astype(np.float32)
-        else:
-            raise ValueError(f"no ssl_jax name for torch key {key!r}")
-    return traverse_util.unflatten_dict(params), traverse_util.unflatten_dict(stats)

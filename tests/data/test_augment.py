@@ -16,6 +16,12 @@ def _seed(k: int) -> tf.Tensor:
     return tf.constant([k, 7], tf.int64)
 
 
+def _crop_params(seed, height, width, scale, ratio):
+    """`(top, left, h, w)` scalars that `augment.random_resized_crop(image, seed)` uses."""
+    u = tf.random.stateless_uniform([1, recipe_ops.NUM_DRAWS["random_resized_crop"]], seed)
+    return tuple(v[0] for v in augment.rrc_params(u, height, width, scale, ratio))
+
+
 def _images(n=4, h=16, w=16, c=3, seed=0) -> np.ndarray:
     return np.random.default_rng(seed).uniform(0, 1, (n, h, w, c)).astype(np.float32)
 
@@ -68,9 +74,9 @@ def test_random_resized_crop_params_match_torchvision_statistics(height, width):
 
 def test_random_resized_crop_fallback_is_centred_and_clamped():
     # Ratios in (2, 3) cannot fit a large area in a square: fallback to w = W, h = round(W / 2).
-    top, left, h, w = augment.random_resized_crop_params(_seed(3), 40, 40, (0.95, 1.0), (2.0, 3.0))
+    top, left, h, w = _crop_params(_seed(3), 40, 40, (0.95, 1.0), (2.0, 3.0))
     assert (int(h), int(w), int(top), int(left)) == (20, 40, 10, 0)
-    top, left, h, w = augment.random_resized_crop_params(_seed(3), 10, 100, (0.95, 1.0), (1.0, 2.0))
+    top, left, h, w = _crop_params(_seed(3), 10, 100, (0.95, 1.0), (1.0, 2.0))
     assert (int(h), int(w), int(top), int(left)) == (10, 20, 0, 40)
 
 

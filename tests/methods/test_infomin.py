@@ -294,14 +294,11 @@ def test_imagenet_preset_and_pycontrasts_large_batch_rule():
 def test_large_batch_schedule_is_pycontrasts():
     """`batch=512,lr=0.06`: per-iteration warm-up from 0.01 to the cosine at epoch 5, then the
     cosine of epochs 6..200 of 200 (`train_options.py` L43–57, `base_trainer.py` L66–89)."""
-    from ssl_jax import optim
-    from tests.test_optim import _pycontrast_lrs
+    from tests.test_optim import _lr_schedule, _pycontrast_lrs
 
     c = configs.load("configs/infomin_imagenet.py:batch=512,lr=0.06")
     spe, epochs = 3, int(c.num_epochs)
-    lr = optim.learning_rate_schedule(
-        c.optim, total_steps=spe * epochs, steps_per_epoch=spe, global_batch_size=512
-    )
+    lr = _lr_schedule(c.optim, total_steps=spe * epochs, steps_per_epoch=spe, global_batch_size=512)
     steps = np.arange(0, spe * epochs, 7)
     expected = _pycontrast_lrs(0.06, epochs, spe, warm_epochs=5)[steps]
     got = np.asarray(jax.vmap(lr)(jnp.asarray(steps)))

@@ -5,10 +5,13 @@ load), so this also checks the name/layout mapping the exporter uses. Even input
 'SAME'-style asymmetric padding at stride 2, odd ones the floor in torch's output-size formula.
 """
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from flax import traverse_util
 from model_testutil import max_rel_err, random_variables
 
 torch = pytest.importorskip("torch", reason="torch not installed (pip install torch==2.13.0)")
@@ -16,12 +19,58 @@ torch = pytest.importorskip("torch", reason="torch not installed (pip install to
 from torch_resnet import TorchResNet  # noqa: E402
 
 from ssl_jax.models.resnet import ResNet  # noqa: E402
-from ssl_jax.models.torch_names import (  # noqa: E402
-    flax_to_torchvision_state_dict,
-    torchvision_state_dict_to_flax,
-)
+from ssl_jax.models.torch_names import flax_to_torchvision_state_dict  # noqa: E402
 
 TOL = 1e-4
+_TORCH_LAYER = re.compile(r"^layer(\d+)\.(\d+)$")
+_MODULE_FROM_TORCH = {"downsample.0": "downsample_conv", "downsample.1": "downsample_bn"}
+
+
+def _torchvision_state_dict_to_flax(
+    state_dict: dict,
+) -> tuple[dict, dict]:
+    """Inverse of `flax_to_torchvision_state_dict` for the backbone: `(params, batch_stats)`,
+    written independently of it (the round trip checks the exporter's names and layouts).
+
+    `fc.*` and `num_batches_tracked` entries are dropped. Values may be numpy arrays or CPU torch
+    tensors (anything `np.asarray` accepts).
+    """
+    params: dict[tuple[str, ...], np.ndarray] = {}
+    stats: dict[tuple[str, ...], np.ndarray] = {}
+    for key, value in state_dict.items():
+        if key.startswith("fc.") or key.endswith("num_batches_tracked"):
+            continue
+        value = np.asarray(value)
+        *parts, leaf = key.split(".")
+        modules: list[str] = []
+        i = 0
+        while i < len(parts):
+            pair = ".".join(parts[i : i + 2])
+            if _TORCH_LAYER.match(pair):
+                modules.append(pair.replace(".", "_"))
+                i += 2
+            elif pair in _MODULE_FROM_TORCH:
+                modules.append(_MODULE_FROM_TORCH[pair])
+                i += 2
+            else:
+                modules.append(parts[i])
+                i += 1
+        path = tuple(modules)
+        if leaf == "weight" and value.ndim == 4:
+            params[(*path, "kernel")] = value.transpose(2, 3, 1, 0).astype(np.float32)
+        elif leaf == "weight" and value.ndim == 2:
+            params[(*path, "kernel")] = value.T.astype(np.float32)
+        elif leaf == "weight" and value.ndim == 1:
+            params[(*path, "scale")] = value.astype(np.float32)
+        elif leaf == "bias":
+            params[(*path, "bias")] = value.astype(np.float32)
+        elif leaf == "running_mean":
+            stats[(*path, "mean")] = value.astype(np.float32)
+        elif leaf == "running_var":
+            stats[(*path, "var")] = value.astype(np.float32)
+        else:
+            raise ValueError(f"no ssl_jax name for torch key {key!r}")
+    return traverse_util.unflatten_dict(params), traverse_util.unflatten_dict(stats)
 
 
 def _torch_model(depth, stem, width, channels, variables):
@@ -108,7 +157,7 @@ def test_state_dict_round_trip_and_torchvision_keys():
     assert int(sd["layer1.0.bn1.num_batches_tracked"]) == 5
     assert "layer1.0.downsample.0.weight" in sd and "layer1.0.downsample.1.running_var" in sd
 
-    params, stats = torchvision_state_dict_to_flax({**sd, "fc.weight": np.zeros((10, 512))})
+    params, stats = _torchvision_state_dict_to_flax({**sd, "fc.weight": np.zeros((10, 512))})
     jax.tree.map(np.testing.assert_array_equal, params, jax.device_get(variables["params"]))
     jax.tree.map(np.testing.assert_array_equal, stats, jax.device_get(variables["batch_stats"]))
 
