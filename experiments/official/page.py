@@ -85,12 +85,12 @@ per-GPU groups in one process), ours over two shuffled groups of 32 (`key_bn_gro
 `main_moco.py:372-381` steps the cosine lr once per epoch, ours every step. Ours with either
 official setting (`cpu_long_variants`, 2026-11-27: whole-batch key BN at seeds 0 and 1, per-epoch
 lr at seed 0) closes part of the gap (5.86 and 5.99) and stays within the spread on the probe and
-kNN; both settings together (2026-11-28, seed 0) end at 5.93, no nearer than the key BN alone,
-so ~0.2 of the gap is not explained by them (the same two settings do close MoCoRing's gap, see
-below); that cell's probe / kNN (81.48 / 73.67) is one seed, below both sides' seeds. Left to
-check: the augmentations' implementations (tf.data's against torchvision's crop and jitter), the
-projector's initialisation (torch's `nn.Linear` default against flax's), and seeds 1-2 of the
-combined cell. The cells' CPU minutes (ours 5.5-5.6 in the
+kNN. Both settings together (2026-11-28, three seeds) end at 5.93 / 5.72 / 5.74 against the
+official 5.61 / 5.77 / 5.74: two of the three seeds on the official level, the mean 0.10 above
+(5.80 against 5.70), so the two settings account for most of the gap (as they do for MoCoRing's,
+below), with probe / kNN 82.34 ± 0.75 / 74.91 ± 1.19, within the spread of the official seeds. Left
+to check for the rest: the augmentations' implementations (tf.data's against torchvision's crop
+and jitter) and the initialisation (torch's defaults against ours). The cells' CPU minutes (ours 5.5-5.6 in the
 variants' cells, the official 9.7) were measured beside other work on the 2-core machine: they are
 not a speed comparison (that needs a side-by-side run on an idle machine).
 """,
