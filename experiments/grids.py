@@ -532,7 +532,7 @@ can no longer be matched through the tint or the background crop alone.
 """,
     device="the 2-core CPU development machine",
     command="nice -n 19 python experiments/campaign.py --grid=color_speedrun --minutes=60",
-    sets=(*SPEEDRUN_BUDGET, *STRIDE2.split()),
+    sets=CPU_SPEEDRUN_METHODS.sets,  # the same recipe
     curve_points=4,
     curve_knn=(10_000, 2_000),
     sections=(
