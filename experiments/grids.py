@@ -420,7 +420,8 @@ trainer calls it, with only what cannot run on a 2-core CPU replaced, each repla
 its file:line in [experiments/official.md](experiments/official.md)) on `cpu_long`'s data and
 budget with our config's network, recipe and numbers; its query encoder's pooled last stage is
 scored by our probe and kNN. Read beside `cpu_long`'s rows of the same method (its random-init and
-raw-pixel rows are those of `cpu_long`).
+raw-pixel rows are those of `cpu_long`). `mocoring+ourviews` is the official MoCoRing reading views
+that our host pipeline made (`runner.write_our_views`) in the place of torchvision's transforms.
 """,
     device="the 2-core CPU development machine",
     command="nice -n 19 python experiments/campaign.py --grid=official_cpu_long --minutes=60",
@@ -443,6 +444,7 @@ raw-pixel rows are those of `cpu_long`).
                     f"configs/iring_fashion_mnist.py {SUBSET} {BANK} {RING_CODE_IR}",
                 ),
                 ("mocoring", f"configs/mocoring_fashion_mnist.py {SUBSET}"),
+                ("mocoring+ourviews", f"configs/mocoring_fashion_mnist.py {SUBSET}"),
                 ("scce", f"configs/scce_fashion_mnist.py {SUBSET}"),
                 ("ressl", f"configs/ressl_fashion_mnist.py {SUBSET}"),
             ),

@@ -376,6 +376,14 @@ SHIMS = {
             "our config's `bank_init='normal'`: normalize(randn) (the `iring+official` cell keeps "
             "the code's uniform rows)",
         ),
+        (
+            "the recipe's torchvision transforms inside `CIFAR10TwoViews` (cell `mocoring+ourviews` "
+            "only, a diagnostic)",
+            "each read of an image draws a view through torchvision's RandomResizedCrop, flip and "
+            "ColorJitter on a PIL image",
+            "each read of an image returns the next of the views our host pipeline made "
+            "beforehand (`augment.apply_ops_uint8`, the same recipe), then ToTensor and Normalize",
+        ),
     ),
     "sce": (
         (

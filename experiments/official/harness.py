@@ -197,6 +197,30 @@ class PILDataset:
         return self.transform(self.images[i]), int(self.labels[i])
 
 
+class StoredViews:
+    """Views our input pipeline made beforehand (`runner.write_our_views`: `[K, N, H, W]` uint8), in
+    the place of PIL images through the recipe's transform classes (a `+ourviews` cell, which asks
+    whether the probe follows the augmentations' implementation): image i's r-th read returns its
+    view r through `transform` (ToTensor, Normalize); a read past the K views is an error."""
+
+    def __init__(self, views: np.ndarray, labels: np.ndarray, transform):
+        self.views, self.labels, self.transform = views, labels, transform
+        self.reads = np.zeros(views.shape[1], np.int64)
+
+    def __len__(self) -> int:
+        return self.views.shape[1]
+
+    def __getitem__(self, i):
+        from PIL import Image
+
+        r = int(self.reads[i])
+        if r >= len(self.views):
+            raise RuntimeError(f"image {i} read {r + 1} times; {len(self.views)} views were made")
+        self.reads[i] += 1
+        view = Image.fromarray(np.ascontiguousarray(self.views[r, i]), mode="L")
+        return self.transform(view), int(self.labels[i])
+
+
 class Cut:
     """The first `n` batches of a loader (the last epoch of a step budget), with a length: `n`,
     or `length` where the trainer reads it as the epoch's (ReSSL's per-iteration lr)."""
@@ -440,6 +464,7 @@ METHODS = {
     "iring": ("ring", ring.train),
     "iring+official": ("ring", ring.train),  # the Ring code's m 0, k 4096, uniform bank init
     "mocoring": ("ring", ring.train),
+    "mocoring+ourviews": ("ring", ring.train),  # the views made by our pipeline (StoredViews)
     "scce": ("sce", train_sce.train_scce),
     "ressl": ("ressl", train_ressl.train_ressl),
 }

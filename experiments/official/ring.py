@@ -22,7 +22,9 @@ import math
 import sys
 import types
 
-RING_METHODS = ("ir", "iring", "iring+official", "mocoring")
+import numpy as np
+
+RING_METHODS = ("ir", "iring", "iring+official", "mocoring", "mocoring+ourviews")
 
 
 def config_numbers(config, method: str) -> dict:
@@ -31,7 +33,7 @@ def config_numbers(config, method: str) -> dict:
     from ssl_jax.methods import METHODS, common
 
     mc = common.method_hparams(METHODS[config.method], config)
-    if method == "mocoring":
+    if method.startswith("mocoring"):
         out = dict(system="PretrainMoCoSystem", loss="MoCoRing", k=int(mc.queue_size))
         out["m"] = float(config.ema.base)
     else:
@@ -128,9 +130,13 @@ def official_datasets(datasets, numbers: dict):
 
     n = numbers
     images, labels = harness.read_subset(n)
-    pil = harness.PILDataset(
-        images, labels, harness.ops_to_transforms(n["ops"], n["mean"], n["std"])
-    )
+    if n.get("views_file"):  # a `+ourviews` cell: our pipeline's views, then ToTensor, Normalize
+        views = np.load(n["views_file"], mmap_mode="r")
+        pil = harness.StoredViews(views, labels, harness.ops_to_transforms([], n["mean"], n["std"]))
+    else:
+        pil = harness.PILDataset(
+            images, labels, harness.ops_to_transforms(n["ops"], n["mean"], n["std"])
+        )
     pil.targets = list(labels)  # what systems.py:68 reads of torchvision's CIFAR10
 
     def get_datasets(root, dataset_name, **transform_flags):

@@ -106,6 +106,42 @@ def numbers(config, method: str) -> dict:
     )
 
 
+# Cells whose official trainer reads views our host pipeline made (`write_our_views`) in the place
+# of torchvision's transform classes: does the probe follow the augmentations' implementation?
+OUR_VIEWS = "+ourviews"
+
+
+def write_our_views(numbers: dict, path: str, reads: int) -> None:
+    """`reads` views of each training image by our host pipeline's ops (`augment.apply_ops_uint8`
+    on the recipe `numbers["ops"]`, uniforms seeded by the cell's seed and the read), saved as
+    `[reads, N, H, W]` uint8 `.npy` at `path`: what a `+ourviews` cell's trainer reads."""
+    import numpy as np
+    import tensorflow as tf
+
+    from ssl_jax.data import augment
+    from ssl_jax.data.recipe_ops import num_draws
+
+    images, _ = harness.read_subset(numbers)
+    recipe, x = numbers["ops"], tf.constant(images[..., None])
+    tmp = path + ".tmp.npy"
+    out = np.lib.format.open_memmap(tmp, "w+", np.uint8, (reads, *images.shape))
+    for r in range(reads):
+        u = tf.random.stateless_uniform([len(images), num_draws(recipe)], [numbers["seed"], r])
+        out[r] = augment.apply_ops_uint8(x, recipe, u).numpy()[..., 0]
+        if (r + 1) % 10 == 0 or r + 1 == reads:
+            print(f"our views: {r + 1} of {reads} per image", flush=True)
+    out.flush()
+    del out
+    os.replace(tmp, path)
+
+
+def reads_per_image(numbers: dict) -> int:
+    """How often the Ring trainer reads each image over the run: two views an epoch (MoCoRing's
+    `CIFAR10TwoViews`), over the epochs the step count starts (drop_last)."""
+    per_epoch = (numbers["train_subset"] or 60_000) // numbers["batch"]
+    return 2 * -(-numbers["steps"] // per_epoch)
+
+
 def run_cell(config, method: str, workdir: str, official_root: str = "") -> dict:
     """Trains the official `method` on `config`'s recipe in `workdir` (a finished run's features
     are reused), scores its features; returns the record's official fields and scores."""
@@ -116,17 +152,25 @@ def run_cell(config, method: str, workdir: str, official_root: str = "") -> dict
     checkout = checkouts.CHECKOUTS[harness.METHODS[method][0]]
     done = os.path.join(workdir, "features.npz")
     if not os.path.exists(done):
+        nums = numbers(config, method)
+        views_file = os.path.join(workdir, "our_views.npy")
+        if method.endswith(OUR_VIEWS):
+            if not os.path.exists(views_file):
+                write_our_views(nums, views_file, reads_per_image(nums))
+            nums["views_file"] = views_file
         cmd = [
             official_python(),
             os.path.join(os.path.dirname(os.path.abspath(__file__)), "harness.py"),
             f"--method={method}",
-            f"--numbers={json.dumps(numbers(config, method))}",
+            f"--numbers={json.dumps(nums)}",
             f"--out={workdir}",
             f"--official-root={official_root}",
         ]
         result = subprocess.run(cmd, stdout=sys.stdout, stderr=sys.stderr)
         if result.returncode:
             raise SystemExit(f"error: the official {method} run failed (exit {result.returncode})")
+        if os.path.exists(views_file):
+            os.remove(views_file)  # N × reads images: not kept once the features are
     with np.load(done) as f:
         train, test = (f["train_x"], f["train_y"]), (f["test_x"], f["test_y"])
     with open(os.path.join(workdir, "run.json")) as f:
