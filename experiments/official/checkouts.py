@@ -377,8 +377,8 @@ SHIMS = {
             "the code's uniform rows)",
         ),
         (
-            "the recipe's torchvision transforms inside `CIFAR10TwoViews` (cell `mocoring+ourviews` "
-            "only, a diagnostic)",
+            "src/datasets/cifar10.py:39-42 (`CIFAR10TwoViews` reads an image twice; cell "
+            "`mocoring+ourviews` only, a diagnostic)",
             "each read of an image draws a view through torchvision's RandomResizedCrop, flip and "
             "ColorJitter on a PIL image",
             "each read of an image returns the next of the views our host pipeline made "

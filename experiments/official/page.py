@@ -16,7 +16,7 @@ sys.path.insert(0, ROOT)
 import numpy as np  # noqa: E402
 
 from experiments import campaign, grids  # noqa: E402
-from experiments.official import checkouts, harness  # noqa: E402
+from experiments.official import checkouts, harness, runner  # noqa: E402
 
 PAGE = os.path.join(ROOT, "docs", "experiments", "official.md")
 PAIRS = (("official_cpu_long", "cpu_long"),)  # (official grid, the grid of ours it mirrors)
@@ -227,6 +227,14 @@ def late_loss(records: list[dict]) -> str:
     return f"{np.mean(means):.2f}" if means else "–"
 
 
+def shims_run(records: list[dict], name: str) -> str:
+    """The shim tables the cells ran under (their `shim_hash`), and today's where it differs."""
+    now = checkouts.shim_hash(name)
+    ran = sorted({r["shim_hash"] for r in records if r.get("shim_hash")}) or [now]
+    text = "shims " + ", ".join(f"`{h}`" for h in ran)
+    return text if ran == [now] else f"{text} (the table below is `{now}`)"
+
+
 def method_rows(official_grid: grids.Grid, ours_grid: grids.Grid) -> list[str]:
     found = campaign.read_cells(campaign.RESULTS_DIR, official_grid)
     mine = campaign.read_cells(campaign.RESULTS_DIR, ours_grid)
@@ -234,6 +242,8 @@ def method_rows(official_grid: grids.Grid, ours_grid: grids.Grid) -> list[str]:
     out = []
     for section in official_grid.sections:
         for method, _ in section.methods:
+            if method.endswith(runner.OUR_VIEWS):  # a side of its method's table, not a table
+                continue
             official = [
                 r for r in found.values() if (r["section"], r["method"]) == (section.key, method)
             ]
@@ -246,7 +256,7 @@ def method_rows(official_grid: grids.Grid, ours_grid: grids.Grid) -> list[str]:
             out += [
                 f"### {method} ({section.key})",
                 "",
-                f"Official: `{checkout.repo}` @ `{checkout.commit[:8]}`, shims `{checkouts.shim_hash(checkout.name)}`.",
+                f"Official: `{checkout.repo}` @ `{checkout.commit[:8]}`, {shims_run(official, checkout.name)}.",
                 "",
                 "| side | linear probe top-1 (%) | kNN top-1 (%) | seeds | pretraining CPU min "
                 "(median) | training loss, last fifth |",
@@ -254,6 +264,15 @@ def method_rows(official_grid: grids.Grid, ours_grid: grids.Grid) -> list[str]:
             ]
             ours_side = f"ours ({VARIANTS})" if "+" in method else "ours"
             sides = [("official", official), (ours_side, ours)]
+            stored = [
+                r
+                for r in found.values()
+                if (r["section"], r["method"]) == (section.key, method + runner.OUR_VIEWS)
+            ]
+            if stored:
+                sides.append(
+                    (f"official, our pipeline's views (`{method}{runner.OUR_VIEWS}`)", stored)
+                )
             own_rows = {m for s in official_grid.sections for m, _ in s.methods}
             for name in sorted({r["method"] for r in variants.values()} - own_rows):
                 if grids.method_key(name) == method:

@@ -488,6 +488,64 @@ def test_the_ring_data_path_gives_the_recipes_views(tmp_path, monkeypatch):
     assert list(one.dataset.targets) == list(labels)  # what the system reads (systems.py:68)
 
 
+def test_stored_views_are_read_in_order_and_never_past_the_last():
+    """`StoredViews`: image i's r-th read is its stored view r through the transform; a read past
+    the stored views is an error, not a reused view."""
+    views = np.random.default_rng(0).integers(0, 256, (3, 4, 28, 28), dtype=np.uint8)
+    stored = harness.StoredViews(views, np.arange(4), lambda image: np.asarray(image))
+    assert len(stored) == 4
+    for r in range(3):
+        view, label = stored[2]
+        assert label == 2 and np.array_equal(view, views[r, 2])
+    assert np.array_equal(stored[1][0], views[0, 1])  # each image counts its own reads
+    with pytest.raises(RuntimeError, match="read 4 times; 3 views"):
+        stored[2]
+
+
+def test_our_views_are_our_pipelines_recipe_on_each_image(tmp_path):
+    """`runner.write_our_views`: `reads` views of each image of the subset by our host ops: a
+    certain flip gives the mirrored image (numpy's), a random crop differs between reads; a
+    MoCoRing run of 3,000 steps on 10,000 images at batch 64 reads each image 40 times."""
+    pytest.importorskip("tensorflow")
+    fashion = make_fashion_dir(str(tmp_path / "fashion"), num_train=40, num_test=10)
+    numbers = _numbers(fashion, ops=[{"op": "horizontal_flip", "p": 1.0}])
+    path = str(tmp_path / "views.npy")
+    runner.write_our_views(numbers, path, reads=2)
+    images, _ = harness.read_subset(numbers)
+    views = np.load(path)
+    assert views.shape == (2, 32, 28, 28) and views.dtype == np.uint8
+    assert np.array_equal(views[0], images[:, :, ::-1]) and np.array_equal(views[1], views[0])
+    crop = [{"op": "random_resized_crop", "size": 28, "scale": [0.2, 1.0]}]
+    runner.write_our_views({**numbers, "ops": crop}, path, reads=2)
+    views = np.load(path)
+    assert (views[0] != views[1]).any(axis=(1, 2)).mean() > 0.9
+    assert runner.reads_per_image(dict(train_subset=10_000, batch=64, steps=3000)) == 40
+
+
+def test_a_ourviews_ring_cell_reads_the_stored_views(tmp_path, monkeypatch):
+    """With `views_file` the Ring data path hands MoCoRing's two-view class the stored views (only
+    ToTensor and Normalize after them), each read the next view of that image."""
+    torch = pytest.importorskip("torch")
+    from experiments.official import ring
+
+    fashion = make_fashion_dir(str(tmp_path / "fashion"), num_train=40, num_test=10)
+    asked = []
+    to_array = lambda image: torch.from_numpy(np.asarray(image, np.float32))  # noqa: E731
+    monkeypatch.setattr(harness, "ops_to_transforms", lambda *a: asked.append(a) or to_array)
+    views = np.random.default_rng(1).integers(0, 256, (4, 32, 28, 28), dtype=np.uint8)
+    np.save(tmp_path / "views.npy", views)
+    numbers = _ring_numbers(fashion, "mocoring", views_file=str(tmp_path / "views.npy"))
+    numbers["ops"] = [{"op": "horizontal_flip"}]
+    with ring.stand_ins([], 20):
+        (datasets,) = harness.import_official(FAKE_RING, "src.datasets.datasets")
+    two, _ = ring.official_datasets(datasets, numbers)(None, "cifar10_2views")
+    assert asked == [([], numbers["mean"], numbers["std"])]  # the recipe is not run again
+    for epoch in range(2):
+        index, a, b, _ = two[7]
+        assert np.array_equal(a.numpy(), views[2 * epoch, 7])
+        assert np.array_equal(b.numpy(), views[2 * epoch + 1, 7])
+
+
 def test_the_ring_cells_hand_the_harness_our_numbers_or_the_codes():
     """`iring`, `ir`, `mocoring`: our config's numbers through the Ring code (k = our draws + 1,
     our bank momentum and normal init, our EMA); `iring+official`: the code's IR settings, the
