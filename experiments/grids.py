@@ -459,7 +459,7 @@ that our host pipeline made (`runner.write_our_views`) in the place of torchvisi
 # shuffled groups of 32, its lr stepped once per epoch (main_moco.py:372-381) instead of per step.
 CPU_LONG_VARIANTS = Grid(
     name="cpu_long_variants",
-    title="cpu_long's MoCo v2 and MoCoRing with the official runs' settings; IRing at the Ring code's",
+    title="cpu_long's MoCo v2 and MoCoRing with the official runs' settings; IRing at the Ring code's; SCE with its own target init",
     text="""
 Our MoCo v2 and MoCoRing at `cpu_long`'s budget with the official runs' settings
 ([experiments/official.md](experiments/official.md)), one at a time and together: `+keybn64` computes the key
@@ -468,7 +468,9 @@ process), `+epochlr` steps the cosine lr once per epoch as `main_moco.py`'s `adj
 and the Ring code's `MoCoLRScheduler`; `+keybn64+epochlr` both. Read beside `cpu_long`'s
 `mocov2` and `mocoring` rows and the official ones. `iring+official` is our IRing at the
 Ring code's own IR settings (bank momentum 0, 4,095 ring draws, uniform bank init), read beside the
-official code at the same settings.
+official code at the same settings. `scce+independent` is our SCE with its target network drawn on
+its own instead of copied from the online one, as CEA-LIST/SCE instantiates its momentum networks
+(`sce/models/siamese/momentum_base.py:53-54`).
 """,
     device="the 2-core CPU development machine",
     command="nice -n 19 python experiments/campaign.py --grid=cpu_long_variants --minutes=60",
@@ -505,6 +507,10 @@ official code at the same settings.
                 (
                     "iring+official",
                     f"configs/iring_fashion_mnist.py {SUBSET} {BANK} {RING_CODE_IR}",
+                ),
+                (
+                    "scce+independent",
+                    f"configs/scce_fashion_mnist.py {SUBSET} ema.target_init=independent",
                 ),
             ),
         ),

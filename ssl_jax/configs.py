@@ -133,7 +133,8 @@ def base_config() -> ml_collections.ConfigDict:
     c.optim.trust_coefficient = 1e-3
     c.optim.exclude_1d = False
 
-    c.ema = ml_collections.ConfigDict(dict(base=0.999, schedule="constant"))
+    # target_init: 'copy' (the online network's weights) or 'independent' (its own random init)
+    c.ema = ml_collections.ConfigDict(dict(base=0.999, schedule="constant", target_init="copy"))
 
     c.log_every_steps = 50
     c.checkpoint_every_steps = 1000

@@ -76,6 +76,9 @@ WARMUP_FORMS = ("linear", "sce", "pycontrast")
 SCHEDULE_UNITS = ("step", "epoch")
 SCHEDULES = ("cosine", "step", "constant")
 EMA_SCHEDULES = ("constant", "cosine")
+# The target network's start: a copy of the online one (MoCo's `param_k.data.copy_`, eztorch's SCE)
+# or its own random init (CEA-LIST/SCE, sce/models/siamese/momentum_base.py:53-54).
+EMA_TARGET_INITS = ("copy", "independent")
 DEFAULT_GROUP = "default"
 
 _OPTIM_DEFAULTS = {
@@ -102,7 +105,7 @@ _OPTIM_DEFAULTS = {
     "param_groups": {},
 }
 _GROUP_KEYS = ("regex", *(k for k in _OPTIM_DEFAULTS if k != "param_groups"))
-_EMA_DEFAULTS = {"base": None, "schedule": "constant"}
+_EMA_DEFAULTS = {"base": None, "schedule": "constant", "target_init": "copy"}
 _MAX_LISTED_PATHS = 12
 
 
@@ -252,11 +255,12 @@ def check_config(
 
 
 def check_ema_config(ema_config: Any, where: str = "ema") -> dict[str, Any]:
-    """Check `config.ema` (`base` in [0, 1], `schedule` in EMA_SCHEDULES); return it as a dict
-    with the defaults filled in. Raises `ConfigError`."""
+    """Check `config.ema` (`base` in [0, 1], `schedule` in EMA_SCHEDULES, `target_init` in
+    EMA_TARGET_INITS); return it as a dict with the defaults filled in. Raises `ConfigError`."""
     cfg = _with_defaults(_as_dict(ema_config, where), where, _EMA_DEFAULTS)
     _number(cfg, "base", where, lambda v: 0 <= v <= 1, "in [0, 1]")
     _choice(cfg, "schedule", EMA_SCHEDULES, where)
+    _choice(cfg, "target_init", EMA_TARGET_INITS, where)
     return cfg
 
 

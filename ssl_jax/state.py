@@ -99,12 +99,17 @@ def state_initializer(
         variables = model.init({"params": init_rng}, dummy, train=False)
         params, batch_stats = variables["params"], variables.get("batch_stats", {})
         uses_target = method.USES_TARGET
+        target = params  # copied below (`ema.target_init='copy'`)
+        if uses_target and ctx.config.ema.get("target_init", "copy") == "independent":
+            # its own random draw, as a second module instantiated on its own (CEA-LIST/SCE)
+            target = model.init({"params": jax.random.fold_in(init_rng, 1)}, dummy, train=False)
+            target = target["params"]
         return TrainState(
             step=jnp.zeros((), jnp.int32),
             params=params,
             batch_stats=batch_stats,
             opt_state=tx.init(params),
-            target_params=jax.tree.map(jnp.copy, params) if uses_target else {},
+            target_params=jax.tree.map(jnp.copy, target) if uses_target else {},
             target_batch_stats=jax.tree.map(jnp.copy, batch_stats) if uses_target else {},
             buffers=cast_rows(
                 method.init_buffers(buffer_rng, ctx), method.buffer_specs(ctx), buffer_dtype

@@ -9,7 +9,8 @@ import ml_collections
 import numpy as np
 import pytest
 
-from ssl_jax import configs, losses, memory, sharding, train
+from ssl_jax import configs, losses, memory, optim, sharding, train
+from ssl_jax.config_checks import ConfigError
 from ssl_jax.data import datasets, device_augment
 from ssl_jax.methods import METHODS, common, sce
 from ssl_jax.state import state_shardings
@@ -75,6 +76,7 @@ def _initial_state(exp):
     loss or the device count); later runs place the host copy with the engine's shardings."""
     c = exp.config
     key = (c.model.to_json(), c.optim.to_json(), c.seed, c.method_config.queue_size)
+    key += (c.ema.target_init,)
     if key not in _INITIAL_STATES:
         with jax.threefry_partitionable(False):
             state = train.init_or_restore(exp, None)
@@ -310,6 +312,31 @@ def test_asymmetric_step_is_the_sce_loss_and_ema_follows_the_optimiser(asymmetri
     queue = np.asarray(state.buffers["queue"])
     np.testing.assert_allclose(queue[:B], keys, atol=1e-5)  # step 0's keys, initial target
     np.testing.assert_array_equal(queue[2 * B :], init.buffers["queue"][2 * B :])
+
+
+def test_an_independent_target_starts_from_its_own_draw():
+    """`ema.target_init='independent'` (CEA-LIST/SCE's momentum networks, instantiated on their own,
+    sce/models/siamese/momentum_base.py:53-54): the target is a second draw of the same
+    initialisers (every weight matrix differs from the online one's, same shape, same spread), the
+    online network is the 'copy' run's, and the BN statistics start equal."""
+    copy_config, own_config = sce_config(), sce_config()
+    own_config.ema.target_init = "independent"
+    mesh = sharding.make_mesh(jax.devices()[:1])
+    copy, own = (
+        _initial_state(train.build_experiment(c, mesh=mesh))[1] for c in (copy_config, own_config)
+    )
+    for a, b in zip(*map(jax.tree.leaves, (copy.params, own.params))):
+        np.testing.assert_array_equal(a, b)
+    pairs = list(zip(*map(jax.tree.leaves, (own.params, own.target_params))))
+    kernels = [(p, t) for p, t in pairs if p.ndim >= 2]
+    assert kernels and all(p.shape == t.shape and not np.allclose(p, t) for p, t in kernels)
+    for p, t in kernels:
+        if p.size >= 256:
+            assert 0.8 < np.std(t) / np.std(p) < 1.25
+    for a, b in zip(*map(jax.tree.leaves, (own.batch_stats, own.target_batch_stats))):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ConfigError, match=r"config\.ema\.target_init='same'"):
+        optim.check_ema_config({"base": 0.99, "target_init": "same"})
 
 
 def test_ressl_authors_updates_the_target_before_the_keys():
