@@ -191,17 +191,16 @@ def mean_hue(mean_rgb: np.ndarray) -> np.ndarray:
     return np.mod(angle / (2 * np.pi), 1.0).astype(np.float32)
 
 
-def generate(items: np.ndarray, options: Options, split: str) -> dict[str, np.ndarray]:
-    """Composite uint8 Fashion-MNIST items `[N, 28, 28(, 1)]` (module docstring): `{'image': uint8
-    [N, size, size, 3], 'photo': int32 (index into options.backgrounds), 'top', 'left': int32
-    (crop offsets in the resized photo), 'hue': float32 (turns)}`. Item i's draws depend only on
-    (seed, split, i), so the first k items of N are those of any longer run."""
+def composite(items: np.ndarray, u: np.ndarray, options: Options) -> dict[str, np.ndarray]:
+    """Steps 2-4 of the module docstring for uint8 items `[N, 28, 28(, 1)]`, each from its own row
+    of uniforms `u [N, 4]` in [0, 1) (photo, top, left, hue): `{'image': uint8 [N, size, size, 3],
+    'photo': int32 (index into options.backgrounds), 'top', 'left': int32 (crop offsets in the
+    resized photo), 'hue': float32 (turns)}`. `generate` draws `u` once per item; training views
+    with `views='item'` draw a row per view (`datasets.train_source`)."""
     items = np.asarray(items).reshape(-1, 28, 28)
     n, size = items.shape[0], options.size
     side = max(size, round(size / options.background_crop))
     bank = photo_bank(options.backgrounds, side)
-    # one row of uniforms per item: [photo, top, left, hue]
-    u = np.random.default_rng([options.seed, _SPLIT_STREAMS[split]]).random((n, 4))
     photo = np.minimum((u[:, 0] * len(bank)).astype(np.int32), len(bank) - 1)
     top = np.minimum((u[:, 1] * (side - size + 1)).astype(np.int32), side - size)
     left = np.minimum((u[:, 2] * (side - size + 1)).astype(np.int32), side - size)
@@ -223,6 +222,16 @@ def generate(items: np.ndarray, options: Options, split: str) -> dict[str, np.nd
         out = bg + alpha * (tint - bg)
         images[s:e] = (np.clip(out, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8).transpose(0, 2, 3, 1)
     return {"image": images, "photo": photo, "top": top, "left": left, "hue": hue}
+
+
+def generate(items: np.ndarray, options: Options, split: str) -> dict[str, np.ndarray]:
+    """Composite uint8 Fashion-MNIST items `[N, 28, 28(, 1)]` (module docstring; `composite`'s
+    output). Item i's draws depend only on (seed, split, i), so the first k items of N are those of
+    any longer run."""
+    n = np.asarray(items).reshape(-1, 28, 28).shape[0]
+    # one row of uniforms per item: [photo, top, left, hue]
+    u = np.random.default_rng([options.seed, _SPLIT_STREAMS[split]]).random((n, 4))
+    return composite(items, u, options)
 
 
 # --------------------------------------------------------------------------------------------------
