@@ -19,7 +19,12 @@ hubble_deep_field, ihc, retina.
 
 Options are `config.data.color_fashion_mnist` (defaults `DEFAULTS`, checked by `check_config`):
 `size` 32 or 64, `seed`, `tint`, `hue`, `backgrounds` (names of `PHOTOS`; () = all),
-`background_crop` (fraction of a photo's side that a crop covers), `cache_dir`. The items
+`background_crop` (fraction of a photo's side that a crop covers), `cache_dir`, and `views`, how
+training views are made (not a generator option: the cache and the evaluation images are the same
+under both): 'shared' (default) cuts every view of an image from its one generated composite, so
+the views share its tint and photo crop; 'item' composites each training view anew from the item
+(`composite` with the view's own draws: its own photo crop and tint, by the same rules), then runs
+the view's recipe (`datasets.train_source`; host tf.data only, `check_views`). The items
 and labels are Fashion-MNIST's IDX files (`config.data.data_dir`, as `fashion_mnist`), with its
 splits 'train' (60000) and 'test' (10000). A split is generated on first use (vectorised numpy,
 seconds) and cached as `.npz` in `cache_dir` (default `$XDG_CACHE_HOME/ssl_jax` or
@@ -60,6 +65,7 @@ PHOTOS = {
 }
 SIZES = (32, 64)
 TINTS = ("independent", "background", "fixed")
+VIEWS = ("shared", "item")
 DEFAULTS = {
     "size": 32,
     "seed": 0,
@@ -68,6 +74,7 @@ DEFAULTS = {
     "backgrounds": (),  # all of PHOTOS
     "background_crop": 0.25,
     "cache_dir": "",
+    "views": "shared",  # training views (`check_views`); not a generator option
 }
 _SPLIT_STREAMS = {"train": 0, "test": 1}  # independent random streams per split
 _CHUNK = 4096  # items composited at once (bounds the float32 intermediates)
@@ -123,7 +130,46 @@ def check_config(cfg: Any) -> Options:
         )
     if not isinstance(crop, (int, float)) or not 0.0 < crop <= 1.0:
         raise ConfigError(f"{where}.background_crop={crop!r}; allowed: (0, 1]")
+    _views(cfg)
     return Options(int(size), int(seed), tint, float(hue), backgrounds, float(crop))
+
+
+def _views(cfg: Any) -> str:
+    views = _get(cfg, "views")
+    if views not in VIEWS:
+        raise ConfigError(f"config.data.{NAME}.views={views!r}; allowed: {VIEWS}")
+    return views
+
+
+def item_views(data: Any) -> bool:
+    """Whether `config.data` asks for training views composited anew per view (`views='item'`)."""
+    cfg = data.get(NAME, None) if hasattr(data, "get") else getattr(data, NAME, None)
+    return _views(cfg) == "item"
+
+
+def check_views(data: Any) -> None:
+    """`views` against the rest of `config.data`: 'item' needs this data set and views made on the
+    host by tf.data, each from its own composite (not `pipeline='device'`, which holds the
+    generated images in device memory, nor `device_crops`, which cuts every view from one image).
+    Raises ConfigError."""
+    if not item_views(data):
+        return
+    where = f"config.data.{NAME}.views='item'"
+    if data.name != NAME:
+        raise ConfigError(
+            f"{where} composites each training view from a {NAME} item; config.data.name="
+            f"{data.name!r}: allowed 'shared' (or data.name='{NAME}')"
+        )
+    if data.get("pipeline", "tfdata") == "device":
+        raise ConfigError(
+            f"{where} composites each view on the host; config.data.pipeline='device' trains on "
+            "the generated images in device memory: allowed pipeline 'tfdata' or 'auto'"
+        )
+    if data.get("device_crops", 0):
+        raise ConfigError(
+            f"{where} composites each view on the host; config.data.device_crops="
+            f"{data.device_crops} cuts every view from one image: allowed device_crops 0"
+        )
 
 
 def cache_dir(cfg: Any) -> str:
