@@ -48,7 +48,8 @@ def test_every_cell_of_every_grid_loads_at_its_budget(name):
 
 def test_a_key_added_at_its_neutral_value_keeps_the_hash():
     """`HASH_NEUTRAL`: a config without the key (as the earlier cells ran) and one with it at its
-    neutral value have one hash; another value is another hash."""
+    neutral value have one hash; another value is another hash. The item-views section's cells
+    differ from the as-generated ones by that key alone."""
     grid = grids.COLOR_SPEEDRUN
     cell = next(c for c in grids.cells(grid) if c.kind == "train")
     config, digest, _ = campaign.cell_config(grid, cell)
@@ -58,6 +59,9 @@ def test_a_key_added_at_its_neutral_value_keeps_the_hash():
     assert campaign.config_hash(before) == digest
     config.data.color_fashion_mnist.views = "item"
     assert campaign.config_hash(config) != digest
+    item = grids.section(grid, "color_fashion_mnist_item_views")
+    assert item.methods == grids.section(grid, "color_fashion_mnist").methods
+    assert item.sets == ("data.color_fashion_mnist.views=item",)
 
 
 def test_the_grids_budgets():
