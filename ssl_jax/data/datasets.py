@@ -15,7 +15,8 @@ Layouts:
 - `color_fashion_mnist`: the same IDX files and splits, each item tinted and composited on a crop
   of a photograph shipped with scikit-image (`color_fashion_mnist.py`: the generative story, the
   options `config.data.color_fashion_mnist`), RGB at 32 or 64 px; generated on first use and
-  cached as `.npz`. Held in host memory.
+  cached as `.npz`. Held in host memory. With `views='item'` training reads `train_source`: the
+  items, each view composited anew.
 - `cifar10`, `cifar100`, `stl10`, `imagenet2012`: tfds builders (`tfds_source.py`: where they are
   prepared from, split names, `cache`).
 - `image_folder`: the user's images under `data_dir` (`image_folder.py`: the folder of a split,
