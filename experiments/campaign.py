@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import hashlib
 import json
 import os
@@ -51,6 +52,9 @@ RESULTS_DIR = os.path.join(ROOT, "docs", "results")
 PROTOCOL_KEY = "evals.probe_table.features"  # what the grid sets on every cell (`Grid.features`)
 WORK_ROOT = os.path.join(ROOT, "runs", "campaign")
 HASH_FILE = "campaign_config_hash.txt"
+# Config keys added after cells were recorded, at the value that does what those cells ran: left
+# out of the hash at that value, so the earlier cells keep their hashes (and their checkpoints).
+HASH_NEUTRAL = {"data.color_fashion_mnist.views": "shared"}
 
 
 # ---- cells on disk ----------------------------------------------------------------------------
@@ -153,12 +157,27 @@ def cell_config(grid: grids.Grid, cell: grids.Cell, data_dir: str = ""):
     if cell.kind == "train" and grid.curve_points > 0 and not grid.official:
         config.evals.knn.every_steps = max(1, config.total_steps // grid.curve_points)
         config.evals.knn.num_train, config.evals.knn.num_test = grid.curve_knn
-    digest = hashlib.sha256(config.to_json(sort_keys=True).encode()).hexdigest()[:16]
+    digest = config_hash(config)
     if data_dir:
         config.data.data_dir = data_dir
         if config.data.name == "color_fashion_mnist":
             config.data.color_fashion_mnist.cache_dir = data_dir
     return config, digest, [path, *overrides]
+
+
+def config_hash(config) -> str:
+    """16 hex digits of the resolved config (JSON, sorted keys), `HASH_NEUTRAL`'s keys left out at
+    their neutral value."""
+    config = copy.deepcopy(config)
+    for key, neutral in HASH_NEUTRAL.items():
+        *parents, leaf = key.split(".")
+        node = config
+        for part in parents:
+            node = node.get(part) if node is not None else None
+        if node is not None and node.get(leaf, None) == neutral:
+            with node.unlocked():
+                del node[leaf]
+    return hashlib.sha256(config.to_json(sort_keys=True).encode()).hexdigest()[:16]
 
 
 def grid_protocol(grid: grids.Grid) -> str:

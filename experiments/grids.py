@@ -521,7 +521,8 @@ its own instead of copied from the online one, as CEA-LIST/SCE instantiates its 
 # ---- color_speedrun: the colour study at the speedrun's recipe --------------------------------
 # docs/experiments/color_fashion_mnist.md: at cpu600 MoCo v2 probes below its random init on
 # color_fashion_mnist, matching its views on the tint and the background crop; the cue-free data
-# set (whole photos as backgrounds, the tint tied to the photo) is the screen's closest one.
+# set (whole photos as backgrounds, the tint tied to the photo) is the screen's closest one; item
+# views (each training view composited anew from the item) take the shared cues out of the views.
 COLOR_METHODS = (
     ("mocov2", "configs/mocov2_color_fashion_mnist.py"),
     ("scce", "configs/scce_color_fashion_mnist.py"),
@@ -536,7 +537,9 @@ The colour study ([experiments/color_fashion_mnist.md](experiments/color_fashion
 stride-2 stem, batch 64, 2,400 steps): on the data set as generated (each item on its own crop of a
 photo, its own random tint) and on its cue-free variant (`background_crop=1.0`: the whole photo
 behind every item; `tint=background`: the tint tied to the photo, 8 in all), where the two views
-can no longer be matched through the tint or the background crop alone.
+can no longer be matched through the tint or the background crop alone; and with item views
+(`data.color_fashion_mnist.views=item`), where each training view is composited anew, so that the
+two views share only the item.
 """,
     device="the 2-core CPU development machine",
     command="nice -n 19 python experiments/campaign.py --grid=color_speedrun --minutes=60",
@@ -556,6 +559,18 @@ can no longer be matched through the tint or the background crop alone.
             text="",
             methods=COLOR_METHODS,
             sets=tuple(CUE_FREE.split()),
+        ),
+        Section(
+            key="color_fashion_mnist_item_views",
+            title="color_fashion_mnist with item views (each view its own photo crop and tint)",
+            text="""
+The data set as generated, but every training view is composited anew from the item
+(`data.color_fashion_mnist.views=item`): its own photo crop and its own random tint, then the view's
+recipe, so the two views share only the item. The probe, the kNN and the baselines read the generated
+images, the same as the as-generated section's (its random-init and raw-pixel rows repeat those).
+""",
+            methods=COLOR_METHODS,
+            sets=("data.color_fashion_mnist.views=item",),
         ),
     ),
 )

@@ -71,7 +71,9 @@ def base_config() -> ml_collections.ConfigDict:
     # The generator of name='color_fashion_mnist' (data/color_fashion_mnist.py; ignored otherwise):
     # native size 32 or 64 px, seed, tint 'independent' | 'background' | 'fixed' (hue, turns), the
     # skimage photos used as backgrounds (() = all), the fraction of a photo's side a crop covers,
-    # the folder of the cached splits ('' = $XDG_CACHE_HOME/ssl_jax or ~/.cache/ssl_jax).
+    # the folder of the cached splits ('' = $XDG_CACHE_HOME/ssl_jax or ~/.cache/ssl_jax); and the
+    # training views: 'shared' (every view cut from the one generated image) or 'item' (each view
+    # composited anew from the item: its own photo crop and tint; evaluation keeps the generated).
     c.data.color_fashion_mnist = ml_collections.ConfigDict(
         dict(
             size=32,
@@ -81,6 +83,7 @@ def base_config() -> ml_collections.ConfigDict:
             backgrounds=(),
             background_crop=0.25,
             cache_dir="",
+            views="shared",
         )
     )
 

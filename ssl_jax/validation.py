@@ -4,7 +4,7 @@ Called by `train`, the probe and kNN jobs (`evaluate.jobs`) and `main`, before d
 It checks the keys that belong to no one module (job, seed, batch, steps, data shapes) and calls the
 modules that own the rest, which keep their allowed values beside the code that uses them:
 `models.check_config`, `optim.check_config` / `check_ema_config`, `state.BUFFER_DTYPES`,
-`image_folder.bad_images_policy`, `color_fashion_mnist.check_config`, `device_augment.check_device_crops`,
+`image_folder.bad_images_policy`, `color_fashion_mnist.check_config` / `check_views`, `device_augment.check_device_crops`,
 `device_pipeline.check_config`, each evaluator class's `check_config` (`evaluators.eval_entry`),
 and for a probe or kNN job `jobs.validate_eval_job`.
 This module sits above all of them, so none of them imports it.
@@ -69,6 +69,7 @@ def validate(config: ml_collections.ConfigDict, *, num_devices: int) -> None:
     check_allowed("data.name", data.name, datasets.NAMES)
     if data.name == "color_fashion_mnist":
         color_fashion_mnist.check_config(data.get("color_fashion_mnist"))
+    color_fashion_mnist.check_views(data)
     image_folder.bad_images_policy(data)
     check_allowed("data.channels", data.channels, (1, 3))
     check_range("data.image_size", data.image_size, low=1, integer=True)

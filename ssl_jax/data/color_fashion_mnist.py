@@ -19,7 +19,12 @@ hubble_deep_field, ihc, retina.
 
 Options are `config.data.color_fashion_mnist` (defaults `DEFAULTS`, checked by `check_config`):
 `size` 32 or 64, `seed`, `tint`, `hue`, `backgrounds` (names of `PHOTOS`; () = all),
-`background_crop` (fraction of a photo's side that a crop covers), `cache_dir`. The items
+`background_crop` (fraction of a photo's side that a crop covers), `cache_dir`, and `views`, how
+training views are made (not a generator option: the cache and the evaluation images are the same
+under both): 'shared' (default) cuts every view of an image from its one generated composite, so
+the views share its tint and photo crop; 'item' composites each training view anew from the item
+(`composite` with the view's own draws: its own photo crop and tint, by the same rules), then runs
+the view's recipe (`datasets.train_source`; host tf.data only, `check_views`). The items
 and labels are Fashion-MNIST's IDX files (`config.data.data_dir`, as `fashion_mnist`), with its
 splits 'train' (60000) and 'test' (10000). A split is generated on first use (vectorised numpy,
 seconds) and cached as `.npz` in `cache_dir` (default `$XDG_CACHE_HOME/ssl_jax` or
@@ -60,6 +65,7 @@ PHOTOS = {
 }
 SIZES = (32, 64)
 TINTS = ("independent", "background", "fixed")
+VIEWS = ("shared", "item")
 DEFAULTS = {
     "size": 32,
     "seed": 0,
@@ -68,6 +74,7 @@ DEFAULTS = {
     "backgrounds": (),  # all of PHOTOS
     "background_crop": 0.25,
     "cache_dir": "",
+    "views": "shared",  # training views (`check_views`); not a generator option
 }
 _SPLIT_STREAMS = {"train": 0, "test": 1}  # independent random streams per split
 _CHUNK = 4096  # items composited at once (bounds the float32 intermediates)
@@ -123,7 +130,46 @@ def check_config(cfg: Any) -> Options:
         )
     if not isinstance(crop, (int, float)) or not 0.0 < crop <= 1.0:
         raise ConfigError(f"{where}.background_crop={crop!r}; allowed: (0, 1]")
+    _views(cfg)
     return Options(int(size), int(seed), tint, float(hue), backgrounds, float(crop))
+
+
+def _views(cfg: Any) -> str:
+    views = _get(cfg, "views")
+    if views not in VIEWS:
+        raise ConfigError(f"config.data.{NAME}.views={views!r}; allowed: {VIEWS}")
+    return views
+
+
+def item_views(data: Any) -> bool:
+    """Whether `config.data` asks for training views composited anew per view (`views='item'`)."""
+    cfg = data.get(NAME, None) if hasattr(data, "get") else getattr(data, NAME, None)
+    return _views(cfg) == "item"
+
+
+def check_views(data: Any) -> None:
+    """`views` against the rest of `config.data`: 'item' needs this data set and views made on the
+    host by tf.data, each from its own composite (not `pipeline='device'`, which holds the
+    generated images in device memory, nor `device_crops`, which cuts every view from one image).
+    Raises ConfigError."""
+    if not item_views(data):
+        return
+    where = f"config.data.{NAME}.views='item'"
+    if data.name != NAME:
+        raise ConfigError(
+            f"{where} composites each training view from a {NAME} item; config.data.name="
+            f"{data.name!r}: allowed 'shared' (or data.name='{NAME}')"
+        )
+    if data.get("pipeline", "tfdata") == "device":
+        raise ConfigError(
+            f"{where} composites each view on the host; config.data.pipeline='device' trains on "
+            "the generated images in device memory: allowed pipeline 'tfdata' or 'auto'"
+        )
+    if data.get("device_crops", 0):
+        raise ConfigError(
+            f"{where} composites each view on the host; config.data.device_crops="
+            f"{data.device_crops} cuts every view from one image: allowed device_crops 0"
+        )
 
 
 def cache_dir(cfg: Any) -> str:
@@ -191,17 +237,16 @@ def mean_hue(mean_rgb: np.ndarray) -> np.ndarray:
     return np.mod(angle / (2 * np.pi), 1.0).astype(np.float32)
 
 
-def generate(items: np.ndarray, options: Options, split: str) -> dict[str, np.ndarray]:
-    """Composite uint8 Fashion-MNIST items `[N, 28, 28(, 1)]` (module docstring): `{'image': uint8
-    [N, size, size, 3], 'photo': int32 (index into options.backgrounds), 'top', 'left': int32
-    (crop offsets in the resized photo), 'hue': float32 (turns)}`. Item i's draws depend only on
-    (seed, split, i), so the first k items of N are those of any longer run."""
+def composite(items: np.ndarray, u: np.ndarray, options: Options) -> dict[str, np.ndarray]:
+    """Steps 2-4 of the module docstring for uint8 items `[N, 28, 28(, 1)]`, each from its own row
+    of uniforms `u [N, 4]` in [0, 1) (photo, top, left, hue): `{'image': uint8 [N, size, size, 3],
+    'photo': int32 (index into options.backgrounds), 'top', 'left': int32 (crop offsets in the
+    resized photo), 'hue': float32 (turns)}`. `generate` draws `u` once per item; training views
+    with `views='item'` draw a row per view (`datasets.train_source`)."""
     items = np.asarray(items).reshape(-1, 28, 28)
     n, size = items.shape[0], options.size
     side = max(size, round(size / options.background_crop))
     bank = photo_bank(options.backgrounds, side)
-    # one row of uniforms per item: [photo, top, left, hue]
-    u = np.random.default_rng([options.seed, _SPLIT_STREAMS[split]]).random((n, 4))
     photo = np.minimum((u[:, 0] * len(bank)).astype(np.int32), len(bank) - 1)
     top = np.minimum((u[:, 1] * (side - size + 1)).astype(np.int32), side - size)
     left = np.minimum((u[:, 2] * (side - size + 1)).astype(np.int32), side - size)
@@ -223,6 +268,16 @@ def generate(items: np.ndarray, options: Options, split: str) -> dict[str, np.nd
         out = bg + alpha * (tint - bg)
         images[s:e] = (np.clip(out, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8).transpose(0, 2, 3, 1)
     return {"image": images, "photo": photo, "top": top, "left": left, "hue": hue}
+
+
+def generate(items: np.ndarray, options: Options, split: str) -> dict[str, np.ndarray]:
+    """Composite uint8 Fashion-MNIST items `[N, 28, 28(, 1)]` (module docstring; `composite`'s
+    output). Item i's draws depend only on (seed, split, i), so the first k items of N are those of
+    any longer run."""
+    n = np.asarray(items).reshape(-1, 28, 28).shape[0]
+    # one row of uniforms per item: [photo, top, left, hue]
+    u = np.random.default_rng([options.seed, _SPLIT_STREAMS[split]]).random((n, 4))
+    return composite(items, u, options)
 
 
 # --------------------------------------------------------------------------------------------------

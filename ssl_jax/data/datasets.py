@@ -15,7 +15,8 @@ Layouts:
 - `color_fashion_mnist`: the same IDX files and splits, each item tinted and composited on a crop
   of a photograph shipped with scikit-image (`color_fashion_mnist.py`: the generative story, the
   options `config.data.color_fashion_mnist`), RGB at 32 or 64 px; generated on first use and
-  cached as `.npz`. Held in host memory.
+  cached as `.npz`. Held in host memory. With `views='item'` training reads `train_source`: the
+  items, each view composited anew.
 - `cifar10`, `cifar100`, `stl10`, `imagenet2012`: tfds builders (`tfds_source.py`: where they are
   prepared from, split names, `cache`).
 - `image_folder`: the user's images under `data_dir` (`image_folder.py`: the folder of a split,
@@ -27,6 +28,7 @@ and `has_labels` of the numpy-held sets (`NUMPY_NAMES`) run without them.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import TYPE_CHECKING, Any
 
@@ -110,6 +112,30 @@ def _color_fashion_source(data_config: Any, split: str) -> Source:
     return array_source("color_fashion_mnist", split, images, labels, True)
 
 
+def _item_views_source(data_config: Any, split: str) -> Source:
+    """color_fashion_mnist's `views='item'`: the split's items (uint8 `[28, 28, 1]`) with a
+    `compose` that composites one view from the item and the view's seed (four uniforms: photo,
+    top, left, hue; `color_fashion_mnist.composite`, the generator's own numpy, in the tf.data
+    map)."""
+    import tensorflow as tf
+
+    cfg = config_get(data_config, "color_fashion_mnist", None)
+    options = color_fashion_mnist.check_config(cfg)
+    items, labels = fashion_mnist.read_split(*_fashion_paths(data_config, split))
+    shape = (options.size, options.size, 3)
+
+    def one_view(item: np.ndarray, u: np.ndarray) -> np.ndarray:
+        return color_fashion_mnist.composite(item, u, options)["image"][0]
+
+    def compose(item: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
+        u = tf.random.stateless_uniform([1, 4], seed, dtype=tf.float64)
+        image = tf.numpy_function(one_view, [item, u], tf.uint8, stateful=False)
+        return tf.ensure_shape(image, shape)
+
+    src = array_source("color_fashion_mnist", split, items, labels, True)
+    return dataclasses.replace(src, channels=3, compose=compose)
+
+
 @functools.lru_cache(maxsize=4)
 def _color_fashion_arrays(
     images_path: str, labels_path: str, split: str, options: Any, folder: str
@@ -133,6 +159,17 @@ def open_source(data_config: Any, split: str) -> Source:
     if name == "image_folder":
         return image_folder.open_source(data_config, split)
     return tfds_source.open_source(data_config, split)
+
+
+def train_source(data_config: Any) -> Source:
+    """The `Source` training views are made from: `open_source` of `data_config.train_split`, or
+    with color_fashion_mnist's `views='item'` its items, each view composited anew
+    (`Source.compose`); evaluation reads `open_source` / `load_arrays`, the generated images.
+    `views` against the other data keys: `color_fashion_mnist.check_views` (`ConfigError`)."""
+    color_fashion_mnist.check_views(data_config)
+    if color_fashion_mnist.item_views(data_config):
+        return _item_views_source(data_config, data_config.train_split)
+    return open_source(data_config, data_config.train_split)
 
 
 def prepare(data_config: Any) -> None:

@@ -40,7 +40,7 @@ import numpy as np
 
 from ssl_jax import sharding
 from ssl_jax.config_checks import ConfigError
-from ssl_jax.data import datasets, device_augment, recipe_ops, train_split
+from ssl_jax.data import color_fashion_mnist, datasets, device_augment, recipe_ops, train_split
 
 PIPELINES = ("tfdata", "device", "auto")
 # Datasets whose train split `datasets.load_arrays` reads whole (ImageNet: tf.data only).
@@ -121,12 +121,18 @@ def split_shape(config) -> tuple[int, ...] | None:
 
 def resolve(config) -> str:
     """`'tfdata'` or `'device'` for `config.data.pipeline` (`'auto'` decided as the module doc
-    says, from `split_shape`: no data is read)."""
+    says, from `split_shape`: no data is read; color_fashion_mnist's item views, composited on the
+    host, take 'tfdata' and refuse 'device': `color_fashion_mnist.check_views`)."""
     data = config.data
+    color_fashion_mnist.check_views(data)
     choice = data.get("pipeline", "tfdata")
     if choice != "auto":
         return choice
-    if data.name not in DEVICE_DATASETS or unsupported_ops(data):
+    if (
+        data.name not in DEVICE_DATASETS
+        or unsupported_ops(data)
+        or color_fashion_mnist.item_views(data)
+    ):
         return "tfdata"
     ops = {op["op"] for view in data.views for op in data.recipes[view]}
     if jax.default_backend() == "cpu" and "rand_augment" in ops:

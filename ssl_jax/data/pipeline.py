@@ -6,7 +6,9 @@ Training order and randomness are pure functions of `(config.seed, step)`:
   `[t·G, (t+1)·G)` of it (the remainder is dropped) and process `p` takes rows `[p·b, (p+1)·b)` of
   that batch, `b = G // process_count`.
 - View `v` of example `i` in epoch `e` draws its uniforms from the stateless seed `(seed, e, i, v)`
-  (`augment.draw`), whatever batch or process it lands in.
+  (`augment.draw`), whatever batch or process it lands in; a source that composes each view
+  (`Source.compose`: color_fashion_mnist's `views='item'`) draws the view's image from another
+  stream of the same `(seed, e, i, v)`.
 So `train_iterator(start_step=s)` yields exactly what `start_step=0` yields after `s` batches.
 
 Two ways to walk the permutation:
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
 
 _SHUFFLE_TAG = 0
 _AUGMENT_TAG = 1
+_COMPOSE_TAG = 2
 _INT64_MAX = np.iinfo(np.int64).max
 
 
@@ -201,13 +204,14 @@ def train_iterator(
     global_batch = int(config.global_batch_size)
     recipes = _recipes(config)
     channels = int(data.channels)
-    src = datasets.open_source(data, data.train_split)
+    src = datasets.train_source(data)
     n = train_split.clip_to_subset(data, src.num_examples)
     spe = train_split.steps_per_epoch(config, n)
     if start_step < 0:
         raise ValueError(f"start_step={start_step} must be >= 0.")
     shuffle_seed = _base_seed(config, _SHUFFLE_TAG)
     augment_seed = _base_seed(config, _AUGMENT_TAG)
+    compose_seed = _base_seed(config, _COMPOSE_TAG)
     parallel = tf.data.AUTOTUNE if num_parallel_calls is None else num_parallel_calls
 
     splits: dict[int, int] = {}
@@ -217,8 +221,11 @@ def train_iterator(
     @_plain
     def views(epoch, ex):
         """Per example: decode, one uniform draw per view, the per-image prefix of each recipe (with
-        `data.device_crops`: the image on its canvas and each view's crop box and flip instead)."""
-        image = adapt_channels(src.decode(ex["image"]), channels)
+        `data.device_crops`: the image on its canvas and each view's crop box and flip instead;
+        with `src.compose`: each view's own image first)."""
+        image = src.decode(ex["image"])
+        if src.compose is None:
+            image = adapt_channels(image, channels)
         example_seed = _fold(augment_seed, epoch, ex["index"])
         if canvas:
             image, height, width = augment.fit_canvas(image, canvas)
@@ -237,9 +244,13 @@ def train_iterator(
             }
         xs, us = [], []
         for v, (_, recipe) in enumerate(recipes):
+            x = image
+            if src.compose is not None:
+                seed = _fold(compose_seed, epoch, ex["index"], v)
+                x = adapt_channels(src.compose(image, seed), channels)
             u = augment.draw(recipe, _fold(example_seed, v))
-            splits[v] = augment.split_point(recipe, image.shape)
-            xs.append(augment.apply_prefix(image, recipe, u, splits[v]))
+            splits[v] = augment.split_point(recipe, x.shape)
+            xs.append(augment.apply_prefix(x, recipe, u, splits[v]))
             us.append(u)
         return {"views": tuple(xs), "u": tuple(us), "index": ex["index"], "label": ex["label"]}
 

@@ -26,7 +26,9 @@ class Source:
     end)` in the split's fixed order, where `image` is whatever `decode` turns into uint8 `[H, W,
     C]` (a string of encoded bytes, or the pixels already). `lookup(index)` (a tf function of an
     int64 scalar) returns the same dict for one position, or is None when the split can only be
-    streamed.
+    streamed. `compose(image, seed)`, when not None, makes one training view's image from the
+    decoded one with the view's own stateless seed (`color_fashion_mnist`'s item views: `image` is
+    the item); None: every view is cut from the image itself.
     """
 
     name: str
@@ -37,6 +39,7 @@ class Source:
     read: Callable[[int, int], tf.data.Dataset]
     decode: Callable[[tf.Tensor], tf.Tensor]
     lookup: Callable[[tf.Tensor], dict[str, tf.Tensor]] | None
+    compose: Callable[[tf.Tensor, tf.Tensor], tf.Tensor] | None = None
 
 
 def config_get(data_config: Any, key: str, default: Any) -> Any:

@@ -327,7 +327,8 @@ def _update(tx, head, opt_state, f, y):
 
 def _probe_data_config(config, probe) -> ml_collections.ConfigDict:
     """The pretraining config turned into the probe's training input: labelled train split, one
-    view made by RandomResizedCrop(image_size, crop_scale) (+ flip), batch `probe.batch_size`."""
+    view made by RandomResizedCrop(image_size, crop_scale) (+ flip), batch `probe.batch_size`;
+    color_fashion_mnist's generated images (`views='shared'`), whatever the pretraining's views."""
     pc = ml_collections.ConfigDict(config.to_dict())
     size = int(pc.data.image_size)
     recipe = [
@@ -346,6 +347,8 @@ def _probe_data_config(config, probe) -> ml_collections.ConfigDict:
     pc.data.recipes = ml_collections.ConfigDict({"probe": tuple(recipe)})
     pc.data.device_ops = False
     pc.data.device_crops = 0
+    if pc.data.get("color_fashion_mnist") is not None:
+        pc.data.color_fashion_mnist.views = "shared"
     pc.global_batch_size = int(probe.batch_size)
     return pc
 

@@ -1,20 +1,25 @@
 """color_fashion_mnist: generated offline from small IDX folders (and the real test split when
 installed): shapes, labels, determinism, prefix stability, tint modes, cache reuse and regeneration,
-option checks before any compile."""
+option checks before any compile; `views='item'`: each training view a composite of the item on its
+own photo crop and tint (checked against an independent formula), 'shared' today's views, the
+evaluation images unchanged, its bad combinations refused."""
 
 import colorsys
+import itertools
 import os
 
 import ml_collections
 import numpy as np
 import pytest
+from PIL import Image
 
 from configs import common
-from ssl_jax import validation
+from ssl_jax import configs, validation
 from ssl_jax.config_checks import ConfigError
 from ssl_jax.data import color_fashion_mnist as cfm
-from ssl_jax.data import datasets, fashion_mnist, pipeline, recipes
-from tests.data.data_helpers import make_fashion_dir
+from ssl_jax.data import datasets, device_pipeline, fashion_mnist, pipeline, recipes
+from ssl_jax.evaluate import linear_probe
+from tests.data.data_helpers import make_config, make_fashion_dir, write_idx
 from tests.helpers import tiny_config
 
 pytest.importorskip("skimage")
@@ -173,3 +178,190 @@ def test_real_test_split_keeps_fashion_mnist_labels(tmp_path):
     _, fashion_labels = fashion_mnist.read_split(*datasets._fashion_paths(dc, "test"))
     np.testing.assert_array_equal(labels, fashion_labels)
     assert 0.2 < images.mean() / 255 < 0.7
+
+
+# --------------------------------------------------------------------------------------------------
+# views='item': each training view composited anew from the item
+
+ITEM_OPTIONS = dict(backgrounds=("astronaut", "chelsea", "coffee"), background_crop=0.5)
+IDENTITY = ({"op": "center_crop", "size": 32},)  # the 32-px composite as it is
+
+
+@pytest.fixture(scope="module")
+def item_dir(tmp_path_factory):
+    """Items with a transparent 6-px border (every view shows its photo crop there), a noisy
+    interior and an opaque centre (pure tint)."""
+    folder = str(tmp_path_factory.mktemp("items"))
+    rng = np.random.default_rng(1)
+    for prefix, n in (("train", 32), ("t10k", 16)):
+        items = np.zeros((n, 28, 28), np.uint8)
+        items[:, 6:22, 6:22] = rng.integers(0, 256, (n, 16, 16))
+        items[:, 10:18, 10:18] = 255
+        write_idx(os.path.join(folder, f"{prefix}-images-idx3-ubyte.gz"), items)
+        write_idx(os.path.join(folder, f"{prefix}-labels-idx1-ubyte.gz"), np.arange(n) % 10)
+    return folder
+
+
+def _item_config(data_dir, cache_dir, views="item", recipe=IDENTITY, **options):
+    c = make_config(
+        data_dir,
+        global_batch_size=16,
+        name="color_fashion_mnist",
+        image_size=32,
+        views=("a", "a"),
+        recipes={"a": recipe, "weak": recipes.weak(32)},
+    )
+    c.data.color_fashion_mnist = ml_collections.ConfigDict(
+        dict(cache_dir=cache_dir, views=views, **{**ITEM_OPTIONS, **options})
+    )
+    return c
+
+
+def _alpha(item: np.ndarray) -> np.ndarray:
+    """The item upscaled to 32 px, bilinear (PIL, float): independent of the generator's matrix."""
+    x = Image.fromarray(item.reshape(28, 28).astype(np.float32) / 255, "F")
+    return np.asarray(x.resize((32, 32), Image.Resampling.BILINEAR), np.float64)
+
+
+def _expected(alpha, hue, background) -> np.ndarray:
+    """pixel = alpha · tint + (1 − alpha) · background, tint = HSV(hue, 1, 1), rounded to uint8."""
+    tint = np.array(colorsys.hsv_to_rgb(hue, 1.0, 1.0))
+    out = alpha[..., None] * tint + (1 - alpha[..., None]) * background
+    return np.floor(np.clip(out, 0, 1) * 255 + 0.5).astype(np.uint8)
+
+
+def _explain(view: np.ndarray, alpha: np.ndarray, bank: np.ndarray) -> tuple:
+    """(photo, top, left, hue) of a composite: the photo crop that matches its transparent pixels
+    (searched over every crop of every photo), the hue of the tint its opaque part leaves."""
+    clear = alpha == 0
+    windows = np.lib.stride_tricks.sliding_window_view(bank, (32, 32), axis=(1, 2))
+    crops = windows.transpose(0, 1, 2, 4, 5, 3)[:, :, :, clear]  # [P, T, L, pixels, 3]
+    err = np.abs(np.round(crops * 255) - view[clear]).max(axis=(-2, -1))
+    photo, top, left = np.unravel_index(np.argmin(err), err.shape)
+    background = bank[photo, top : top + 32, left : left + 32].astype(np.float64)
+    solid = alpha > 0.5
+    tint = (view[solid] / 255 - (1 - alpha[solid, None]) * background[solid]) / alpha[solid, None]
+    tint = tint.mean(0)
+    assert tint.max() > 0.98 and tint.min() < 0.02, tint  # a fully saturated, bright tint
+    return int(photo), int(top), int(left), colorsys.rgb_to_hsv(*tint)[0], background
+
+
+@pytest.mark.parametrize("tint", ["independent", "background", "fixed"])
+def test_item_views_share_the_item_and_nothing_else(item_dir, tmp_path, tint):
+    c = _item_config(item_dir, str(tmp_path), tint=tint, hue=0.3)
+    batches = list(itertools.islice(pipeline.train_iterator(c), 2))
+    resumed = next(pipeline.train_iterator(c, start_step=1))  # the draws follow (seed, epoch, i, v)
+    for a, b in zip(batches[1]["views"], resumed["views"]):
+        np.testing.assert_array_equal(a, b)
+    items, _ = fashion_mnist.read_split(*datasets._fashion_paths(c.data, "train"))
+    generated, _ = datasets.load_arrays(c.data, "train")
+    bank = cfm.photo_bank(ITEM_OPTIONS["backgrounds"], 64)
+    batch, draws = batches[0], []
+    for row, index in enumerate(batch["index"]):
+        alpha = _alpha(items[index])
+        pair = []
+        for view in batch["views"]:
+            photo, top, left, hue, background = _explain(view[row], alpha, bank)
+            # a valid composite of this item on the drawn crop with the drawn hue
+            diff = np.abs(view[row].astype(int) - _expected(alpha, hue, background)).max()
+            assert diff <= 1, (index, diff)
+            assert not np.array_equal(view[row], generated[index])
+            if tint == "fixed":
+                assert abs(hue - 0.3) < 2e-3
+            if tint == "background":
+                complement = (cfm.mean_hue(background.mean((0, 1))) + 0.5) % 1.0
+                assert min(abs(hue - complement), 1 - abs(hue - complement)) < 2e-3
+            pair.append((photo, top, left, hue))
+        draws.append(pair)
+    crops_differ = np.mean([p[0][:3] != p[1][:3] for p in draws])
+    hues_differ = np.mean(
+        [min(abs(p[0][3] - p[1][3]), 1 - abs(p[0][3] - p[1][3])) > 0.02 for p in draws]
+    )
+    assert crops_differ >= 0.9
+    if tint == "independent":  # ('background': the hue follows the crop, checked above)
+        assert hues_differ >= 0.75
+    assert len({p[0][0] for p in draws}) == 3  # every photo drawn
+
+
+def test_composite_matches_an_independent_formula(item_dir):
+    items, _ = fashion_mnist.read_split(
+        *datasets._fashion_paths(_item_config(item_dir, "").data, "train")
+    )
+    options = cfm.check_config(ITEM_OPTIONS)
+    u = np.random.default_rng(5).random((6, 4))
+    out = cfm.composite(items[:6], u, options)
+    bank = cfm.photo_bank(options.backgrounds, 64)
+    for i in range(6):
+        p, t, x = out["photo"][i], out["top"][i], out["left"][i]
+        assert (p, t, x) == (int(u[i, 0] * 3), int(u[i, 1] * 33), int(u[i, 2] * 33))
+        assert out["hue"][i] == np.float32(u[i, 3])
+        expected = _expected(_alpha(items[i]), float(u[i, 3]), bank[p, t : t + 32, x : x + 32])
+        assert np.abs(out["image"][i].astype(int) - expected).max() <= 1
+
+
+def test_shared_views_are_the_generated_images(item_dir, tmp_path):
+    shared = _item_config(item_dir, str(tmp_path), views="shared")
+    assert datasets.train_source(shared.data).compose is None
+    batch = next(pipeline.train_iterator(shared))
+    generated, _ = datasets.load_arrays(shared.data, "train")
+    for view in batch["views"]:  # the identity recipe: every view is the generated image
+        np.testing.assert_array_equal(view, generated[batch["index"]])
+    # the default (a config written before the option) and 'shared' give the same batches
+    shared.data.views = ("weak", "weak")
+    before = _item_config(item_dir, str(tmp_path), views="shared")
+    before.data.views = ("weak", "weak")
+    del before.data.color_fashion_mnist["views"]
+    for a, b in zip(
+        itertools.islice(pipeline.train_iterator(shared), 2),
+        itertools.islice(pipeline.train_iterator(before), 2),
+    ):
+        for x, y in zip(a["views"], b["views"]):
+            np.testing.assert_array_equal(x, y)
+    assert len(os.listdir(str(tmp_path))) == 1  # one cache file: 'views' is not in its name
+
+
+def test_item_views_leave_the_evaluation_images(item_dir, tmp_path):
+    item = _item_config(item_dir, str(tmp_path))
+    shared = _item_config(item_dir, str(tmp_path), views="shared")
+    for split in ("train", "test"):
+        a = list(pipeline.eval_iterator(item, split, batch_size=8))
+        b = list(pipeline.eval_iterator(shared, split, batch_size=8))
+        generated, _ = datasets.load_arrays(shared.data, split)
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x["image"], y["image"])
+        np.testing.assert_array_equal(np.concatenate([x["image"] for x in a]), generated)
+    probe = ml_collections.ConfigDict(
+        dict(crop_scale=(0.2, 1.0), flip=True, num_train=-1, batch_size=8)
+    )
+    pc = linear_probe._probe_data_config(item, probe)  # the probe's SGD on augmented images
+    assert pc.data.color_fashion_mnist.views == "shared"
+    assert datasets.train_source(pc.data).compose is None
+
+
+def test_item_views_bad_input_fails_before_compile(item_dir, tmp_path):
+    c = tiny_config("mocov2")
+    common.color_fashion_mnist_data(c, size=32)
+    c.data.data_dir = item_dir
+    c.data.color_fashion_mnist.cache_dir = str(tmp_path)
+    c.data.color_fashion_mnist.views = "item"
+    validation.validate(c, num_devices=8)
+    c.data.pipeline = "auto"
+    assert device_pipeline.resolve(c) == "tfdata"  # item views are composited on the host
+    cases = [
+        ("data.color_fashion_mnist.views", "both", "views='both'; allowed: \\('shared', 'item'\\)"),
+        ("data.pipeline", "device", "pipeline='device' trains on the generated images"),
+        ("data.device_crops", 32, "device_crops=32 cuts every view from one image"),
+    ]
+    for key, value, match in cases:
+        bad = ml_collections.ConfigDict(c.to_dict())
+        configs.apply_override(bad, f"{key}={value!r}")
+        with pytest.raises(ConfigError, match=match):
+            validation.validate(bad, num_devices=8)
+    grey = tiny_config("mocov2")  # Fashion-MNIST
+    grey.data.color_fashion_mnist.views = "item"
+    with pytest.raises(ConfigError, match="config.data.name='fashion_mnist': allowed 'shared'"):
+        validation.validate(grey, num_devices=8)
+    device = ml_collections.ConfigDict(c.to_dict())
+    device.data.pipeline = "device"
+    with pytest.raises(ConfigError, match="pipeline='device'"):
+        device_pipeline.resolve(device)

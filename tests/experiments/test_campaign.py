@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 
+import ml_collections
 import pytest
 
 from ssl_jax import validation
@@ -43,6 +44,24 @@ def test_every_cell_of_every_grid_loads_at_its_budget(name):
     other = next((c for c in cells if c.kind == "train" and c.seed != first.seed), None)
     if other is not None:
         assert campaign.cell_config(grid, other)[1] != campaign.cell_config(grid, first)[1]
+
+
+def test_a_key_added_at_its_neutral_value_keeps_the_hash():
+    """`HASH_NEUTRAL`: a config without the key (as the earlier cells ran) and one with it at its
+    neutral value have one hash; another value is another hash. The item-views section's cells
+    differ from the as-generated ones by that key alone."""
+    grid = grids.COLOR_SPEEDRUN
+    cell = next(c for c in grids.cells(grid) if c.kind == "train")
+    config, digest, _ = campaign.cell_config(grid, cell)
+    assert config.data.color_fashion_mnist.views == "shared"
+    before = ml_collections.ConfigDict(config.to_dict())
+    del before.data.color_fashion_mnist["views"]
+    assert campaign.config_hash(before) == digest
+    config.data.color_fashion_mnist.views = "item"
+    assert campaign.config_hash(config) != digest
+    item = grids.section(grid, "color_fashion_mnist_item_views")
+    assert item.methods == grids.section(grid, "color_fashion_mnist").methods
+    assert item.sets == ("data.color_fashion_mnist.views=item",)
 
 
 def test_the_grids_budgets():
