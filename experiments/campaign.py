@@ -54,7 +54,7 @@ WORK_ROOT = os.path.join(ROOT, "runs", "campaign")
 HASH_FILE = "campaign_config_hash.txt"
 # Config keys added after cells were recorded, at the value that does what those cells ran: left
 # out of the hash at that value, so the earlier cells keep their hashes (and their checkpoints).
-HASH_NEUTRAL = {"data.color_fashion_mnist.views": "shared"}
+HASH_NEUTRAL = {"data.color_fashion_mnist.views": "shared", "ema.target_init": "copy"}
 
 
 # ---- cells on disk ----------------------------------------------------------------------------
