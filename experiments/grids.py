@@ -568,8 +568,17 @@ The data set as generated, but every training view is composited anew from the i
 (`data.color_fashion_mnist.views=item`): its own photo crop and its own random tint, then the view's
 recipe, so the two views share only the item. The probe, the kNN and the baselines read the generated
 images, the same as the as-generated section's (its random-init and raw-pixel rows repeat those).
+`mocov2+keybn64+epochlr` is MoCo v2 with the official MoCo code's one-process settings (the keys' BN
+over the whole batch, the lr stepped per epoch), which on grey images remove its late loss rise
+(`cpu_long_variants`).
 """,
-            methods=COLOR_METHODS,
+            methods=(
+                *COLOR_METHODS,
+                (
+                    "mocov2+keybn64+epochlr",
+                    f"configs/mocov2_color_fashion_mnist.py {KEY_BN64} optim.schedule_unit=epoch",
+                ),
+            ),
             sets=("data.color_fashion_mnist.views=item",),
         ),
     ),
