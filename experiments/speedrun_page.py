@@ -63,7 +63,7 @@ def fastest(entries: list[dict], key: str, level: float) -> str:
     if not reached:
         return "none yet"
     best = min(reached, key=lambda e: e["cpu_min"])
-    return f"`{best['method']}` ({best['cpu_min']:.1f} CPU min, {100 * np.mean(best[key]):.2f})"
+    return f"`{best['method']}` ({best['cpu_min']:.1f} CPU min, {np.mean(100 * np.asarray(best[key])):.2f})"
 
 
 def figure(entries: list[dict], pixels: dict, path: str) -> None:

@@ -169,10 +169,19 @@ whole-batch key BN alone ours ends at 4.69 (still rising to 4.82 at step 3,000);
 settings at 4.53 over three seeds (4.53 / 4.51 / 4.54), the official seeds' mean (4.48 / 4.58 /
 4.52), with no late rise, and its kNN is the official one (77.23 ± 0.08 against 77.29 ± 0.14).
 The probe is not: 82.99 ± 0.15 against 83.46 ± 0.15 with the official settings, as 83.03 ± 0.23
-without them, so the settings explain the loss but not the probe's ~0.45 points. Not found yet;
-the candidates left are what the shim keeps of torch: the network's initialisation
-(torchvision's ResNet init against ours) and the augmentations' implementations (torchvision's
-against tf.data's). The figure draws all four.
+without them, so the settings explain the loss but not the probe's ~0.45 points. Checked
+(2026-11-28): the augmentations' implementations. The official MoCoRing reading views our host
+pipeline made (`mocoring+ourviews`: `runner.write_our_views`, the same recipe through
+`augment.apply_ops_uint8`, in the place of torchvision's transform classes; three seeds) probes
+83.20 ± 0.21 (83.39 / 83.23 / 82.98), kNN 77.29 ± 0.41: between the official 83.46 ± 0.15 and ours
+at the official settings 82.99 ± 0.15, 0.26 below the one and 0.21 above the other, so three seeds
+a side do not say whether the views carry part of the gap; they carry at most about half of it.
+The views' statistics agree (4,000 images, two views each: mean pixel 0.375 / 0.379, the two
+views' correlation 0.290 / 0.284, mean |view 1 − view 2| 0.264 / 0.264, torchvision / ours), and
+the network's initialisation has the same distribution on both sides (every conv kernel's std over
+three draws, ours / torchvision's: 0.99 to 1.02). Not found: the rest lies on the trainer side
+(the draws themselves, torch's against XLA's float32 arithmetic), where reading the code found no
+difference. The figure draws all sides.
 """,
     "scce": """
 The official code is CEA-LIST/SCE, not its archived successor juliendenize/eztorch: both need
@@ -191,10 +200,14 @@ loss climbs higher and stays higher in every seed (mean of steps 200-400: 7.53-7
 6.67-6.71 for ours; last fifth 6.88-7.23 against 6.72-6.78). A check (2026-11-28: the official
 trainer, seed 0, 400 steps, the same run with the online weights loaded into the momentum networks
 before the first step): mean loss over steps 200-400 of 7.90 as is and 7.14 with the copy, so the
-un-copied start accounts for most of the early gap. Whether it also accounts for the probe and kNN
-gap (official lower by 0.97 and 2.24 points, each just past the sum of the two stds) is not
-checked yet: that needs the official run with the copy (or ours with an independent target init)
-at three seeds. Settings that differ, not the code: the cosine lr spans the 20 epochs the step
+un-copied start accounts for most of the early gap. It also accounts for the probe and kNN gap
+(2026-11-28, `cpu_long_variants`' `scce+independent`, three seeds: ours with
+`ema.target_init=independent`, the target drawn on its own as the official code instantiates it):
+probe 83.02 ± 0.51 and kNN 75.66 ± 0.35, against the official 82.45 ± 0.49 / 74.93 ± 1.67 (each
+within the two spreads) and ours with the copy 83.42 ± 0.38 / 77.17 ± 0.32; its loss over steps
+200-400 is 7.54 (official 7.62, ours with the copy 6.69) and over the last fifth 6.88 (7.04 and
+6.76). So the gap is the official code's un-copied start, not a fault in ours; ours keeps the copy
+(eztorch's, and MoCo's) as its default, the official behaviour one override away. Settings that differ, not the code: the cosine lr spans the 20 epochs the step
 count starts (3,120 steps, cut at 3,000; ours 3,000), the official curve is one step's loss every
 20 steps (ours the mean of the 20). The official cells ran with one torch thread beside other
 work: their CPU minutes are not a speed comparison.
