@@ -535,7 +535,8 @@ def evidence(grid: grids.Grid, section: grids.Section, done: dict) -> list[str]:
                 if rows.get(other):
                     ref = mean_std([r[key] for r in rows[other]])[0]
                     parts.append(f"{label} {'>' if mine > ref else '≤'} {name}")
-        lines.append(f"- {method}: " + ", ".join(parts))
+        if parts:  # none in a grid without baselines of its own
+            lines.append(f"- {method}: " + ", ".join(parts))
     for better, worse, source in grids.ORDERINGS:
         if rows.get(better) and rows.get(worse):
             probe = verdict(*([r["probe_top1"] for r in rows[m]] for m in (better, worse)))

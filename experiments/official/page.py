@@ -114,14 +114,14 @@ machine, torch's OpenMP workers spin-wait, 4.5 s a step against 0.14 s in a shor
 other work; ours recorded no CPU time: not a speed comparison.
 """,
     "ir": """
-One seed of the official code (2026-11-28): not a verdict. The Ring code's `NCE` on its
-`MemoryBank` at our config's numbers (4,096 draws beside the positive: its k = 4,097, bank
-momentum 0.5, normal bank rows) escapes the near-collapse as ours does: its loss curve lies on
-ours' seeds 0 and 1 from step ~1,000 (mean of the last fifth 7.22 against 7.27 / 7.32; ours' seed 2
-ends lower, 6.11). Probe 78.76 / kNN 66.69, below ours' three seeds on the probe (80.07-82.46) and
-among them on the kNN (67.56-74.28). One official IR cell took 73 min of wall time here beside other
-jobs (24 CPU-min on one thread, against ~8 for the official MoCoRing), so seeds 1 and 2 are left
-for later.
+Three seeds of the official code (2026-11-28): the Ring code's `NCE` on its `MemoryBank` at our
+config's numbers (4,096 draws beside the positive: its k = 4,097, bank momentum 0.5, normal bank
+rows) escapes the near-collapse as ours does, and probe and kNN agree within the seeds' spread
+(79.77 ± 0.88 / 67.98 ± 1.86 against ours' 81.08 ± 1.24 / 70.39 ± 3.48). Its loss over the last
+fifth (7.22 / 7.33 / 7.19) lies on ours' seeds 0 and 1 (7.27 / 7.32); ours' seed 2 ends lower
+(6.11) and is the best of the six on the probe and kNN (82.46 / 74.28). An official IR cell takes
+about 24 CPU minutes on one thread (the bank's 4,097-way scores per image), three times the
+official MoCoRing's.
 """,
     "iring": """
 Three seeds of the official code (2026-11-28). The Ring code's `NCERing` at our
