@@ -328,7 +328,8 @@ a row is a recipe: the previous default job's (`scce`: SCE, ResNet-18 width 1 wi
 batch 64, 2,400 steps of SGD at lr 0.06 with cosine decay, m 0.99, queue 4,096) with one or two
 levers moved (`+stride2`: a 3×3 stride-2 stem without max-pool at width 1/2; `+cifar`: the CIFAR
 stem at width 1/4; `+crop0.5`: random resized crops of at least half the image in both views;
-`+steps4800`: 4,800 steps). A recipe with another stem is read against its own random init. Each cell
+`+steps4800`: 4,800 steps; `+lr0.12`: lr 0.12; `+ema0.98`: target momentum 0.98; `+queue16k`: a
+queue of 16,384 keys). A recipe with another stem is read against its own random init. Each cell
 records its CPU seconds (`cpu_s`, `pretrain_cpu_s`: user + system time of the process) beside its
 wall time; the curve of probe and kNN against CPU minutes is in
 [experiments/cpu_speedrun.md](experiments/cpu_speedrun.md). Run at low priority beside other
@@ -355,6 +356,11 @@ work: the wall times are not a speed comparison, the CPU seconds are closer to o
                 # leaves little of an item in a 20 % crop), and twice the steps
                 ("scce+stride2+crop0.5", f"{SCCE}:crop_min=0.5 {STRIDE2}"),
                 ("scce+stride2+steps4800", f"{SCCE} {STRIDE2} total_steps=4800"),
+                # the optimiser and the method's own numbers, one at a time from `+stride2`: twice
+                # the lr, a faster target (m 0.98 for 0.99), a queue of 16,384 keys for 4,096
+                ("scce+stride2+lr0.12", f"{SCCE} {STRIDE2} optim.base_lr=0.12"),
+                ("scce+stride2+ema0.98", f"{SCCE} {STRIDE2} ema.base=0.98"),
+                ("scce+stride2+queue16k", f"{SCCE} {STRIDE2} method_config.queue_size=16384"),
             ),
             own_random_init=(
                 (
@@ -364,6 +370,9 @@ work: the wall times are not a speed comparison, the CPU seconds are closer to o
                         "mocov2+stride2",
                         "scce+stride2+crop0.5",
                         "scce+stride2+steps4800",
+                        "scce+stride2+lr0.12",
+                        "scce+stride2+ema0.98",
+                        "scce+stride2+queue16k",
                     ),
                 ),
                 ("scce+cifar", ("scce+cifar",)),

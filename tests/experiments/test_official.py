@@ -598,3 +598,31 @@ def test_a_ring_cell_is_written_and_resumed(tmp_path, monkeypatch):
     assert 0 <= record["probe_top1"] <= 1 and record["loss_curve"] == [[20, 9.0]]
     path = campaign.write_cell(str(tmp_path / "cells"), cell, record)
     assert json.load(open(path))["cell"] == "fashion_mnist.iring+official.s0"
+
+
+def test_the_cpu_bench_fits_a_fixed_cost_and_a_cost_per_step():
+    from experiments.official import bench_cpu
+
+    fixed, per_step = bench_cpu.fit([(400, 10.0 + 0.25 * 400), (100, 10.0 + 0.25 * 100)])
+    assert fixed == pytest.approx(10.0) and per_step == pytest.approx(0.25)
+    with pytest.raises(ValueError):
+        bench_cpu.fit([(100, 1.0), (100, 2.0)])
+    with pytest.raises(SystemExit, match="two different step counts"):
+        bench_cpu.main(["--steps=100,100"])
+    with pytest.raises(SystemExit, match="no such method"):
+        bench_cpu.main(["--methods=byol", "--steps=10,20"])
+
+
+def test_the_cpu_bench_times_the_official_cells_config_without_evaluators():
+    from experiments.official import bench_cpu
+
+    config, full = bench_cpu.cell_config("mocoring", 156)
+    grid = grids.GRIDS[bench_cpu.GRID]
+    (cell,) = [c for c in grids.cells(grid) if c.method == "mocoring" and c.seed == 0]
+    cell_config = campaign.cell_config(grid, cell)[0]
+    assert full == cell_config.total_steps == 3000 and config.total_steps == 156
+    assert all(config.evals[name].every_steps == -1 for name in config.evals)
+    assert runner.numbers(config, "mocoring") == {
+        **runner.numbers(cell_config, "mocoring"),
+        "steps": 156,
+    }

@@ -1,0 +1,161 @@
+"""CPU time of each official implementation beside ours, one run after the other on one core.
+
+    taskset -c 1 python experiments/official/bench_cpu.py                  # every method
+    taskset -c 1 python experiments/official/bench_cpu.py --methods=mocov2,scce --steps=100,400
+
+The `official_cpu_long` cells record their CPU seconds, but they ran at low priority beside other
+jobs. This runs, per method, the cell's config (seed 0) at two step counts: the official harness
+(torch, one thread) and then ours (`train.train_and_evaluate`, its in-training evaluators off), each
+in a process of its own, one after the other. Each side's user + system CPU seconds are counted as
+the cells count `pretrain_cpu_s`: the training only (data, model, compile and steps; not the
+feature extraction or the probe). The two step counts give a fixed cost and a cost per step, and
+their sum at the cell's own step count is the CPU minutes of a cell. Pin it to a core no other job
+uses (`taskset`): both sides then run on one core, and other jobs on the other core do not count.
+Writes `docs/results/official_cpu_time.json` (`page.py` shows it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, ROOT)
+
+from experiments import campaign, grids  # noqa: E402
+from experiments.official import runner  # noqa: E402
+
+GRID = "official_cpu_long"
+METHODS = ("mocov2", "jcl", "ir", "iring", "mocoring", "scce", "ressl")
+OUT = os.path.join(ROOT, "docs", "results", "official_cpu_time.json")
+
+
+def cell_config(method: str, steps: int):
+    """The grid's seed-0 cell config of `method` at `steps` steps, no evaluator during training."""
+    grid = grids.GRIDS[GRID]
+    (cell,) = [c for c in grids.cells(grid) if c.method == method and c.seed == 0]
+    config, _, _ = campaign.cell_config(grid, cell)
+    full = int(config.total_steps)
+    config.total_steps = steps
+    for name in config.evals:
+        config.evals[name].every_steps = -1
+    return config, full
+
+
+def fit(points: list[tuple[int, float]]) -> tuple[float, float]:
+    """(fixed seconds, seconds a step) of the line through two (steps, CPU seconds) points."""
+    (s1, c1), (s2, c2) = sorted(points)
+    if s1 == s2:
+        raise ValueError("two different step counts are needed")
+    per_step = (c2 - c1) / (s2 - s1)
+    return c1 - per_step * s1, per_step
+
+
+def official_cpu_s(method: str, steps: int, workdir: str) -> float:
+    """The official harness's `pretrain_cpu_s` at `steps` steps (one torch thread)."""
+    config, _ = cell_config(method, steps)
+    numbers = runner.numbers(config, method)
+    harness = os.path.join(ROOT, "experiments", "official", "harness.py")
+    cmd = [runner.official_python(), harness, f"--method={method}", "--threads=1"]
+    cmd += [f"--numbers={json.dumps(numbers)}", f"--out={workdir}"]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    with open(os.path.join(workdir, "run.json")) as f:
+        return float(json.load(f)["pretrain_cpu_s"])
+
+
+def ours_cpu_s(method: str, steps: int, workdir: str) -> float:
+    """Our `pretrain_cpu_s` at `steps` steps, measured in a child process (`--child`)."""
+    cmd = [sys.executable, os.path.abspath(__file__), f"--child={method}", f"--steps={steps}"]
+    out = subprocess.run(cmd + [f"--workdir={workdir}"], check=True, capture_output=True, text=True)
+    return float(json.loads(out.stdout.strip().splitlines()[-1])["cpu_s"])
+
+
+def child(method: str, steps: int, workdir: str) -> None:
+    """Ours in this process: the config, the experiment, compile and `steps` steps."""
+    from ssl_jax import train
+
+    cpu0 = campaign.cpu_seconds()
+    config, _ = cell_config(method, steps)
+    train.train_and_evaluate(config, workdir)
+    print(json.dumps({"cpu_s": round(campaign.cpu_seconds() - cpu0, 2)}), flush=True)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--methods", default=",".join(METHODS))
+    parser.add_argument("--steps", default="100,400", help="two step counts")
+    parser.add_argument("--out", default=OUT)
+    parser.add_argument("--child", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--workdir", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    os.chdir(ROOT)  # the grid's config paths are the repository's
+    steps = [int(s) for s in args.steps.split(",")]
+    if args.child:
+        return child(args.child, steps[0], args.workdir)
+    if len(set(steps)) != 2:
+        raise SystemExit("error: --steps takes two different step counts, e.g. 100,400")
+    methods = args.methods.split(",")
+    unknown = sorted(set(methods) - set(METHODS))
+    if unknown:
+        raise SystemExit(f"error: no such method {unknown}; known: {', '.join(METHODS)}")
+    affinity = sorted(os.sched_getaffinity(0))
+    rows = {}
+    for method in methods:
+        full = cell_config(method, steps[0])[1]
+        row = {"cell_steps": full}
+        for side, measure in (("official", official_cpu_s), ("ours", ours_cpu_s)):
+            points = []
+            for n in steps:
+                with tempfile.TemporaryDirectory() as workdir:
+                    t0 = time.time()
+                    cpu = measure(method, n, workdir)
+                print(
+                    f"{method:9s} {side:8s} {n:5d} steps: {cpu:7.1f} CPU s "
+                    f"({time.time() - t0:.0f} s wall)",
+                    flush=True,
+                )
+                points.append((n, cpu))
+            fixed, per_step = fit(points)
+            row[side] = dict(
+                points=points,
+                fixed_s=round(fixed, 1),
+                per_step_s=round(per_step, 4),
+                cell_min=round((fixed + per_step * full) / 60, 1),
+            )
+        row["official_over_ours"] = round(row["official"]["cell_min"] / row["ours"]["cell_min"], 2)
+        rows[method] = row
+    print(
+        f"\n{'method':9s} {'official min':>12s} {'ours min':>9s} {'ratio':>6s}  (per step, fixed)"
+    )
+    for method, row in rows.items():
+        o, u = row["official"], row["ours"]
+        print(
+            f"{method:9s} {o['cell_min']:12.1f} {u['cell_min']:9.1f} "
+            f"{row['official_over_ours']:6.2f}  official {o['per_step_s']:.3f} s + {o['fixed_s']:.0f} s,"
+            f" ours {u['per_step_s']:.3f} s + {u['fixed_s']:.0f} s"
+        )
+    record = dict(
+        date=time.strftime("%Y-%m-%d"),
+        commit=campaign.commit(),
+        cores=affinity,
+        steps=steps,
+        command="taskset -c 1 python experiments/official/bench_cpu.py --steps="
+        + ",".join(map(str, steps)),
+        methods=rows,
+    )
+    if set(methods) != set(METHODS) and os.path.exists(args.out):
+        with open(args.out) as f:
+            old = json.load(f)
+        record["methods"] = {**old.get("methods", {}), **rows}
+    with open(args.out, "w") as f:
+        json.dump(record, f, indent=1)
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
