@@ -6,6 +6,7 @@ cells of an `official_*` grid and of the grid it mirrors, with the shim table an
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -16,7 +17,7 @@ sys.path.insert(0, ROOT)
 import numpy as np  # noqa: E402
 
 from experiments import campaign, grids  # noqa: E402
-from experiments.official import checkouts, harness, runner  # noqa: E402
+from experiments.official import bench_cpu, checkouts, harness, runner  # noqa: E402
 
 PAGE = os.path.join(ROOT, "docs", "experiments", "official.md")
 PAIRS = (("official_cpu_long", "cpu_long"),)  # (official grid, the grid of ours it mirrors)
@@ -353,11 +354,44 @@ def shim_table(name: str) -> list[str]:
     return rows
 
 
+def cpu_time_section(path: str = bench_cpu.OUT) -> list[str]:
+    """`bench_cpu.py`'s table: each side's CPU minutes for one cell, timed one after the other."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        bench = json.load(f)
+    n1, n2 = bench["steps"]
+    out = [
+        "## CPU time, one after the other",
+        "",
+        f"`{bench['command']}` ({bench['date']}, commit `{bench['commit'][:8]}`): each method's "
+        f"`official_cpu_long` cell (seed 0), the official code and then ours, each in its own "
+        f"process on one core (CPU {', '.join(map(str, bench['cores']))}) that no other job "
+        f"used, at {n1} and at {n2} steps. The CPU seconds of the training (data, model, "
+        "compile and steps; not the features or the probe) at the two step counts give a fixed "
+        "cost and a cost a step; a cell is the fixed cost plus its steps. The cells' own CPU "
+        "minutes in the tables above ran beside other jobs, ours with the kNN monitor on.",
+        "",
+        "| method | official: CPU min a cell | ours: CPU min a cell | official / ours "
+        "| official: s a step, fixed s | ours: s a step, fixed s |",
+        "|---|---|---|---|---|---|",
+    ]
+    for method, row in bench["methods"].items():
+        o, u = row["official"], row["ours"]
+        out.append(
+            f"| {method} | {o['cell_min']:.1f} | {u['cell_min']:.1f} "
+            f"| {row['official_over_ours']:.2f} | {o['per_step_s']:.3f}, {o['fixed_s']:.0f} "
+            f"| {u['per_step_s']:.3f}, {u['fixed_s']:.0f} |"
+        )
+    return out + [""]
+
+
 def write(path: str = PAGE) -> None:
     out = [HEADER.format(date=time.strftime("%Y-%m-%d"))]
     for official_name, ours_name in PAIRS:
         out += [f"## `{official_name}` beside `{ours_name}`", ""]
         out += method_rows(grids.GRIDS[official_name], grids.GRIDS[ours_name])
+    out += cpu_time_section()
     out += ["## The shims", ""]
     for name, checkout in checkouts.CHECKOUTS.items():
         out += [

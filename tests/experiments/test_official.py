@@ -626,3 +626,28 @@ def test_the_cpu_bench_times_the_official_cells_config_without_evaluators():
         **runner.numbers(cell_config, "mocoring"),
         "steps": 156,
     }
+
+
+def test_the_page_shows_the_cpu_bench_or_nothing(tmp_path):
+    from experiments.official import page
+
+    path = str(tmp_path / "official_cpu_time.json")
+    assert page.cpu_time_section(path) == []
+    side = lambda minutes: dict(points=[], fixed_s=20.0, per_step_s=0.1, cell_min=minutes)
+    bench = dict(
+        date="2026-11-28",
+        commit="0123456789abcdef",
+        cores=[1],
+        steps=[156, 624],
+        command="taskset -c 1 python experiments/official/bench_cpu.py --steps=156,624",
+        methods={
+            "mocov2": dict(
+                cell_steps=3000, official=side(9.0), ours=side(6.0), official_over_ours=1.5
+            )
+        },
+    )
+    with open(path, "w") as f:
+        json.dump(bench, f)
+    text = "\n".join(page.cpu_time_section(path))
+    assert "| mocov2 | 9.0 | 6.0 | 1.50 | 0.100, 20 | 0.100, 20 |" in text
+    assert "at 156 and at 624 steps" in text and "`01234567`" in text
