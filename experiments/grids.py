@@ -579,13 +579,17 @@ recipe, so the two views share only the item. The probe, the kNN and the baselin
 images, the same as the as-generated section's (its random-init and raw-pixel rows repeat those).
 `mocov2+keybn64+epochlr` is MoCo v2 with the official MoCo code's one-process settings (the keys' BN
 over the whole batch, the lr stepped per epoch), which on grey images remove its late loss rise
-(`cpu_long_variants`).
+(`cpu_long_variants`). `mocov2+tau0.1` is MoCo v2 at SCE's temperature (0.1 for 0.2).
 """,
             methods=(
                 *COLOR_METHODS,
                 (
                     "mocov2+keybn64+epochlr",
                     f"configs/mocov2_color_fashion_mnist.py {KEY_BN64} optim.schedule_unit=epoch",
+                ),
+                (
+                    "mocov2+tau0.1",
+                    "configs/mocov2_color_fashion_mnist.py method_config.temperature=0.1",
                 ),
             ),
             sets=("data.color_fashion_mnist.views=item",),
