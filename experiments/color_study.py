@@ -2,6 +2,7 @@
 
     python experiments/color_study.py crops [--scale=0.2,1.0]
     python experiments/color_study.py diagnose --run=runs/color_study/base/<run> [--num=10000]
+    python experiments/color_study.py diagnose --cell=color_speedrun.<cell> [--num=10000]
 
 `crops`: how much of the item the MoCo v2 recipe's random resized crops keep (torchvision's
 `RandomResizedCrop.get_params`, ratio 3/4–4/3, on the 32-px training images): the share of the
@@ -245,13 +246,26 @@ def _features(fn, variables, images: np.ndarray, batch: int = 500) -> np.ndarray
 def diagnose_main(args) -> None:
     from compare_methods import load_config
 
-    from ssl_jax import train
+    from ssl_jax import checkpoint, train
     from ssl_jax.evaluate.evaluators import probe_and_knn, probe_args
     from ssl_jax.evaluate.run_features import features_fn
 
-    config = load_config(args.config, [*CPU600_SETS, *args.set], args.seed)
-    state = train.train_and_evaluate(config, args.run)  # restores the finished run
-    exp = train.build_experiment(config)
+    if args.cell:  # a campaign cell: its config as it trained, its newest checkpoint
+        from experiments import campaign, grids
+
+        grid_name, _, cell_name = args.cell.partition(".")
+        grid = grids.GRIDS[grid_name]
+        (cell,) = [c for c in grids.cells(grid) if c.name == cell_name]
+        config = campaign.cell_config(grid, cell)[0]
+        args.run = args.run or os.path.join(ROOT, "runs", "campaign", grid.name, cell.name)
+        exp = train.build_experiment(config)
+        state = train.init_or_restore(exp, checkpoint.Checkpointer(args.run, create=False))
+        if int(state.step) != config.total_steps:
+            raise SystemExit(f"error: {args.run} holds step {int(state.step)}, not the last")
+    else:
+        config = load_config(args.config, [*CPU600_SETS, *args.set], args.seed)
+        state = train.train_and_evaluate(config, args.run)  # restores the finished run
+        exp = train.build_experiment(config)
     init = train.init_or_restore(exp, None)
     fn = features_fn(exp)
     options = cfm.check_config(config.data.color_fashion_mnist)
@@ -328,12 +342,20 @@ def main(argv=None) -> None:
     c.add_argument("--scale", default="0.2,1.0")
     c.add_argument("--num", type=int, default=10000)
     d = sub.add_parser("diagnose")
-    d.add_argument("--run", required=True, help="a finished compare_methods.py run folder")
+    d.add_argument("--run", default="", help="a finished compare_methods.py run folder")
+    d.add_argument(
+        "--cell",
+        default="",
+        help="or a finished campaign cell, GRID.CELL (its config; --run: its workdir, default "
+        "runs/campaign/GRID/CELL)",
+    )
     d.add_argument("--config", default="configs/mocov2_color_fashion_mnist.py")
     d.add_argument("--set", action="append", default=[], help="the run's own overrides")
     d.add_argument("--seed", type=int, default=0, help="the run's seed")
     d.add_argument("--num", type=int, default=10000)
     args = parser.parse_args(argv)
+    if args.command == "diagnose" and not (args.run or args.cell):
+        parser.error("diagnose needs --run or --cell")
     sys.path.insert(0, os.path.join(ROOT, "experiments"))
     {"crops": crops_main, "diagnose": diagnose_main}[args.command](args)
 

@@ -122,3 +122,9 @@ def test_recipe_override_applies():
     assert tuple(ops["random_resized_crop"]["scale"]) == (0.5, 1.0)
     assert ops["color_jitter"]["hue"] == 0.5 and ops["color_jitter"]["p"] == 1.0
     assert ops["grayscale"]["p"] == 0.2 and len(c.data.recipes.mocov2) == 4
+
+
+def test_diagnose_needs_a_run_or_a_cell(capsys):
+    with pytest.raises(SystemExit):
+        cs.main(["diagnose"])
+    assert "diagnose needs --run or --cell" in capsys.readouterr().err
