@@ -299,6 +299,8 @@ def diagnose_main(args) -> None:
         "random_init": {"params": init.params, "batch_stats": init.batch_stats},
         "pixels": None,
     }
+    if not args.pixels:  # the pixel rows are the data's, the same for every run (and slow)
+        del encoders["pixels"]
     results = {}
     for name, variables in encoders.items():
         feats = {}
@@ -353,6 +355,9 @@ def main(argv=None) -> None:
     d.add_argument("--set", action="append", default=[], help="the run's own overrides")
     d.add_argument("--seed", type=int, default=0, help="the run's seed")
     d.add_argument("--num", type=int, default=10000)
+    d.add_argument(
+        "--pixels", action=argparse.BooleanOptionalAction, default=True, help="raw-pixel rows"
+    )
     args = parser.parse_args(argv)
     if args.command == "diagnose" and not (args.run or args.cell):
         parser.error("diagnose needs --run or --cell")
