@@ -66,6 +66,28 @@ def fastest(entries: list[dict], key: str, level: float) -> str:
     return f"`{best['method']}` ({best['cpu_min']:.1f} CPU min, {np.mean(100 * np.asarray(best[key])):.2f})"
 
 
+def lever_effects(entries: list[dict]) -> list[str]:
+    """One line per recipe whose parent (its name less the last `+lever`) has cells: the change
+    of the mean probe and kNN, in points, with both sides' seed counts and the parent's std."""
+    by_name = {e["method"]: e for e in entries}
+    out = []
+    for e in entries:
+        parent = by_name.get(e["method"].rpartition("+")[0])
+        if parent is None:
+            continue
+        parts = []
+        for key, label in (("probe", "probe"), ("knn", "kNN")):
+            delta = 100 * (np.mean(e[key]) - np.mean(parent[key]))
+            std = 100 * np.std(parent[key], ddof=1) if len(parent[key]) > 1 else None
+            spread = "" if std is None else f" (its std {std:.2f})"
+            parts.append(f"{label} {delta:+.2f}{spread}")
+        out.append(
+            f"- `{e['method']}` against `{parent['method']}`: {', '.join(parts)}; "
+            f"{len(e['probe'])} against {len(parent['probe'])} seeds"
+        )
+    return out
+
+
 def figure(entries: list[dict], pixels: dict, path: str) -> None:
     import matplotlib
 
@@ -150,6 +172,15 @@ def write(path: str = PAGE) -> None:
             f"- probe > pixels + 2: {fastest(entries, 'probe', pixels['probe'] + 0.02)}",
             f"- probe > pixels + 4: {fastest(entries, 'probe', pixels['probe'] + 0.04)}",
             f"- kNN > pixels ({100 * pixels['knn']:.2f}): {fastest(entries, 'knn', pixels['knn'])}",
+        ]
+    effects = lever_effects(entries)
+    if effects:
+        out += [
+            "",
+            "What each lever moved, in points of the mean (the recipe against the one it "
+            "moves a lever from):",
+            "",
+            *effects,
         ]
     if entries:
         figure(entries, pixels, FIGURE)
