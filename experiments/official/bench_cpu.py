@@ -103,7 +103,7 @@ def main(argv=None) -> None:
     unknown = sorted(set(methods) - set(METHODS))
     if unknown:
         raise SystemExit(f"error: no such method {unknown}; known: {', '.join(METHODS)}")
-    affinity = sorted(os.sched_getaffinity(0))
+    affinity, code = sorted(os.sched_getaffinity(0)), campaign.commit()  # the code that runs
     rows = {}
     for method in methods:
         full = cell_config(method, steps[0])[1]
@@ -141,7 +141,7 @@ def main(argv=None) -> None:
         )
     record = dict(
         date=time.strftime("%Y-%m-%d"),
-        commit=campaign.commit(),
+        commit=code,
         cores=affinity,
         steps=steps,
         command="taskset -c 1 python experiments/official/bench_cpu.py --steps="
