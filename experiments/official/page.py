@@ -179,7 +179,12 @@ a side do not say whether the views carry part of the gap; they carry at most ab
 The views' statistics agree (4,000 images, two views each: mean pixel 0.375 / 0.379, the two
 views' correlation 0.290 / 0.284, mean |view 1 − view 2| 0.264 / 0.264, torchvision / ours), and
 the network's initialisation has the same distribution on both sides (every conv kernel's std over
-three draws, ours / torchvision's: 0.99 to 1.02). Not found: the rest lies on the trainer side
+three draws, ours / torchvision's: 0.99 to 1.02). The evaluation is the same on both sides
+(2026-11-28, `python experiments/official/cross_eval.py
+--cell=cpu_long_variants.fashion_mnist.mocoring+keybn64+epochlr.s0`): our seed-0 encoder, exported
+to the torchvision layout and read by the harness's feature path, gives features within 8e-7 (of
+the largest value) of ours and the same probe and kNN (83.15 / 77.24 against 83.17 / 77.24), so the
+gap is in the trained weights. Not found: the rest lies on the trainer side
 (the draws themselves, torch's against XLA's float32 arithmetic), where reading the code found no
 difference. The figure draws all sides.
 """,

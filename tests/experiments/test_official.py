@@ -651,3 +651,21 @@ def test_the_page_shows_the_cpu_bench_or_nothing(tmp_path):
     text = "\n".join(page.cpu_time_section(path))
     assert "| mocov2 | 9.0 | 6.0 | 1.50 | 0.100, 20 | 0.100, 20 |" in text
     assert "at 156 and at 624 steps" in text and "`01234567`" in text
+
+
+def test_cross_eval_reads_only_our_training_cells():
+    from experiments.official import cross_eval
+
+    config, workdir, method = cross_eval.cell_run(
+        "cpu_long_variants.fashion_mnist.mocoring+keybn64+epochlr.s1"
+    )
+    assert method == "mocoring" and config.seed == 1 and config.total_steps == 3000
+    assert workdir.endswith(
+        os.path.join("cpu_long_variants", "fashion_mnist.mocoring+keybn64+epochlr.s1")
+    )
+    for name in (
+        "official_cpu_long.fashion_mnist.mocoring.s0",
+        "cpu_long.fashion_mnist.raw_pixels",
+    ):
+        with pytest.raises(SystemExit, match="not a training cell of ours"):
+            cross_eval.cell_run(name)
