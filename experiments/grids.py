@@ -329,7 +329,7 @@ batch 64, 2,400 steps of SGD at lr 0.06 with cosine decay, m 0.99, queue 4,096) 
 levers moved (`+stride2`: a 3×3 stride-2 stem without max-pool at width 1/2; `+cifar`: the CIFAR
 stem at width 1/4; `+crop0.5`: random resized crops of at least half the image in both views;
 `+steps4800`: 4,800 steps; `+lr0.12`: lr 0.12; `+ema0.98`: target momentum 0.98; `+queue16k`: a
-queue of 16,384 keys). A recipe with another stem is read against its own random init. Each cell
+queue of 16,384 keys; `+tau0.2`: τ 0.2; `+nojitter`: both views crop and flip only). A recipe with another stem is read against its own random init. Each cell
 records its CPU seconds (`cpu_s`, `pretrain_cpu_s`: user + system time of the process) beside its
 wall time; the curve of probe and kNN against CPU minutes is in
 [experiments/cpu_speedrun.md](experiments/cpu_speedrun.md). Run at low priority beside other
@@ -361,6 +361,10 @@ work: the wall times are not a speed comparison, the CPU seconds are closer to o
                 ("scce+stride2+lr0.12", f"{SCCE} {STRIDE2} optim.base_lr=0.12"),
                 ("scce+stride2+ema0.98", f"{SCCE} {STRIDE2} ema.base=0.98"),
                 ("scce+stride2+queue16k", f"{SCCE} {STRIDE2} method_config.queue_size=16384"),
+                # τ 0.2 for 0.1 (τ_m stays 0.05); both views crop + flip only (no brightness /
+                # contrast jitter in the online view)
+                ("scce+stride2+tau0.2", f"{SCCE} {STRIDE2} method_config.temperature=0.2"),
+                ("scce+stride2+nojitter", f"{SCCE} {STRIDE2} data.views=('weak','weak')"),
             ),
             own_random_init=(
                 (
@@ -373,6 +377,8 @@ work: the wall times are not a speed comparison, the CPU seconds are closer to o
                         "scce+stride2+lr0.12",
                         "scce+stride2+ema0.98",
                         "scce+stride2+queue16k",
+                        "scce+stride2+tau0.2",
+                        "scce+stride2+nojitter",
                     ),
                 ),
                 ("scce+cifar", ("scce+cifar",)),
