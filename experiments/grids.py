@@ -585,7 +585,8 @@ recipe, so the two views share only the item. The probe, the kNN and the baselin
 images, the same as the as-generated section's (its random-init and raw-pixel rows repeat those).
 `mocov2+keybn64+epochlr` is MoCo v2 with the official MoCo code's one-process settings (the keys' BN
 over the whole batch, the lr stepped per epoch), which on grey images remove its late loss rise
-(`cpu_long_variants`). `mocov2+tau0.1` is MoCo v2 at SCE's temperature (0.1 for 0.2).
+(`cpu_long_variants`). `mocov2+tau0.1` is MoCo v2 at SCE's temperature (0.1 for 0.2); `scce+coeff1` is SCE with λ = 1,
+its loss the one-hot InfoNCE alone (no relational target) with SCE's views, head and τ.
 """,
             methods=(
                 *COLOR_METHODS,
@@ -597,6 +598,8 @@ over the whole batch, the lr stepped per epoch), which on grey images remove its
                     "mocov2+tau0.1",
                     "configs/mocov2_color_fashion_mnist.py method_config.temperature=0.1",
                 ),
+                # SCE with λ = 1: its one-hot InfoNCE alone (no relational target), its views, head
+                ("scce+coeff1", "configs/scce_color_fashion_mnist.py method_config.coeff=1.0"),
             ),
             sets=("data.color_fashion_mnist.views=item",),
         ),
