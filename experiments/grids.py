@@ -586,7 +586,9 @@ images, the same as the as-generated section's (its random-init and raw-pixel ro
 `mocov2+keybn64+epochlr` is MoCo v2 with the official MoCo code's one-process settings (the keys' BN
 over the whole batch, the lr stepped per epoch), which on grey images remove its late loss rise
 (`cpu_long_variants`). `mocov2+tau0.1` is MoCo v2 at SCE's temperature (0.1 for 0.2); `scce+coeff1` is SCE with λ = 1,
-its loss the one-hot InfoNCE alone (no relational target) with SCE's views, head and τ.
+its loss the one-hot InfoNCE alone (no relational target) with SCE's views, head and τ;
+`+strongkey` gives its target the strong view too (MoCo v2's two views of one recipe), `+mocohead`
+gives it MoCo v2's head (512 wide with bias, no BN).
 """,
             methods=(
                 *COLOR_METHODS,
@@ -600,6 +602,19 @@ its loss the one-hot InfoNCE alone (no relational target) with SCE's views, head
                 ),
                 # SCE with λ = 1: its one-hot InfoNCE alone (no relational target), its views, head
                 ("scce+coeff1", "configs/scce_color_fashion_mnist.py method_config.coeff=1.0"),
+                # and which of SCE's other parts MoCo v2 lacks: both views strong (as MoCo v2's),
+                # or MoCo v2's head (512 wide, no BN)
+                (
+                    "scce+coeff1+strongkey",
+                    "configs/scce_color_fashion_mnist.py method_config.coeff=1.0 "
+                    "data.views=('strong','strong')",
+                ),
+                (
+                    "scce+coeff1+mocohead",
+                    "configs/scce_color_fashion_mnist.py method_config.coeff=1.0 "
+                    "model.projector.use_bn=False model.projector.hidden_bias=True "
+                    "model.projector.hidden_dims=(512,)",
+                ),
             ),
             sets=("data.color_fashion_mnist.views=item",),
         ),
