@@ -141,18 +141,18 @@ the whole batch of 64. So `cpu_long`'s IRing below IR is the budget and the meth
 code.
 """,
     "iring+official": """
-One seed of the official code (2026-11-28): not a verdict. At the Ring code's own IR settings
+Three seeds a side (2026-11-28). At the Ring code's own IR settings
 (`config/pretrain/nce/nce_ring.json`: m 0, so the bank row is replaced by the new embedding, k
 4,096 = 4,095 draws; `src/objectives/memory.py:17-24`: uniform rows) the official IRing collapses
-sooner than at our config's: its loss is at ln 4,096 = 8.318 from step ~540 (at our config's
-numbers ~1,000), and the probe and kNN fall to 73.43 / 52.49 (76.15 / 57.38 at ours). Ours at the
-same settings (`cpu_long_variants`' `iring+official`, seed 0, through our config's overrides
-`bank_momentum=0 num_negatives=4095 bank_init=uniform`) collapses the same way: loss at ln 4,096
-from step ~500, its curve on the official one (9.56 against 9.47 at step 400, 8.328 against 8.370
-at step 600), probe 74.89 and kNN 61.90. What collapses, on each side alike: IRing at this budget
-at both settings, sooner with the code's m 0; what does not: IR (ours, three seeds; the official
-IR cell is still to run). The kNN gap at one seed a side (52.49 against 61.90; 57.38 against ours'
-59.20-67.48 at our settings) is left for seeds 1 and 2 to confirm or not.
+sooner than at our config's: its loss is within 0.1 of ln 4,096 = 8.318 from step 480 in all three
+seeds (at our config's numbers from ~950), and the probe and kNN fall to 74.69 ± 2.46 / 59.43 ±
+7.45 (73.43 / 77.53 / 73.12; 52.49 / 67.31 / 58.49). Ours at the same settings
+(`cpu_long_variants`' `iring+official`, through our config's overrides `bank_momentum=0
+num_negatives=4095 bank_init=uniform`) collapses the same way, from step 500 / 500 / 640, with
+75.72 ± 0.97 / 60.74 ± 6.47 (74.89 / 76.79 / 75.48; 61.90 / 66.55 / 53.76): the same within the
+seeds' spread on both. What collapses, on each side alike: IRing at this budget at both settings,
+sooner with the code's m 0; what does not: IR (three seeds a side). The kNN of a collapsed encoder
+spreads over 14 points between seeds on both sides.
 """,
     "mocoring": """
 Three seeds of the official code (2026-11-28): the Ring code's `MoCoRing` at our
