@@ -165,6 +165,18 @@ def cell_config(grid: grids.Grid, cell: grids.Cell, data_dir: str = ""):
     return config, digest, [path, *overrides]
 
 
+def trained_cell(name: str, work_root: str = WORK_ROOT):
+    """(config, workdir, cell) of a training cell of ours named `GRID.SECTION.METHOD.sSEED`: its
+    config as it trained (`cell_config`) and its run folder (for the tools that read a finished
+    cell's checkpoint)."""
+    grid_name, _, cell_name = name.partition(".")
+    grid = grids.GRIDS.get(grid_name)
+    found = [c for c in grids.cells(grid) if c.name == cell_name] if grid else []
+    if not found or found[0].kind != "train" or grid.official:
+        raise SystemExit(f"error: {name} is not a training cell of ours")
+    return cell_config(grid, found[0])[0], os.path.join(work_root, grid.name, cell_name), found[0]
+
+
 def config_hash(config) -> str:
     """16 hex digits of the resolved config (JSON, sorted keys), `HASH_NEUTRAL`'s keys left out at
     their neutral value."""

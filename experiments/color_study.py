@@ -251,13 +251,10 @@ def diagnose_main(args) -> None:
     from ssl_jax.evaluate.run_features import features_fn
 
     if args.cell:  # a campaign cell: its config as it trained, its newest checkpoint
-        from experiments import campaign, grids
+        from experiments import campaign
 
-        grid_name, _, cell_name = args.cell.partition(".")
-        grid = grids.GRIDS[grid_name]
-        (cell,) = [c for c in grids.cells(grid) if c.name == cell_name]
-        config = campaign.cell_config(grid, cell)[0]
-        args.run = args.run or os.path.join(ROOT, "runs", "campaign", grid.name, cell.name)
+        config, cell_run, _ = campaign.trained_cell(args.cell)
+        args.run = args.run or cell_run
         exp = train.build_experiment(config)
         state = train.init_or_restore(exp, checkpoint.Checkpointer(args.run, create=False))
         if int(state.step) != config.total_steps:

@@ -28,24 +28,13 @@ from experiments import campaign, grids  # noqa: E402
 from experiments.official import harness, runner  # noqa: E402
 
 
-def cell_run(name: str):
-    """(config, workdir, method) of a finished cell `GRID.SECTION.METHOD.sSEED` of ours."""
-    grid_name, _, cell_name = name.partition(".")
-    grid = grids.GRIDS[grid_name]
-    cells = [c for c in grids.cells(grid) if c.name == cell_name and c.kind == "train"]
-    if not cells or grid.official:
-        raise SystemExit(f"error: {name} is not a training cell of ours")
-    config = campaign.cell_config(grid, cells[0])[0]
-    workdir = os.path.join(ROOT, "runs", "campaign", grid.name, cells[0].name)
-    return config, workdir, grids.method_key(cells[0].method)
-
-
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cell", required=True, help="GRID.SECTION.METHOD.sSEED of ours")
     args = parser.parse_args(argv)
     os.chdir(ROOT)
-    config, workdir, method = cell_run(args.cell)
+    config, workdir, cell = campaign.trained_cell(args.cell)
+    method = grids.method_key(cell.method)
 
     import torch
 

@@ -653,19 +653,20 @@ def test_the_page_shows_the_cpu_bench_or_nothing(tmp_path):
     assert "at 156 and at 624 steps" in text and "`01234567`" in text
 
 
-def test_cross_eval_reads_only_our_training_cells():
-    from experiments.official import cross_eval
-
-    config, workdir, method = cross_eval.cell_run(
+def test_a_trained_cell_is_read_by_its_name_and_only_ours():
+    config, workdir, cell = campaign.trained_cell(
         "cpu_long_variants.fashion_mnist.mocoring+keybn64+epochlr.s1"
     )
-    assert method == "mocoring" and config.seed == 1 and config.total_steps == 3000
-    assert workdir.endswith(
-        os.path.join("cpu_long_variants", "fashion_mnist.mocoring+keybn64+epochlr.s1")
+    assert cell.method == "mocoring+keybn64+epochlr" and cell.seed == 1
+    assert config.seed == 1 and config.total_steps == 3000
+    assert workdir == os.path.join(
+        campaign.WORK_ROOT, "cpu_long_variants", "fashion_mnist.mocoring+keybn64+epochlr.s1"
     )
     for name in (
         "official_cpu_long.fashion_mnist.mocoring.s0",
         "cpu_long.fashion_mnist.raw_pixels",
+        "cpu_long.fashion_mnist.random_init.s0",
+        "no_grid.fashion_mnist.mocoring.s0",
     ):
         with pytest.raises(SystemExit, match="not a training cell of ours"):
-            cross_eval.cell_run(name)
+            campaign.trained_cell(name)
