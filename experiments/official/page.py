@@ -181,10 +181,10 @@ views' correlation 0.290 / 0.284, mean |view 1 − view 2| 0.264 / 0.264, torchv
 the network's initialisation has the same distribution on both sides (every conv kernel's std over
 three draws, ours / torchvision's: 0.99 to 1.02). The evaluation is the same on both sides
 (2026-11-28, `python experiments/official/cross_eval.py
---cell=cpu_long_variants.fashion_mnist.mocoring+keybn64+epochlr.s0`): our seed-0 encoder, exported
-to the torchvision layout and read by the harness's feature path, gives features within 8e-7 (of
-the largest value) of ours and the same probe and kNN (83.15 / 77.24 against 83.17 / 77.24), so the
-gap is in the trained weights. Not found: the rest lies on the trainer side
+--cell=cpu_long_variants.fashion_mnist.mocoring+keybn64+epochlr.s0`, and `.s1`): our seed-0 and
+seed-1 encoders, exported to the torchvision layout and read by the harness's feature path, give
+features within 8e-7 (of the largest value) of ours and the same probe and kNN (83.15 / 77.24 and
+82.96 / 77.14 against 83.17 / 77.24 and 82.94 / 77.14), so the gap is in the trained weights. Not found: the rest lies on the trainer side
 (the draws themselves, torch's against XLA's float32 arithmetic), where reading the code found no
 difference. The figure draws all sides.
 """,
