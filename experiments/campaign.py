@@ -177,6 +177,18 @@ def trained_cell(name: str, work_root: str = WORK_ROOT):
     return cell_config(grid, found[0])[0], os.path.join(work_root, grid.name, cell_name), found[0]
 
 
+def finished_state(config, workdir: str):
+    """(experiment, state) of a finished run of `config` in `workdir`: its newest checkpoint,
+    refused unless it holds the last step."""
+    from ssl_jax import checkpoint, train
+
+    exp = train.build_experiment(config)
+    state = train.init_or_restore(exp, checkpoint.Checkpointer(workdir, create=False))
+    if int(state.step) != config.total_steps:
+        raise SystemExit(f"error: {workdir} holds step {int(state.step)}, not the last")
+    return exp, state
+
+
 def config_hash(config) -> str:
     """16 hex digits of the resolved config (JSON, sorted keys), `HASH_NEUTRAL`'s keys left out at
     their neutral value."""

@@ -246,7 +246,7 @@ def _features(fn, variables, images: np.ndarray, batch: int = 500) -> np.ndarray
 def diagnose_main(args) -> None:
     from compare_methods import load_config
 
-    from ssl_jax import checkpoint, train
+    from ssl_jax import train
     from ssl_jax.evaluate.evaluators import probe_and_knn, probe_args
     from ssl_jax.evaluate.run_features import features_fn
 
@@ -255,10 +255,7 @@ def diagnose_main(args) -> None:
 
         config, cell_run, _ = campaign.trained_cell(args.cell)
         args.run = args.run or cell_run
-        exp = train.build_experiment(config)
-        state = train.init_or_restore(exp, checkpoint.Checkpointer(args.run, create=False))
-        if int(state.step) != config.total_steps:
-            raise SystemExit(f"error: {args.run} holds step {int(state.step)}, not the last")
+        exp, state = campaign.finished_state(config, args.run)
     else:
         config = load_config(args.config, [*CPU600_SETS, *args.set], args.seed)
         state = train.train_and_evaluate(config, args.run)  # restores the finished run

@@ -38,15 +38,12 @@ def main(argv=None) -> None:
 
     import torch
 
-    from ssl_jax import checkpoint, export, train
+    from ssl_jax import export
     from ssl_jax.evaluate import run_features
     from ssl_jax.evaluate.encoder import load_encoder
     from ssl_jax.evaluate.evaluators import probe_and_knn, probe_args
 
-    exp = train.build_experiment(config)
-    state = train.init_or_restore(exp, checkpoint.Checkpointer(workdir, create=False))
-    if int(state.step) != config.total_steps:
-        raise SystemExit(f"error: {workdir} holds step {int(state.step)}, not the last")
+    exp, state = campaign.finished_state(config, workdir)
     variables = {"params": state.params, "batch_stats": state.batch_stats}
     numbers = runner.numbers(config, method)
     model = harness.torchvision_resnet(
