@@ -29,7 +29,11 @@ def test_every_cell_of_every_grid_loads_at_its_budget(name):
     cells = grids.cells(grid)
     assert len({c.name for c in cells}) == len(cells)
     trained = [c for c in cells if c.kind == "train"]
-    assert len(trained) == len(grid.seeds) * sum(len(s.methods) for s in grid.sections)
+    more = sum(len(seeds) for _, seeds in grid.more_seeds)
+    assert len(trained) == len(grid.seeds) * sum(len(s.methods) for s in grid.sections) + more
+    for method, seeds in grid.more_seeds:  # each names a method of the grid, past its seeds
+        assert any(method in dict(s.methods) for s in grid.sections), method
+        assert not set(seeds) & set(grid.seeds), method
     for cell in cells:
         config, digest, overrides = campaign.cell_config(grid, cell, data_dir="/elsewhere")
         validation.validate(config, num_devices=1)
