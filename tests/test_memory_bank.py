@@ -173,6 +173,48 @@ def test_sample_rows_where_is_uniform(setup, replace):
     assert chi2 < CHI2_999[size - 1], (chi2, counts)
 
 
+def test_sample_rows_where_with_replacement_draws_the_ranked_band_row(setup):
+    """With replacement, draw j of query b is the band's row of rank r (0-based, in row order) for
+    r = `randint(rng, [B, num], 0, band size)`: numpy's `flatnonzero(band[b])[r]`, on 1 and 8
+    devices, with bands of 1 row, of rows across word ends and of the whole bank."""
+    mesh, bank, queries, sims = setup
+    num, sizes = 300, [1, 33, 64, 97, 250, N]
+    lo, hi = _bands(sims, sizes)
+    rng = jax.random.PRNGKey(11)
+    index, valid = (
+        np.asarray(a)
+        for a in jax.jit(
+            lambda r, b, q: bank_search.sample_rows_where(r, b, q, lo, hi, num, mesh, replace=True)
+        )(rng, bank, queries)
+    )
+    assert valid.all()
+    rank = np.asarray(jax.random.randint(rng, (B, num), 0, np.asarray(sizes)[:, None]))
+    for b in range(B):
+        band_rows = np.flatnonzero((sims[b] >= lo[b]) & (sims[b] <= hi[b]))
+        assert len(band_rows) == sizes[b]
+        np.testing.assert_array_equal(index[b], band_rows[rank[b]])
+
+
+def test_select_bit_finds_the_set_bit_of_each_rank():
+    """`_select_bit` (five halvings on population counts) against numpy's list of set bits, and
+    `_pack_bits` against numpy's bit order, on random words, 0, all ones and one-bit words."""
+    rng = np.random.default_rng(0)
+    mask = rng.random((3, 200)) < np.array([[0.05], [0.5], [0.95]])
+    mask[0, 96:128] = True  # an all-ones word
+    mask[0, 128:160] = False  # an empty word
+    mask[1, 160:192] = np.arange(32) == 31  # the top bit alone
+    words = np.asarray(bank_search._pack_bits(jnp.asarray(mask)))
+    assert words.shape == (3, 7) and words.dtype == np.uint32
+    padded = np.pad(mask, ((0, 0), (0, 24))).reshape(3, 7, 32)
+    np.testing.assert_array_equal(words, (padded * (1 << np.arange(32, dtype=np.uint64))).sum(-1))
+    flat = words.reshape(-1)
+    set_bits = [np.flatnonzero((int(w) >> np.arange(32)) & 1) for w in flat]
+    which = np.array([i for i, bits in enumerate(set_bits) for _ in bits])
+    rank = np.array([r for bits in set_bits for r in range(len(bits))])
+    got = np.asarray(bank_search._select_bit(jnp.asarray(flat[which]), jnp.asarray(rank)))
+    np.testing.assert_array_equal(got, np.concatenate(set_bits))
+
+
 def test_sample_rows_where_does_not_depend_on_device_count():
     banks, out = {}, {}
     queries = memory.l2_normalize(jax.random.normal(jax.random.PRNGKey(1), (B, D)))

@@ -85,6 +85,18 @@ def child(method: str, steps: int, workdir: str) -> None:
     print(json.dumps({"cpu_s": round(campaign.cpu_seconds() - cpu0, 2)}), flush=True)
 
 
+def measured_rows(path: str) -> dict:
+    """The rows of an earlier record, each with its own date and commit (a record written before
+    rows carried them gives its own), so that a run of a few methods keeps the others' as measured."""
+    with open(path) as f:
+        old = json.load(f)
+    keep = ("date", "commit", "steps", "cores", "command")
+    return {
+        method: {**{k: old[k] for k in keep if k in old}, **row}
+        for method, row in old.get("methods", {}).items()
+    }
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--methods", default=",".join(METHODS))
@@ -128,7 +140,13 @@ def main(argv=None) -> None:
                 cell_min=round((fixed + per_step * full) / 60, 1),
             )
         row["official_over_ours"] = round(row["official"]["cell_min"] / row["ours"]["cell_min"], 2)
-        rows[method] = row
+        rows[method] = {
+            **row,
+            "date": time.strftime("%Y-%m-%d"),
+            "commit": code,
+            "steps": steps,
+            "cores": affinity,
+        }
     print(
         f"\n{'method':9s} {'official min':>12s} {'ours min':>9s} {'ratio':>6s}  (per step, fixed)"
     )
@@ -139,19 +157,12 @@ def main(argv=None) -> None:
             f"{row['official_over_ours']:6.2f}  official {o['per_step_s']:.3f} s + {o['fixed_s']:.0f} s,"
             f" ours {u['per_step_s']:.3f} s + {u['fixed_s']:.0f} s"
         )
-    record = dict(
-        date=time.strftime("%Y-%m-%d"),
-        commit=code,
-        cores=affinity,
-        steps=steps,
-        command="taskset -c 1 python experiments/official/bench_cpu.py --steps="
-        + ",".join(map(str, steps)),
-        methods=rows,
-    )
+    command = "taskset -c 1 python experiments/official/bench_cpu.py --steps=" + args.steps
+    if set(methods) != set(METHODS):
+        command += f" --methods={args.methods}"
+    record = dict(cores=affinity, steps=steps, command=command, methods=rows)
     if set(methods) != set(METHODS) and os.path.exists(args.out):
-        with open(args.out) as f:
-            old = json.load(f)
-        record["methods"] = {**old.get("methods", {}), **rows}
+        record["methods"] = {**measured_rows(args.out), **rows}
     with open(args.out, "w") as f:
         json.dump(record, f, indent=1)
     print(f"wrote {args.out}")

@@ -359,44 +359,53 @@ def shim_table(name: str) -> list[str]:
 
 
 def cpu_time_section(path: str = bench_cpu.OUT) -> list[str]:
-    """`bench_cpu.py`'s table: each side's CPU minutes for one cell, timed one after the other."""
+    """`bench_cpu.py`'s table: each side's CPU minutes for one cell, timed one after the other;
+    each row says when, at which commit and by which command it was measured (a later run of a
+    few methods replaces only their rows)."""
     if not os.path.exists(path):
         return []
-    with open(path) as f:
-        bench = json.load(f)
-    n1, n2 = bench["steps"]
+    rows = bench_cpu.measured_rows(path)
     out = [
         "## CPU time, one after the other",
         "",
-        f"`{bench['command']}` ({bench['date']}, commit `{bench['commit'][:8]}`): each method's "
-        f"`official_cpu_long` cell (seed 0), the official code and then ours, each in its own "
-        f"process on one core (CPU {', '.join(map(str, bench['cores']))}) that no other job "
-        f"used, at {n1} and at {n2} steps. The CPU seconds of the training (data, model, "
-        "compile and steps; not the features or the probe) at the two step counts give a fixed "
-        "cost and a cost a step; a cell is the fixed cost plus its steps. The cells' own CPU "
-        "minutes in the tables above ran beside other jobs, ours with the kNN monitor on. "
-        "Ours' fixed cost holds the tf.data set-up, the state's init, XLA's compile of the "
-        "step and the last checkpoint; the official code compiles nothing. Where ours is slower "
-        "(IRing), its ring is found by exact ranks on the sharded bank (`bank_search`: the bank "
-        "and the `[B, N]` similarities are never gathered, for pods), where one process of the "
-        "official code takes `torch.topk` of the outer fraction of the 10,000 scores per query "
+        "Each method's `official_cpu_long` cell (seed 0), the official code and then ours, each in "
+        "its own process on one core that no other job used, at two step counts. The CPU seconds "
+        "of the training (data, model, compile and steps; not the features or the probe) at the "
+        "two step counts give a fixed cost and a cost a step; a cell is the fixed cost plus its "
+        "steps. The cells' own CPU minutes in the tables above ran beside other jobs, ours with "
+        "the kNN monitor on. Ours' fixed cost holds the tf.data set-up, the state's init, XLA's "
+        "compile of the step and the last checkpoint; the official code compiles nothing. IRing's "
+        "ring is found, in ours, by exact ranks on the sharded bank (`bank_search`: the bank and "
+        "the `[B, N]` similarities are never gathered, for pods), and its draws with replacement "
+        "read one 32-row bit word each (`bank_search._select_bit`, 2026-11-28; before it, 32 "
+        "rows each, and ours took 0.66× the official time); one process of the official code "
+        "takes `torch.topk` of the outer fraction of the 10,000 scores per query "
         "(`src/objectives/instdisc.py:129`).",
         "",
         "| method | official: CPU min a cell | ours: CPU min a cell | official / ours "
-        "| official: s a step, fixed s | ours: s a step, fixed s |",
-        "|---|---|---|---|---|---|",
+        "| official: s a step, fixed s | ours: s a step, fixed s | measured |",
+        "|---|---|---|---|---|---|---|",
     ]
 
     def fixed(seconds: float) -> str:  # a fit's fixed cost within a second of 0 is 0
         return f"{seconds:.0f}" if round(seconds) else "0"
 
-    for method, row in bench["methods"].items():
+    commands = []
+    for method, row in rows.items():
         o, u = row["official"], row["ours"]
+        n1, n2 = row["steps"]
+        command = row["command"]
+        if command not in commands:
+            commands.append(command)
         out.append(
             f"| {method} | {o['cell_min']:.1f} | {u['cell_min']:.1f} "
             f"| {row['official_over_ours']:.2f} | {o['per_step_s']:.3f}, {fixed(o['fixed_s'])} "
-            f"| {u['per_step_s']:.3f}, {fixed(u['fixed_s'])} |"
+            f"| {u['per_step_s']:.3f}, {fixed(u['fixed_s'])} "
+            f"| {row['date']}, `{row['commit'][:8]}`, {n1} and {n2} steps, "
+            f"CPU {', '.join(map(str, row['cores']))}, command {commands.index(command) + 1} |"
         )
+    out += ["", "Commands:", ""]
+    out += [f"{i + 1}. `{command}`" for i, command in enumerate(commands)]
     return out + [""]
 
 

@@ -629,7 +629,7 @@ def test_the_cpu_bench_times_the_official_cells_config_without_evaluators():
 
 
 def test_the_page_shows_the_cpu_bench_or_nothing(tmp_path):
-    from experiments.official import page
+    from experiments.official import bench_cpu, page
 
     path = str(tmp_path / "official_cpu_time.json")
     assert page.cpu_time_section(path) == []
@@ -649,8 +649,22 @@ def test_the_page_shows_the_cpu_bench_or_nothing(tmp_path):
     with open(path, "w") as f:
         json.dump(bench, f)
     text = "\n".join(page.cpu_time_section(path))
-    assert "| mocov2 | 9.0 | 6.0 | 1.50 | 0.100, 20 | 0.100, 20 |" in text
-    assert "at 156 and at 624 steps" in text and "`01234567`" in text
+    assert (
+        "| mocov2 | 9.0 | 6.0 | 1.50 | 0.100, 20 | 0.100, 20 "
+        "| 2026-11-28, `01234567`, 156 and 624 steps, CPU 1, command 1 |"
+    ) in text
+    assert "1. `taskset -c 1 python experiments/official/bench_cpu.py --steps=156,624`" in text
+    # a later run of one method keeps the other rows as they were measured, and says its own
+    later = dict(cell_steps=3000, official=side(5.0), ours=side(4.0), official_over_ours=1.25)
+    later.update(date="2026-11-29", commit="fedcba9876543210", steps=[100, 400], cores=[0])
+    later["command"] = "taskset -c 1 python experiments/official/bench_cpu.py --methods=iring"
+    bench["methods"] = {**bench_cpu.measured_rows(path), "iring": later}
+    with open(path, "w") as f:
+        json.dump(bench, f)
+    text = "\n".join(page.cpu_time_section(path))
+    assert "| 2026-11-28, `01234567`, 156 and 624 steps, CPU 1, command 1 |" in text
+    assert "| iring | 5.0 | 4.0 | 1.25 |" in text
+    assert "| 2026-11-29, `fedcba98`, 100 and 400 steps, CPU 0, command 2 |" in text
 
 
 def test_a_trained_cell_is_read_by_its_name_and_only_ours():
