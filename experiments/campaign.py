@@ -632,7 +632,11 @@ def grid_page(grid: grids.Grid, found: dict, results_dir: str, page_dir: str) ->
     commits = sorted({r["commit"] for r in done.values()})
     out = [f"## Grid `{grid.name}`: {grid.title}", "", grid.text.strip(), ""]
     out.append(
-        f"Budget (every cell): `{' '.join(grid.sets)}`; {len(grid.seeds)} seeds; sized for "
+        f"Budget (every cell): `{' '.join(grid.sets)}`; {len(grid.seeds)} seeds"
+        + "".join(
+            f" ({len(grid.seeds) + len(seeds)} for `{method}`)" for method, seeds in grid.more_seeds
+        )
+        + "; sized for "
         f"{grid.device}. {len(done)} of {len(all_cells)} cells measured"
         + (
             f", on {', '.join(devices)}, {dates[0]} to {dates[-1]}, commits "

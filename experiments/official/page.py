@@ -6,7 +6,6 @@ cells of an `official_*` grid and of the grid it mirrors, with the shim table an
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time

@@ -430,3 +430,20 @@ def test_the_readme_glance_table_is_the_one_the_cells_give():
     readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
     table = "\n".join(campaign.glance_table(grids.CPU_SPEEDRUN_METHODS, "fashion_mnist"))
     assert table in readme
+
+
+def test_more_seeds_add_cells_after_the_grid_and_their_rows_read_every_seed(tmp_path, device):
+    import dataclasses
+
+    grid = dataclasses.replace(SMALL, more_seeds=(("scce", (2, 3)),))
+    names = [c.name for c in grids.cells(grid)]
+    assert names[: len(grids.cells(SMALL))] == [c.name for c in grids.cells(SMALL)]
+    assert names[len(grids.cells(SMALL)) :] == ["fashion_mnist.scce.s2", "fashion_mnist.scce.s3"]
+    scores = {"mocov2": (0.80, 0.70), "scce": (0.75, 0.60), "random_init": (0.70, 0.65)}
+    scores |= {"raw_pixels": (0.85, 0.65)}
+    campaign.run_grid(grid, results_dir=str(tmp_path), run=fake_run([], scores=scores))
+    found = campaign.read_cells(str(tmp_path), grid)
+    table = "\n".join(campaign.section_table(grid, grid.sections[0], found))
+    assert "| scce | 76.50 ± 1.29 (75.00 / 76.00 / 77.00 / 78.00) |" in table  # fake: + seed/100
+    page = "\n".join(campaign.grid_page(grid, found, str(tmp_path), str(tmp_path)))
+    assert "2 seeds (4 for `scce`); sized for any." in page
