@@ -633,8 +633,12 @@ def grid_page(grid: grids.Grid, found: dict, results_dir: str, page_dir: str) ->
     out = [f"## Grid `{grid.name}`: {grid.title}", "", grid.text.strip(), ""]
     out.append(
         f"Budget (every cell): `{' '.join(grid.sets)}`; {len(grid.seeds)} seeds"
-        + "".join(
-            f" ({len(grid.seeds) + len(seeds)} for `{method}`)" for method, seeds in grid.more_seeds
+        + (
+            " ("
+            + ", ".join(f"{len(grid.seeds) + len(s)} for `{m}`" for m, s in grid.more_seeds)
+            + ")"
+            if grid.more_seeds
+            else ""
         )
         + "; sized for "
         f"{grid.device}. {len(done)} of {len(all_cells)} cells measured"

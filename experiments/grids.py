@@ -451,7 +451,8 @@ that our host pipeline made (`runner.write_our_views`) in the place of torchvisi
     official=True,
     baselines=False,
     curve_points=0,
-    # MoCoRing's probe gap (official 83.46 ± 0.15 against ours 82.99 ± 0.15) read on six seeds
+    # MoCoRing's probe gap on seeds 0-2 (official 83.46 ± 0.15, ours at its settings 82.99 ± 0.15)
+    # read on six: 83.18 ± 0.36 against 83.14 ± 0.26 (2026-11-28), the draws
     more_seeds=(("mocoring", (3, 4, 5)), ("mocoring+ourviews", (3, 4, 5))),
     sections=(
         Section(
