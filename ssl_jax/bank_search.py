@@ -366,7 +366,8 @@ def sample_rows_where(
     - `replace=True`: i.i.d. uniform draws from the band: per-device band counts are all-gathered (n
       numbers per query), `num` ranks are drawn in [0, count_b) (`jax.random.randint`), and each device
       resolves the ranks in its range (binary search on the cumsum of its band counts per 32-row
-      chunk, then within the chunk); results are psum'd. valid[b] is all False exactly where the band
+      word of band bits, then the set bit of that rank in the word, `_select_bit`); results are
+      psum'd. valid[b] is all False exactly where the band
       of b is empty.
     Label filter (optional, as in `bank_topk`): with `labels` `[N]` sharded `P('data')` and
     `query_labels` `[B]`, a row is eligible only if it is in the band AND ('exclude') its label differs
