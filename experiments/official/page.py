@@ -88,9 +88,10 @@ lr at seed 0) closes part of the gap (5.86 and 5.99) and stays within the spread
 kNN. Both settings together (2026-11-28, three seeds) end at 5.93 / 5.72 / 5.74 against the
 official 5.61 / 5.77 / 5.74: two of the three seeds on the official level, the mean 0.10 above
 (5.80 against 5.70), so the two settings account for most of the gap (as they do for MoCoRing's,
-below), with probe / kNN 82.34 ± 0.75 / 74.91 ± 1.19, within the spread of the official seeds. Left
-to check for the rest: the augmentations' implementations (tf.data's against torchvision's crop
-and jitter) and the initialisation (torch's defaults against ours). The cells' CPU minutes ran
+below), with probe / kNN 82.34 ± 0.75 / 74.91 ± 1.19, within the spread of the official seeds. The
+rest (0.10) is within the seeds' spread of either side (std 0.09 and 0.12); the checks made for MoCoRing
+(below: the views' statistics, the initialisation's distribution, the evaluation path) found no
+difference there, and MoCo v2 shares those parts. The cells' CPU minutes ran
 beside other work; the timing one after the other is the section "CPU time, one after the other".
 """,
     "jcl": """
