@@ -367,8 +367,7 @@ def sample_rows_where(
       numbers per query), `num` ranks are drawn in [0, count_b) (`jax.random.randint`), and each device
       resolves the ranks in its range (binary search on the cumsum of its band counts per 32-row
       word of band bits, then the set bit of that rank in the word, `_select_bit`); results are
-      psum'd. valid[b] is all False exactly where the band
-      of b is empty.
+      psum'd. valid[b] is all False exactly where the band of b is empty.
     Label filter (optional, as in `bank_topk`): with `labels` `[N]` sharded `P('data')` and
     `query_labels` `[B]`, a row is eligible only if it is in the band AND ('exclude') its label differs
     from the query's / ('only') equals it; "band" above then means this eligible set. Without labels

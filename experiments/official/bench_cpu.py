@@ -140,8 +140,12 @@ def main(argv=None) -> None:
                 cell_min=round((fixed + per_step * full) / 60, 1),
             )
         row["official_over_ours"] = round(row["official"]["cell_min"] / row["ours"]["cell_min"], 2)
+        command = "taskset -c 1 python experiments/official/bench_cpu.py --steps=" + args.steps
+        if set(methods) != set(METHODS):
+            command += f" --methods={args.methods}"
         rows[method] = {
             **row,
+            "command": command,
             "date": time.strftime("%Y-%m-%d"),
             "commit": code,
             "steps": steps,
@@ -157,10 +161,7 @@ def main(argv=None) -> None:
             f"{row['official_over_ours']:6.2f}  official {o['per_step_s']:.3f} s + {o['fixed_s']:.0f} s,"
             f" ours {u['per_step_s']:.3f} s + {u['fixed_s']:.0f} s"
         )
-    command = "taskset -c 1 python experiments/official/bench_cpu.py --steps=" + args.steps
-    if set(methods) != set(METHODS):
-        command += f" --methods={args.methods}"
-    record = dict(cores=affinity, steps=steps, command=command, methods=rows)
+    record = dict(methods=rows)  # each row says how it was measured (`measured_rows`)
     if set(methods) != set(METHODS) and os.path.exists(args.out):
         record["methods"] = {**measured_rows(args.out), **rows}
     with open(args.out, "w") as f:
