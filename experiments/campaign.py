@@ -278,6 +278,14 @@ def run_cell(
         scores = compare_methods.evaluate(config, variables, exp)
     record["probe_top1"] = round(float(scores["probe"]), 6)
     record["knn_top1"] = None if scores.get("knn") is None else round(float(scores["knn"]), 6)
+    if grid.detection and cell.kind in ("train", "random"):  # then Detectron2 from its encoder
+        from experiments import detection
+
+        workdir = os.path.join(work_root, grid.name, cell.name)
+        if cell.kind == "random":
+            _fresh_workdir(workdir, digest)
+            detection.save_initial_state(config, workdir)
+        record.update(detection.finetune(grid, cell, workdir))
     record["wall_s"] = round(time.time() - t0, 1)
     record["cpu_s"] = round(cpu_seconds() - cpu0, 1)
     return record
@@ -425,7 +433,10 @@ def run_grid(
                 f"grid {grid.name}: cell {cell.name} was scored by "
                 f"{record.get('probe_protocol')!r}, not the grid's {expected!r}; not written"
             )
+        picture = record.pop("picture", None)  # a detection cell's predicted boxes
         path = write_cell(results_dir, cell, record)
+        if picture:
+            shutil.copyfile(picture, os.path.splitext(path)[0] + ".png")
         done[cell.name] = record
         written.append(cell.name)
         if archive:
@@ -434,6 +445,7 @@ def run_grid(
         print(
             f"  wrote {os.path.relpath(path)}: probe {100 * record['probe_top1']:.2f}%"
             + ("" if knn is None else f", kNN {100 * knn:.2f}%")
+            + ("" if "ap" not in record else f", AP {record['ap']:.2f}")
             + f", {record['wall_s']:.0f} s",
             flush=True,
         )

@@ -9,10 +9,18 @@
 #   - torch and torchvision as a pinned pair that imports together (torchvision's compiled ops are
 #     built for one torch release: PyPI's torchvision beside another torch fails at import), for
 #     the export's loading lines and parity tests; best effort: without them those tests skip.
+#   - Detectron2 (the detection fine-tune, `python -m ssl_jax.detection`), built from source at a
+#     pinned commit against that torch (CPU ops; it publishes no wheels for current torch) into a
+#     wheel cached per commit, torch and Python, so that a second set-up installs it in seconds;
+#     best effort like torch (one line when it fails), required where DETECTRON2_REQUIRED=1 (CI).
 # Usage: bash launch/setup.sh [FASHION_MNIST_DIR]
 #   FASHION_MNIST_DIR: a folder with the four IDX .gz files (then nothing is installed with apt).
+# Environment: DETECTRON2_SOURCE (default the pinned git URL; or a local archive / folder of that
+#   commit, e.g. the vendored detectron2-02b5c4e2.tar.gz), DETECTRON2_REQUIRED=1 (fail without it),
+#   SSL_JAX_CACHE (where the built wheel is kept; default ~/.cache/ssl_jax).
 set -euo pipefail
 TORCH_VERSION=2.14.1 TORCHVISION_VERSION=0.29.1  # a pair: change both together
+DETECTRON2_COMMIT=02b5c4e295e990042a714712c21dc79b731e8833  # facebookresearch/detectron2, 2026-06-06
 cd "$(dirname "$0")/.."
 data_dir=${1:-}
 if [ -z "$data_dir" ] && [ ! -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
@@ -33,3 +41,8 @@ PYTHONWARNINGS=ignore .venv/bin/pip install -q --no-deps -e .
 # imported into a process that loaded TensorFlow first, as torchvision does after ssl_jax; loading
 # an exported encoder needs no triton
 .venv/bin/pip uninstall -q -y triton 2>/dev/null || true
+# Detectron2 from source, once: the cached wheel is keyed by its commit, the torch it was built
+# against and the Python (its C++ ops link to that torch)
+detectron2_source=${DETECTRON2_SOURCE:-git+https://github.com/facebookresearch/detectron2.git@$DETECTRON2_COMMIT}
+bash launch/build_detectron2.sh .venv/bin/python "$detectron2_source" "${DETECTRON2_COMMIT:0:8}" \
+  || { [ "${DETECTRON2_REQUIRED:-0}" = 1 ] && exit 1; true; }

@@ -111,25 +111,51 @@ def detectron2_name(key: str) -> str:
     return key.replace("downsample.1", "shortcut.norm")
 
 
+PRETRAIN_FOR_DETECTRON2 = (
+    "pretrain a ResNet-18/34/50 with --config.model.stem=imagenet --config.model.width=1 "
+    "(as the grid detection_cpu does) for Detectron2, or export --format=torchvision"
+)
+
+
 def detectron2_checkpoint(encoder) -> dict:
-    """The Detectron2 pickle's content for an `Encoder` (ImageNet-stem, 3-channel ResNets only)."""
+    """The Detectron2 pickle's content for an `Encoder`: one ResNet with the ImageNet stem at width 1
+    (the networks Detectron2's `build_resnet_backbone` builds) on 1- or 3-channel pixels."""
     if len(encoder_names(encoder)) != 1:
         raise ExportError(
             f"the model has {len(encoder_names(encoder))} encoders {list(encoder_names(encoder))}, "
-            "each on its own input channels; Detectron2 feeds one 3-channel ResNet. "
+            "each on its own input channels; Detectron2 feeds one ResNet. "
             "Export --format=torchvision (one file per encoder) instead."
         )
-    model = encoder.config.model
+    model, data = encoder.config.model, encoder.config.data
     if model.stem != "imagenet":
         raise ExportError(
             "Detectron2's ResNet has the ImageNet stem (7x7/2 conv + max-pool); "
-            f"this run uses config.model.stem={model.stem!r}, which Detectron2 cannot load. "
-            "Export --format=torchvision instead."
+            f"this run uses config.model.stem={model.stem!r}, which Detectron2 cannot build: "
+            + PRETRAIN_FOR_DETECTRON2
         )
-    if int(encoder.config.data.channels) != 3:
+    resnet = getattr(encoder.model, encoder_names(encoder)[0])
+    stem_width = int(model.get("stem_width", 0) or 0)
+    if float(resnet.width) != 1.0 or stem_width not in (0, TORCHVISION_BASE):
         raise ExportError(
-            "Detectron2 feeds 3-channel images; this run was trained on "
-            f"config.data.channels={encoder.config.data.channels}. Export --format=torchvision."
+            "Detectron2's ResNet has a 64-channel stem and stages of 64-512 (ResNet-18/34) or "
+            f"256-2048 (ResNet-50) channels; this run uses config.model.width={resnet.width:g}"
+            + (f", stem_width={stem_width}" if stem_width else "")
+            + ", which Detectron2 cannot build: "
+            + PRETRAIN_FOR_DETECTRON2
+        )
+    if int(data.channels) not in (1, 3):
+        raise ExportError(
+            "Detectron2 feeds grey (INPUT.FORMAT L) or 3-channel images; this run was trained on "
+            f"config.data.channels={data.channels}. Export --format=torchvision."
+        )
+    from ssl_jax.data import device_augment
+
+    ops = device_augment.eval_ops(data)
+    if ops:
+        raise ExportError(
+            f"this run's encoder reads {ops[-1]['op']} input, which Detectron2's preprocessing "
+            "((pixels - MODEL.PIXEL_MEAN) / MODEL.PIXEL_STD) cannot compute. "
+            "Export --format=torchvision."
         )
     sd = torchvision_state_dict(encoder)
     weights = {
@@ -399,19 +425,36 @@ def export(
                 pickle.dump(ckpt, f)
 
         _atomic_write(out, write)
-        mean = [round(255 * m, 3) for m in encoder.config.data.mean]
-        std = [round(255 * s, 3) for s in encoder.config.data.std]
-        facts["detectron2_options"] = (
-            f"MODEL.WEIGHTS {out} INPUT.FORMAT RGB MODEL.RESNETS.STRIDE_IN_1X1 False "
-            f"MODEL.PIXEL_MEAN {mean} MODEL.PIXEL_STD {std}"
-        )
+        facts["detectron2_options"] = detectron2_options(encoder, out)
         _write_facts(facts)
         print(
             f"wrote {len(ckpt['model'])} arrays (Detectron2 names) of step {encoder.step} "
-            f"to {out}\nfine-tune with {facts['detectron2_options']} "
-            "(configs/detectron2/*.yaml)"
+            f"to {out}\nfine-tune: python -m ssl_jax.detection --config-file "
+            f"configs/detectron2/<config>.yaml {facts['detectron2_options']}"
         )
     return out
+
+
+def detectron2_options(encoder, out: str) -> str:
+    """The `KEY VALUE` overrides a Detectron2 config needs for the pickle `out` of `encoder`: the
+    weights, the ResNet's depth (and res2 width for ResNet-18/34, the stride on the 3x3 conv for
+    bottlenecks, torchvision's v1.5), the input format (L for grey, RGB) and the run's mean / std in
+    0-255 units."""
+    depth = int(getattr(encoder.model, encoder_names(encoder)[0]).depth)
+    data = encoder.config.data
+    options = [f"MODEL.WEIGHTS {out}", f"MODEL.RESNETS.DEPTH {depth}"]
+    if depth in (18, 34):
+        options.append("MODEL.RESNETS.RES2_OUT_CHANNELS 64")
+    else:
+        options.append("MODEL.RESNETS.STRIDE_IN_1X1 False")
+    mean = ",".join(f"{255 * m:.3f}".rstrip("0").rstrip(".") for m in data.mean)
+    std = ",".join(f"{255 * s:.3f}".rstrip("0").rstrip(".") for s in data.std)
+    options += [
+        f"INPUT.FORMAT {'L' if int(data.channels) == 1 else 'RGB'}",
+        f"MODEL.PIXEL_MEAN [{mean}]",
+        f"MODEL.PIXEL_STD [{std}]",
+    ]
+    return " ".join(options)
 
 
 def encoder_path(out: str, name: str) -> str:

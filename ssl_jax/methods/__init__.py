@@ -14,6 +14,7 @@ from ssl_jax.methods import (
     ressl,
     ressl_authors,
     sce,
+    supervised,
 )
 
 METHODS = {
@@ -30,4 +31,5 @@ METHODS = {
     "iring": iring,  # IR with ring negatives (CNCE)
     "mocoring": mocoring,  # MoCo v2 with ring negatives (CNCE)
     "cmcring": cmcring,  # CMC with ring negatives on each cross-view bank (ours: no code exists)
+    "supervised": supervised,  # not self-supervised: the labels' cross-entropy, a ceiling row
 }

@@ -1,0 +1,211 @@
+"""The page of a detection grid (`Grid.detection`): `docs/experiments/detection.md` from its cells.
+
+python experiments/detection_page.py [--grid=detection_cpu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from experiments import campaign, grids  # noqa: E402
+from experiments.detection import METRICS, PICTURE_IMAGES  # noqa: E402
+
+PAGE = os.path.join(ROOT, "docs", "experiments", "detection.md")
+
+
+def _stats(values: list[float]) -> str:
+    import numpy as np
+
+    if not values:
+        return "—"
+    every = " / ".join(f"{v:.2f}" for v in values)
+    if len(values) == 1:
+        return f"{values[0]:.2f}"
+    return f"**{np.mean(values):.2f} ± {np.std(values, ddof=1):.2f}** ({every})"
+
+
+def _verdict(better: list[float], worse: list[float]) -> str:
+    import numpy as np
+
+    if min(len(better), len(worse)) < 2:
+        return "not judged yet (fewer than 2 seeds)"
+    mb, sb = float(np.mean(better)), float(np.std(better, ddof=1))
+    mw, sw = float(np.mean(worse)), float(np.std(worse, ddof=1))
+    gap = mb - mw
+    if gap > sb + sw:
+        return f"holds: {mb:.2f} vs {mw:.2f} AP (+{gap:.2f}, more than the two stds' sum)"
+    if gap < -(sb + sw):
+        return f"does not hold: {mb:.2f} vs {mw:.2f} AP ({gap:.2f})"
+    return f"within the seeds' spread: {mb:.2f} ± {sb:.2f} vs {mw:.2f} ± {sw:.2f} AP"
+
+
+def _curve_figure(rows: dict[str, list[dict]], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(METRICS), figsize=(4 * len(METRICS), 3.2))
+    for color, (row, records) in zip(plt.cm.tab10.colors, rows.items(), strict=False):
+        for k in range(len(METRICS)):
+            for i, r in enumerate(records):
+                its = [p[0] for p in r["ap_curve"]]
+                ys = [p[1 + k] for p in r["ap_curve"]]
+                axes[k].plot(
+                    its,
+                    ys,
+                    color=color,
+                    alpha=0.8,
+                    lw=1,
+                    label=row if i == 0 else None,
+                    marker="o",
+                    ms=2,
+                )
+    for k, metric in enumerate(METRICS):
+        axes[k].set(title=f"bbox {metric} (%)", xlabel="fine-tune iteration")
+        axes[k].grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.suptitle("fashion_mnist_det test canvases, every seed", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+ROW_NAMES = {"random_init": "random init"}
+
+
+def page(grid: grids.Grid, results_dir: str = campaign.RESULTS_DIR, path: str = PAGE) -> str:
+    """`docs/experiments/detection.md` from the grid's cells: the table (AP, AP50, AP75, the probe
+    and kNN, every seed), the orderings, the AP curves and the pictures of predicted boxes."""
+    done = campaign.read_cells(results_dir, grid)
+    section = grid.sections[0]
+    order = ["random_init", *(m for m, _ in section.methods)]
+    rows = {
+        m: sorted((r for r in done.values() if r["method"] == m), key=lambda r: r["seed"])
+        for m in order
+    }
+    figure = os.path.join(os.path.dirname(path), f"{grid.name}_ap.png")
+    if any(rows.values()):
+        _curve_figure({ROW_NAMES.get(m, m): r for m, r in rows.items() if r}, figure)
+    values = lambda m, key: [100 * r[key] if key.endswith("top1") else r[key] for r in rows[m]]
+    lines = [
+        "# Detection transfer on CPU: Detectron2 fine-tuned from our encoders",
+        "",
+        "Made by `python experiments/detection_page.py` from the cells of the grid "
+        f"`{grid.name}` (`docs/results/{grid.name}/`); run them with",
+        "",
+        "```bash",
+        f"OMP_NUM_THREADS=1 taskset -c 1 nice -n 19 python experiments/campaign.py --grid={grid.name}",
+        "python experiments/detection_page.py",
+        "```",
+        "",
+        grid.text.strip(),
+        "",
+        section.text.strip(),
+        "",
+        "The detection set, `fashion_mnist_det` (`ssl_jax/detection/data.py`, written on first use):",
+        "2,000 training canvases of 128 × 128 px made from the training split's items and 300 test",
+        "canvases from the test split's, 2-5 items each, resized to 20-64 px, boxes from the items'",
+        "masks, the 10 Fashion-MNIST classes; COCO json, registered in Detectron2's `DatasetCatalog`",
+        "by `python -m ssl_jax.detection`.",
+        "",
+        "## Results",
+        "",
+        "Mean ± std over seeds (every seed in brackets); AP in %. Probe / kNN: top-1 of a logistic",
+        "regression / weighted kNN on the frozen pooled features (10,000 training images, the",
+        "10,000 test images), the same encoders before the fine-tune.",
+        "",
+        "| row | seeds | AP | AP50 | AP75 | probe | kNN | fine-tune min (CPU) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for m in order:
+        if not rows[m]:
+            lines.append(f"| {ROW_NAMES.get(m, m)} | 0 | — | — | — | — | — | — |")
+            continue
+        cpu = [r["finetune_cpu_s"] / 60 for r in rows[m]]
+        lines.append(
+            f"| {ROW_NAMES.get(m, m)} | {len(rows[m])} | "
+            + " | ".join(_stats(values(m, k)) for k in ("ap", "ap50", "ap75"))
+            + f" | {_stats(values(m, 'probe_top1'))} | {_stats(values(m, 'knn_top1'))}"
+            + f" | {max(cpu):.1f} max |"
+        )
+    lines += ["", "## Orderings", ""]
+    for m in order[1:]:
+        lines.append(
+            f"- {ROW_NAMES.get(m, m)} over random init (AP): "
+            + _verdict(values(m, "ap"), values("random_init", "ap"))
+        )
+    lines.append(
+        "- SCE over MoCo v2 (AP): " + _verdict(values("scce", "ap"), values("mocov2", "ap"))
+    )
+    lines.append(
+        "- supervised over SCE (AP): " + _verdict(values("supervised", "ap"), values("scce", "ap"))
+    )
+    lines += [
+        "",
+        "A verdict holds when the gap of the means exceeds the sum of the two rows' sample stds.",
+        "",
+    ]
+    if os.path.exists(figure):
+        lines += [
+            "## AP over the fine-tune",
+            "",
+            f"![AP, AP50 and AP75 over iterations, every seed]({os.path.basename(figure)})",
+            "",
+        ]
+    pictures = [(m, r) for m in order for r in rows[m][:1]]
+    if pictures:
+        lines += [
+            "## Predicted boxes",
+            "",
+            f"The first {PICTURE_IMAGES} test canvases after each row's seed-0 fine-tune "
+            "(orange: predictions with score ≥ 0.5; white: the true boxes).",
+            "",
+        ]
+        for m, r in pictures:
+            rel = os.path.relpath(
+                os.path.join(results_dir, grid.name, f"{r['cell']}.png"), os.path.dirname(path)
+            )
+            lines += [
+                f"**{ROW_NAMES.get(m, m)}** (`{r['cell']}`, AP {r['ap']:.2f})",
+                "",
+                f"![{r['cell']}]({rel})",
+                "",
+            ]
+    records = [r for m in order for r in rows[m]]
+    if records:
+        commits = sorted({r["commit"] for r in records})
+        dates = sorted({r["date"] for r in records})
+        lines += [
+            "## Provenance",
+            "",
+            f"Cells run {dates[0]}"
+            + (f" to {dates[-1]}" if len(dates) > 1 else "")
+            + f" at commit(s) {', '.join(f'`{c}`' for c in commits)} on {records[0]['device']}.",
+            "",
+        ]
+    with open(path, "w") as f:
+        f.write("\n".join(lines).rstrip() + "\n")
+    return path
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description="Write a detection grid's page.")
+    parser.add_argument(
+        "--grid",
+        default="detection_cpu",
+        choices=sorted(n for n, g in grids.GRIDS.items() if g.detection),
+    )
+    parser.add_argument("--results-dir", default=campaign.RESULTS_DIR)
+    args = parser.parse_args(argv)
+    print(f"wrote {page(grids.GRIDS[args.grid], args.results_dir)}")
+
+
+if __name__ == "__main__":
+    main()
