@@ -49,15 +49,21 @@ def save_initial_state(config, workdir: str) -> None:
 
 
 def read_detection_metrics(output_dir: str) -> list[dict]:
-    """Detectron2's `metrics.json` records that hold bbox AP (the evaluations), by iteration; a
-    resumed run repeats iterations: the later record wins."""
+    """Detectron2's `metrics.json` records that hold bbox AP (the evaluations), each with
+    `iterations`, the iterations trained before it (a periodic evaluation is logged at its last
+    iteration's index, the final one after training at `SOLVER.MAX_ITER`); a resumed run repeats
+    iterations: the later record wins."""
+    import yaml
+
+    with open(os.path.join(output_dir, "config.yaml")) as f:
+        max_iter = int(yaml.safe_load(f)["SOLVER"]["MAX_ITER"])
     by_iter = {}
-    path = os.path.join(output_dir, "metrics.json")
-    with open(path) as f:
+    with open(os.path.join(output_dir, "metrics.json")) as f:
         for line in f:
             record = json.loads(line)
             if "bbox/AP" in record:
-                by_iter[int(record["iteration"])] = record
+                done = min(int(record["iteration"]) + 1, max_iter)
+                by_iter[done] = {**record, "iterations": done}
     return [by_iter[i] for i in sorted(by_iter)]
 
 
@@ -95,11 +101,10 @@ def finetune(grid: grids.Grid, cell: grids.Cell, workdir: str) -> dict:
         "detection_config": config_file,
         "detection_overrides": overrides,
         "detectron2_options": options,
-        "detection_iterations": int(last["iteration"]) + 1,
+        "detection_iterations": last["iterations"],
         **{m.lower(): round(float(last[f"bbox/{m}"]), 4) for m in METRICS},
         "ap_curve": [
-            [int(r["iteration"]) + 1, *(round(float(r[f"bbox/{m}"]), 4) for m in METRICS)]
-            for r in evals
+            [r["iterations"], *(round(float(r[f"bbox/{m}"]), 4) for m in METRICS)] for r in evals
         ],
         "finetune_s": round(time.time() - t0, 1),
         "finetune_cpu_s": round(_child_cpu_seconds() - cpu0, 1),

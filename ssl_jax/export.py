@@ -22,9 +22,10 @@ online one.
   `{"model": {name: float32 numpy array}, "__author__": "ssl_jax", "matching_heuristics": True}`,
   names from the torchvision ones by its rules (`layer1..4` → `res2..5`, `bn1..3` → `conv1..3.norm`,
   `downsample.0` → `shortcut`, `downsample.1` → `shortcut.norm`, stem `conv1` / `bn1` →
-  `stem.conv1` / `stem.conv1.norm`), without `num_batches_tracked`. Fine-tune with
-  `configs/detectron2/*.yaml` (RGB input, ImageNet pixel mean/std in 0-255 units,
-  `STRIDE_IN_1X1: False`, SyncBN), see docs/evaluation.md. Its facts go to the `.json` too.
+  `stem.conv1` / `stem.conv1.norm`), without `num_batches_tracked`; only for what Detectron2's
+  `build_resnet_backbone` builds (one ResNet with the ImageNet stem at width 1, 1 or 3 channels,
+  pixel input). The `.json` also gets `detectron2_options`, the `KEY VALUE` lines its network
+  needs, printed with the `python -m ssl_jax.detection` command that fine-tunes from it (`configs/detectron2/*.yaml`, docs/evaluation.md).
 
 A model of several ResNet encoders (`model.ENCODERS`, e.g. CMC's one per colour split) is exported
 one torchvision file per encoder, `encoder_path(out, name)` (`enc.pth` → `enc.<name>.pth`, with its
@@ -437,15 +438,18 @@ def export(
 
 def detectron2_options(encoder, out: str) -> str:
     """The `KEY VALUE` overrides a Detectron2 config needs for the pickle `out` of `encoder`: the
-    weights, the ResNet's depth (and res2 width for ResNet-18/34, the stride on the 3x3 conv for
-    bottlenecks, torchvision's v1.5), the input format (L for grey, RGB) and the run's mean / std in
+    weights, the ResNet's depth and res2 width (and for bottlenecks the stride on the 3x3 conv,
+    torchvision's v1.5), the input format (L for grey, RGB) and the run's mean / std in
     0-255 units."""
     depth = int(getattr(encoder.model, encoder_names(encoder)[0]).depth)
     data = encoder.config.data
-    options = [f"MODEL.WEIGHTS {out}", f"MODEL.RESNETS.DEPTH {depth}"]
-    if depth in (18, 34):
-        options.append("MODEL.RESNETS.RES2_OUT_CHANNELS 64")
-    else:
+    basic = depth in (18, 34)
+    options = [
+        f"MODEL.WEIGHTS {out}",
+        f"MODEL.RESNETS.DEPTH {depth}",
+        f"MODEL.RESNETS.RES2_OUT_CHANNELS {64 if basic else 256}",
+    ]
+    if not basic:
         options.append("MODEL.RESNETS.STRIDE_IN_1X1 False")
     mean = ",".join(f"{255 * m:.3f}".rstrip("0").rstrip(".") for m in data.mean)
     std = ",".join(f"{255 * s:.3f}".rstrip("0").rstrip(".") for s in data.std)

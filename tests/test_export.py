@@ -1,6 +1,7 @@
 """Export: torchvision state_dict parity with a plain-torch ResNet, the Detectron2 pickle against
 MoCo's converter rules (every key, every shape), the shipped Detectron2 configs, bad input."""
 
+import json
 import os
 import pickle
 import subprocess
@@ -25,7 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def _imagenet_r18():
     c = tiny_config()
     c.model.stem = "imagenet"
-    c.model.width = 0.25
+    c.model.width = 1.0  # what Detectron2 builds
     c.data.channels = 3
     c.data.mean, c.data.std = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
     return c
@@ -42,7 +43,7 @@ def workdirs(pretrained_workdir, tmp_path_factory):
             save_random_workdir(_imagenet_r18(), str(root / "r18"), seed=1),
             18,
             "imagenet",
-            0.25,
+            1.0,
             3,
         ),
         "r50": (
@@ -83,7 +84,7 @@ def test_torchvision_parity(workdirs, name, tmp_path):
 def test_head_is_exported_as_fc(workdirs, tmp_path):
     workdir, depth, stem, width, channels = workdirs["r18_imagenet"]
     rng = np.random.default_rng(3)
-    kernel = rng.normal(size=(128, 7)).astype(np.float32)
+    kernel = rng.normal(size=(512, 7)).astype(np.float32)  # ResNet-18 at width 1: 512 features
     bias = rng.normal(size=(7,)).astype(np.float32)
     probe = tmp_path / "probe"
     probe.mkdir()
@@ -94,7 +95,7 @@ def test_head_is_exported_as_fc(workdirs, tmp_path):
     export.export(workdir, "torchvision", out, head=str(probe))
     sd = torch.load(out)
     model = TorchResNet(depth=depth, stem=stem, width=width, in_chans=channels)
-    model.fc = torch.nn.Linear(128, 7)
+    model.fc = torch.nn.Linear(512, 7)
     model.load_state_dict(sd, strict=True)
     model.eval()
     x = rng.normal(size=(2, 16, 16, 3)).astype(np.float32)
@@ -195,11 +196,32 @@ def test_detectron2_refuses_cifar_stem_and_writes_nothing(workdirs, tmp_path):
     assert out.read_bytes() == b"old" and os.listdir(tmp_path) == ["x.pkl"]
 
 
+def test_detectron2_refuses_a_width_it_cannot_build_and_takes_grey(tmp_path):
+    narrow = _imagenet_r18()
+    narrow.model.width = 0.25
+    workdir = save_random_workdir(narrow, str(tmp_path / "narrow"), seed=5)
+    with pytest.raises(export.ExportError, match=r"width=0.25.*--config.model.width=1"):
+        export.export(workdir, "detectron2", str(tmp_path / "narrow.pkl"))
+    assert not (tmp_path / "narrow.pkl").exists()
+    grey = _imagenet_r18()
+    grey.data.channels, grey.data.mean, grey.data.std = 1, (0.286,), (0.353,)
+    workdir = save_random_workdir(grey, str(tmp_path / "grey"), seed=6)
+    pkl = str(tmp_path / "grey.pkl")
+    export.export(workdir, "detectron2", pkl)
+    with open(pkl, "rb") as f:
+        assert pickle.load(f)["model"]["stem.conv1.weight"].shape == (64, 1, 7, 7)
+    facts = json.load(open(export.facts_path(pkl)))
+    assert facts["detectron2_options"] == (
+        f"MODEL.WEIGHTS {pkl} MODEL.RESNETS.DEPTH 18 MODEL.RESNETS.RES2_OUT_CHANNELS 64 "
+        "INPUT.FORMAT L MODEL.PIXEL_MEAN [72.93] MODEL.PIXEL_STD [90.015]"
+    )
+
+
 def test_detectron2_configs():
     yaml = pytest.importorskip("yaml")
     folder = os.path.join(ROOT, "configs", "detectron2")
     configs = {}
-    for name in sorted(os.listdir(folder)):
+    for name in sorted(os.listdir(folder)):  # the CPU study's R18 config: tests/detection/
         with open(os.path.join(folder, name)) as f:
             configs[name] = yaml.safe_load(f)
 

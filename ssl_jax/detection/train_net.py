@@ -10,7 +10,8 @@ python -m ssl_jax.detection --config-file ... --eval-only MODEL.WEIGHTS out/mode
 Flags are detectron2's (`--config-file`, `--num-gpus`, `--num-machines`, `--machine-rank`,
 `--dist-url`, `--eval-only`, `--resume`, trailing `KEY VALUE` overrides) plus `--draw N` (N test
 images with their predicted and true boxes, `OUTPUT_DIR/predictions.png`, after training or
-evaluation). What it adds to detectron2's script:
+evaluation) and `--register-coco NAME=JSON[:IMAGE_ROOT]` (a COCO-format set of yours, evaluated
+by `COCOEvaluator`). What it adds to detectron2's script:
 - `Res5ROIHeadsExtraNorm` in the ROI-heads registry (MoCo: a norm after the res5 head of C4
   models, `Base-RCNN-C4-BN.yaml`), whose res5 is built of the depth's own blocks (BasicBlocks for
   ResNet-18/34, where detectron2's `Res5ROIHeads` always builds bottlenecks), so an R18 export
@@ -113,21 +114,39 @@ def _uses(cfg, prefix: str) -> bool:
     return any(n.startswith(prefix) for n in (*cfg.DATASETS.TRAIN, *cfg.DATASETS.TEST))
 
 
-def setup(args):
-    """The config of `args` with the one-process and CPU adjustments, checked (`weights.check`)
-    before anything is built; `weights.WeightsError` / `ValueError` on bad input."""
+def register_coco(spec: str) -> str:
+    """`--register-coco NAME=JSON[:IMAGE_ROOT]`: a COCO-format set of the user's in the catalogs
+    (evaluator 'coco'; images relative to IMAGE_ROOT, default the json's folder). Returns NAME."""
+    name, eq, rest = spec.partition("=")
+    json_file, _, image_root = rest.partition(":")
+    if not eq or not name or not json_file:
+        raise ValueError(f"--register-coco {spec!r}: give NAME=JSON[:IMAGE_ROOT]")
+    if not os.path.isfile(json_file):
+        raise ValueError(f"--register-coco {spec!r}: {json_file} is not a file")
+    image_root = image_root or os.path.dirname(os.path.abspath(json_file))
+    if name not in DatasetCatalog.list():
+        from detectron2.data.datasets import register_coco_instances
+
+        register_coco_instances(name, {}, json_file, image_root)
+    return name
+
+
+def build_config(config_file: str, opts, *, processes: int = 1, check_weights: bool = True):
+    """The Detectron2 config of `config_file` + `opts` (KEY VALUE ...), with the one-process and
+    CPU adjustments (and the lines that say them), `MODEL.WEIGHTS` checked (`weights.check`)
+    before anything is built: (frozen cfg, notes). `weights.WeightsError` / `ValueError` on bad
+    input."""
     cfg = get_cfg()
-    if not args.config_file or not os.path.isfile(args.config_file):
-        raise ValueError(f"--config-file {args.config_file!r}: no such file")
-    cfg.merge_from_file(args.config_file)
-    cfg.merge_from_list(args.opts)
+    if not config_file or not os.path.isfile(config_file):
+        raise ValueError(f"--config-file {config_file!r}: no such file")
+    cfg.merge_from_file(config_file)
+    cfg.merge_from_list(list(opts))
     notes = []
-    if args.num_gpus * args.num_machines == 1:
+    if processes == 1:
         norms = [
-            n
-            for n in ("RESNETS", "FPN", "ROI_BOX_HEAD", "ROI_MASK_HEAD")
+            n for n in ("RESNETS", "FPN", "ROI_BOX_HEAD", "ROI_MASK_HEAD")
             if cfg.MODEL[n].NORM == "SyncBN"
-        ]
+        ]  # fmt: skip
         for n in norms:
             cfg.MODEL[n].NORM = "BN"
         if norms:
@@ -136,10 +155,27 @@ def setup(args):
         cfg.MODEL.DEVICE = "cpu"
         notes.append("no CUDA device: MODEL.DEVICE cpu")
     path = cfg.MODEL.WEIGHTS
-    resumes = args.resume and os.path.isfile(os.path.join(cfg.OUTPUT_DIR, "last_checkpoint"))
-    if path and "://" not in path and not resumes and not args.eval_only:
+    if check_weights and path and "://" not in path:
         weights.check(path, weights.config_facts(cfg))
     cfg.freeze()
+    return cfg, notes
+
+
+def setup(args):
+    """`build_config` of the command line, then detectron2's `default_setup` (output folder, logs,
+    seed); the weights are not checked when the run resumes its own checkpoint or only evaluates."""
+    for spec in args.register_coco:
+        register_coco(spec)
+    cfg, notes = build_config(
+        args.config_file,
+        args.opts,
+        processes=args.num_gpus * args.num_machines,
+        check_weights=False,
+    )
+    resumes = args.resume and os.path.isfile(os.path.join(cfg.OUTPUT_DIR, "last_checkpoint"))
+    path = cfg.MODEL.WEIGHTS
+    if path and "://" not in path and not (resumes or args.eval_only):
+        weights.check(path, weights.config_facts(cfg))
     default_setup(cfg, args)
     for note in notes:
         print(note, flush=True)
@@ -267,6 +303,13 @@ def _main_or_error(args):
 
 def parse_args(argv=None):
     parser = default_argument_parser()
+    parser.add_argument(
+        "--register-coco",
+        action="append",
+        default=[],
+        metavar="NAME=JSON[:IMAGE_ROOT]",
+        help="register a COCO-format data set under NAME (repeatable), for DATASETS.TRAIN / TEST",
+    )
     parser.add_argument(
         "--draw",
         type=int,

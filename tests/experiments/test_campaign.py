@@ -39,8 +39,9 @@ def test_every_cell_of_every_grid_loads_at_its_budget(name):
         validation.validate(config, num_devices=1)
         assert config.seed == (cell.seed or 0) and config.data.data_dir == "/elsewhere"
         assert overrides[1 : 1 + len(grid.sets)] == list(grid.sets)
-        if cell.kind == "train" and name != "tiny" and not grid.official:
+        if cell.kind == "train" and name != "tiny" and not grid.official and not grid.detection:
             assert grids.method_key(cell.method) in paper_numbers.PAPER_NUMBERS, cell.method
+        if cell.kind == "train" and name != "tiny" and not grid.official and grid.curve_points:
             assert config.evals.knn.every_steps == config.total_steps // grid.curve_points
     # the hash names what is measured: the same with another data folder, another with a seed
     first = next(c for c in cells if c.kind == "train")
