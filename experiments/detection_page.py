@@ -19,30 +19,12 @@ from experiments.detection import METRICS, PICTURE_IMAGES  # noqa: E402
 PAGE = os.path.join(ROOT, "docs", "experiments", "detection.md")
 
 
-def _stats(values: list[float]) -> str:
-    import numpy as np
-
-    if not values:
+def _stats(fractions: list[float]) -> str:
+    """'**mean ± std** (every seed)' in %, '—' for none."""
+    if not fractions:
         return "—"
-    every = " / ".join(f"{v:.2f}" for v in values)
-    if len(values) == 1:
-        return f"{values[0]:.2f}"
-    return f"**{np.mean(values):.2f} ± {np.std(values, ddof=1):.2f}** ({every})"
-
-
-def _verdict(better: list[float], worse: list[float]) -> str:
-    import numpy as np
-
-    if min(len(better), len(worse)) < 2:
-        return "not judged yet (fewer than 2 seeds)"
-    mb, sb = float(np.mean(better)), float(np.std(better, ddof=1))
-    mw, sw = float(np.mean(worse)), float(np.std(worse, ddof=1))
-    gap = mb - mw
-    if gap > sb + sw:
-        return f"holds: {mb:.2f} vs {mw:.2f} AP (+{gap:.2f}, more than the two stds' sum)"
-    if gap < -(sb + sw):
-        return f"does not hold: {mb:.2f} vs {mw:.2f} AP ({gap:.2f})"
-    return f"within the seeds' spread: {mb:.2f} ± {sb:.2f} vs {mw:.2f} ± {sw:.2f} AP"
+    text = campaign.summary(fractions)
+    return f"**{text[: text.index(' (')]}**{text[text.index(' (') :]}" if " (" in text else text
 
 
 def _curve_figure(rows: dict[str, list[dict]], path: str) -> None:
@@ -93,7 +75,8 @@ def page(grid: grids.Grid, results_dir: str = campaign.RESULTS_DIR, path: str = 
     figure = os.path.join(os.path.dirname(path), f"{grid.name}_ap.png")
     if any(rows.values()):
         _curve_figure({ROW_NAMES.get(m, m): r for m, r in rows.items() if r}, figure)
-    values = lambda m, key: [100 * r[key] if key.endswith("top1") else r[key] for r in rows[m]]
+    # fractions (AP / 100) for campaign.summary / verdict, which print percents
+    values = lambda m, key: [r[key] if key.endswith("top1") else r[key] / 100 for r in rows[m]]
     lines = [
         "# Detection transfer on CPU: Detectron2 fine-tuned from our encoders",
         "",
@@ -139,13 +122,14 @@ def page(grid: grids.Grid, results_dir: str = campaign.RESULTS_DIR, path: str = 
     for m in order[1:]:
         lines.append(
             f"- {ROW_NAMES.get(m, m)} over random init (AP): "
-            + _verdict(values(m, "ap"), values("random_init", "ap"))
+            + campaign.verdict(values(m, "ap"), values("random_init", "ap"))
         )
     lines.append(
-        "- SCE over MoCo v2 (AP): " + _verdict(values("scce", "ap"), values("mocov2", "ap"))
+        "- SCE over MoCo v2 (AP): " + campaign.verdict(values("scce", "ap"), values("mocov2", "ap"))
     )
     lines.append(
-        "- supervised over SCE (AP): " + _verdict(values("supervised", "ap"), values("scce", "ap"))
+        "- supervised over SCE (AP): "
+        + campaign.verdict(values("supervised", "ap"), values("scce", "ap"))
     )
     lines += [
         "",
