@@ -59,7 +59,7 @@ def _curve_figure(rows: dict[str, list[dict]], path: str) -> None:
     plt.close(fig)
 
 
-ROW_NAMES = {"random_init": "random init"}
+ROW_NAMES = {"random_init": "random init", "scce": "SCE", "mocov2": "MoCo v2"}
 
 
 def page(grid: grids.Grid, results_dir: str = campaign.RESULTS_DIR, path: str = PAGE) -> str:
