@@ -54,7 +54,15 @@ WORK_ROOT = os.path.join(ROOT, "runs", "campaign")
 HASH_FILE = "campaign_config_hash.txt"
 # Config keys added after cells were recorded, at the value that does what those cells ran: left
 # out of the hash at that value, so the earlier cells keep their hashes (and their checkpoints).
-HASH_NEUTRAL = {"data.color_fashion_mnist.views": "shared", "ema.target_init": "copy"}
+# A block whose keys are all left out goes too (`wandb`: the W&B writer, off by default).
+HASH_NEUTRAL = {
+    "data.color_fashion_mnist.views": "shared",
+    "ema.target_init": "copy",
+    **{
+        f"wandb.{k}": v
+        for k, v in dict(project="", entity="", name="", tags=(), mode="online").items()
+    },
+}
 
 
 # ---- cells on disk ----------------------------------------------------------------------------
@@ -201,6 +209,12 @@ def config_hash(config) -> str:
         if node is not None and node.get(leaf, None) == neutral:
             with node.unlocked():
                 del node[leaf]
+            if not node and parents:  # the block is empty: as if it had never been added
+                parent = config
+                for part in parents[:-1]:
+                    parent = parent.get(part)
+                with parent.unlocked():
+                    del parent[parents[-1]]
     return hashlib.sha256(config.to_json(sort_keys=True).encode()).hexdigest()[:16]
 
 

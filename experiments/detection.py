@@ -100,7 +100,8 @@ def finetune(grid: grids.Grid, cell: grids.Cell, workdir: str) -> dict:
         "picture": os.path.join(output_dir, "predictions.png"),  # copied beside the cell's file
         "detection_config": config_file,
         "detection_overrides": overrides,
-        "detectron2_options": options,
+        # the weights' path as the repository sees it (no machine path in a cell)
+        "detectron2_options": [os.path.relpath(o, ROOT) if o == pkl else o for o in options],
         "detection_iterations": last["iterations"],
         **{m.lower(): round(float(last[f"bbox/{m}"]), 4) for m in METRICS},
         "ap_curve": [

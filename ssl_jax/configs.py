@@ -140,6 +140,12 @@ def base_config() -> ml_collections.ConfigDict:
     c.ema = ml_collections.ConfigDict(dict(base=0.999, schedule="constant", target_init="copy"))
 
     c.log_every_steps = 50
+    # Weights & Biases, an optional writer beside TensorBoard and metrics.jsonl (ssl_jax/writers.py):
+    # on when `project` is set (`pip install wandb`); `mode` 'online', 'offline' (files in the
+    # workdir, `wandb sync` later) or 'disabled'; a resumed job continues the same W&B run.
+    c.wandb = ml_collections.ConfigDict(
+        dict(project="", entity="", name="", tags=(), mode="online")
+    )
     c.checkpoint_every_steps = 1000
     c.keep_checkpoints = 3
     # Evaluators of a pretraining run, name -> dict(type, every_steps, its own keys). `every_steps`:

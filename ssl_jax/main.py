@@ -62,7 +62,7 @@ def main(config) -> None:
 
     import jax
 
-    from ssl_jax import run_control, train, validation
+    from ssl_jax import run_control, train, validation, writers
     from ssl_jax.checkpoint import CheckpointError
     from ssl_jax.data.datasets import DataError, num_examples
     from ssl_jax.evaluate import knn, linear_probe, pictures
@@ -78,7 +78,8 @@ def main(config) -> None:
             except run_control.StopRequested as stop:  # checkpoint saved: exit in the grace time
                 print(f"{stop}", flush=True)
                 progress.exit_now(FLAGS.stop_exit_code)
-            pictures.after_pretraining(config, FLAGS.workdir)
+            paths = pictures.after_pretraining(config, FLAGS.workdir)
+            writers.log_pictures(FLAGS.workdir, config, paths)
         else:
             {"linear_probe": linear_probe.run, "knn": knn.run}[config.job](config, FLAGS.workdir)
     except (configs.ConfigError, DataError, CheckpointError, train.TrainingError) as e:

@@ -318,7 +318,7 @@ def train_and_evaluate(
         if fresh_workdir:  # nothing of value in it yet: no step has run
             shutil.rmtree(workdir, ignore_errors=True)
         raise
-    writer = create_writer(workdir)
+    writer = create_writer(workdir, config)
     start_step = int(jax.device_get(state.step))
     total = exp.ctx.total_steps
     logging.info(
@@ -401,9 +401,10 @@ def train_and_evaluate(
         # Whatever stopped the loop (bad input, a bug, an interrupt), a save in flight completes
         # before the exception leaves: the checkpoints written so far are never lost.
         _finish_saves(ckpt)
+        writer.close()  # e.g. the W&B run, finished so that the resumed job continues it
         raise
     if start_step == total:  # resumed a finished run (e.g. stopped at its last step): final evals
         _run_evaluators([e for e in evaluators if e.should_run(total, total)], state, total, writer)
     ckpt.wait()
-    writer.flush()
+    writer.close()
     return state

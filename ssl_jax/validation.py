@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ml_collections
 
-from ssl_jax import models, optim, state
+from ssl_jax import models, optim, state, writers
 from ssl_jax.config_checks import ConfigError, check_allowed, check_range
 from ssl_jax.data import (
     color_fashion_mnist,
@@ -64,6 +64,7 @@ def validate(config: ml_collections.ConfigDict, *, num_devices: int) -> None:
         check_range("num_epochs", config.num_epochs, low=0.0, low_open=True)
     for key in ("log_every_steps", "checkpoint_every_steps", "keep_checkpoints"):
         check_range(key, config[key], low=1, integer=True)
+    writers.check_wandb_config(config.get("wandb"))
 
     data = config.data
     check_allowed("data.name", data.name, datasets.NAMES)

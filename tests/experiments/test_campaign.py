@@ -64,6 +64,12 @@ def test_a_key_added_at_its_neutral_value_keeps_the_hash():
     assert campaign.config_hash(before) == digest
     config.data.color_fashion_mnist.views = "item"
     assert campaign.config_hash(config) != digest
+    # a block added later (the W&B writer's) at its defaults: the hash of the cells before it
+    del before["wandb"]
+    assert campaign.config_hash(before) == digest
+    config.data.color_fashion_mnist.views = "shared"
+    config.wandb.project = "mine"
+    assert campaign.config_hash(config) != digest
     item = grids.section(grid, "color_fashion_mnist_item_views")
     same = grids.section(grid, "color_fashion_mnist").methods
     assert item.methods[: len(same)] == same  # then MoCo v2 at the official code's settings
