@@ -31,21 +31,28 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import warnings
 
-import torch
-from detectron2.checkpoint import DetectionCheckpointer
-from detectron2.config import get_cfg
-from detectron2.data import DatasetCatalog, MetadataCatalog
-from detectron2.data.datasets import load_coco_json
-from detectron2.engine import DefaultTrainer, default_argument_parser, default_setup, launch
-from detectron2.evaluation import COCOEvaluator, PascalVOCDetectionEvaluator, verify_results
-from detectron2.layers import get_norm
-from detectron2.modeling import ROI_HEADS_REGISTRY
-from detectron2.modeling.backbone.resnet import BasicBlock, ResNet
-from detectron2.modeling.roi_heads import Res5ROIHeads
-from detectron2.utils import comm
+# detectron2 of this commit scripts a few ops with torch.jit, which torch 2.14 calls deprecated at
+# every start: two lines of noise before each run
+warnings.filterwarnings(
+    "ignore", message=".*torch.jit.script.* is deprecated", category=FutureWarning
+)
 
-from ssl_jax.detection import data, weights
+import torch  # noqa: E402
+from detectron2.checkpoint import DetectionCheckpointer  # noqa: E402
+from detectron2.config import get_cfg  # noqa: E402
+from detectron2.data import DatasetCatalog, MetadataCatalog  # noqa: E402
+from detectron2.data.datasets import load_coco_json  # noqa: E402
+from detectron2.engine import DefaultTrainer, default_argument_parser, default_setup, launch  # noqa: E402
+from detectron2.evaluation import COCOEvaluator, PascalVOCDetectionEvaluator, verify_results  # noqa: E402
+from detectron2.layers import get_norm  # noqa: E402
+from detectron2.modeling import ROI_HEADS_REGISTRY  # noqa: E402
+from detectron2.modeling.backbone.resnet import BasicBlock, ResNet  # noqa: E402
+from detectron2.modeling.roi_heads import Res5ROIHeads  # noqa: E402
+from detectron2.utils import comm  # noqa: E402
+
+from ssl_jax.detection import data, weights  # noqa: E402
 
 logger = logging.getLogger("ssl_jax.detection")
 
@@ -302,7 +309,16 @@ def _main_or_error(args):
 
 
 def parse_args(argv=None):
-    parser = default_argument_parser()
+    command = "python -m ssl_jax.detection"
+    parser = default_argument_parser(
+        epilog=f"""Examples:
+  {command} --config-file configs/detectron2/pascal_voc_R_50_C4_24k_ssl_jax.yaml --num-gpus 8 \\
+      <the export's printed options: MODEL.WEIGHTS r50.pkl MODEL.RESNETS.DEPTH 50 ...>
+  {command} --config-file CONFIG --eval-only MODEL.WEIGHTS OUTPUT_DIR/model_final.pth
+  {command} --config-file CONFIG --resume OUTPUT_DIR DIR   # go on from DIR's last checkpoint
+"""
+    )
+    parser.prog = command
     parser.add_argument(
         "--register-coco",
         action="append",
