@@ -27,6 +27,44 @@ def _stats(fractions: list[float]) -> str:
     return f"**{text[: text.index(' (')]}**{text[text.index(' (') :]}" if " (" in text else text
 
 
+def ap_at(record: dict, iterations: int) -> float | None:
+    """A cell's AP (%) after `iterations` fine-tune iterations (its curve), None if not evaluated."""
+    return next((p[1] for p in record["ap_curve"] if p[0] == iterations), None)
+
+
+def _curve_table(rows: dict[str, list[dict]], order: list[str]) -> list[str]:
+    """AP mean ± std at every evaluated iteration, and each row against random init there: where
+    an initialisation helps, it shows first early in the fine-tune."""
+    points = sorted({p[0] for records in rows.values() for r in records for p in r["ap_curve"]})
+    if not points:
+        return []
+    at = lambda m, i: [v / 100 for r in rows[m] if (v := ap_at(r, i)) is not None]
+    lines = [
+        "## AP over the fine-tune",
+        "",
+        "AP (%) after each number of fine-tune iterations, mean ± std over seeds (every seed in "
+        "brackets), and each row against random init at the same point.",
+        "",
+        "| row | " + " | ".join(f"{i} it." for i in points) + " |",
+        "|---|" + "---|" * len(points),
+    ]
+    for m in order:
+        if rows[m]:
+            cells = [_stats(at(m, i)) for i in points]
+            lines.append(f"| {ROW_NAMES.get(m, m)} | " + " | ".join(cells) + " |")
+    lines.append("")
+    for m in order[1:]:
+        if rows[m]:
+            verdicts = [campaign.verdict(at(m, i), at("random_init", i)) for i in points]
+            said = (
+                verdicts[0]
+                if len(set(verdicts)) == 1 and verdicts[0].startswith("not judged")
+                else "; ".join(f"{i} it. {v}" for i, v in zip(points, verdicts, strict=True))
+            )
+            lines.append(f"- {ROW_NAMES.get(m, m)} over random init: {said}")
+    return [*lines, ""]
+
+
 def _curve_figure(rows: dict[str, list[dict]], path: str) -> None:
     import matplotlib
 
@@ -136,10 +174,9 @@ def page(grid: grids.Grid, results_dir: str = campaign.RESULTS_DIR, path: str = 
         "A verdict holds when the gap of the means exceeds the sum of the two rows' sample stds.",
         "",
     ]
+    lines += _curve_table(rows, order)
     if os.path.exists(figure):
         lines += [
-            "## AP over the fine-tune",
-            "",
             f"![AP, AP50 and AP75 over iterations, every seed]({os.path.basename(figure)})",
             "",
         ]

@@ -62,3 +62,8 @@ def test_the_page_states_every_seed_and_the_orderings(tmp_path):
     assert "supervised over SCE (AP): not judged yet" in text
     assert os.path.exists(tmp_path / "docs" / "detection_cpu_ap.png")
     assert "](../results/detection_cpu/fashion_mnist_det.scce.s0.png)" in text
+    # the curve table: every evaluated iteration, and the verdict at each
+    assert "| row | 400 it. | 800 it. |" in text
+    assert "| SCE | **30.50 ± 0.50** (30.00 / 30.50 / 31.00) | **61.00 ± 1.00**" in text
+    assert "- SCE over random init: 400 it. holds (30.50 vs 25.50); 800 it. holds" in text
+    assert "- supervised over random init: not judged yet (fewer than 2 seeds)" not in text
