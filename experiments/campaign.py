@@ -47,6 +47,7 @@ sys.path.insert(0, ROOT)
 import numpy as np  # noqa: E402
 
 from experiments import compare_methods, grids, paper_numbers  # noqa: E402
+from ssl_jax.configs import base_config  # noqa: E402
 
 RESULTS_DIR = os.path.join(ROOT, "docs", "results")
 PROTOCOL_KEY = "evals.probe_table.features"  # what the grid sets on every cell (`Grid.features`)
@@ -58,10 +59,7 @@ HASH_FILE = "campaign_config_hash.txt"
 HASH_NEUTRAL = {
     "data.color_fashion_mnist.views": "shared",
     "ema.target_init": "copy",
-    **{
-        f"wandb.{k}": v
-        for k, v in dict(project="", entity="", name="", tags=(), mode="online").items()
-    },
+    **{f"wandb.{k}": v for k, v in base_config().wandb.items()},  # its defaults, read not copied
 }
 
 
