@@ -186,6 +186,69 @@ CHECKOUTS = {
             ("util/meter.py", "ff4b07ec665a193df3ce2bd6bf06cc9ed17df951fc06e1f4d0fac8aceab4308f"),
         ),
     ),
+    "mmselfsup": Checkout(
+        name="mmselfsup",
+        repo="open-mmlab/mmselfsup",
+        commit="920deff14a69c55a624c6ff095b4e3fa07fd5ad3",  # branch 0.x: "[Feature] add InterCLR (#609)"
+        files=(
+            (
+                "mmselfsup/models/algorithms/interclr_moco.py",
+                "79c0d0865c9954416361db90a00a86fe459a4ce8d9c8985cde203bd53e294309",
+            ),
+            (
+                "mmselfsup/models/algorithms/base.py",
+                "ab93f894d78faf2c5096dc5fcd4a6a76d1dd87520379b58688b5a94d5f0cd411",
+            ),
+            (
+                "mmselfsup/models/builder.py",
+                "9c704cc71e52860e932c56d1f71f7775e6e6a1c2b57bff0684069a936821e565",
+            ),
+            (
+                "mmselfsup/models/memories/interclr_memory.py",
+                "af86c4bd41d73764eacdcd501a0884d5c9f62f9aba2f0bd2dfa43f86a7c2b2cc",
+            ),
+            (
+                "mmselfsup/models/heads/contrastive_head.py",
+                "717ed24bd8ca22d438460492cc11682a2b8bf14934980b0fa4a12c6431f78700",
+            ),
+            (
+                "mmselfsup/models/necks/mocov2_neck.py",
+                "3d290396798386c817e9bdde78636d1768b1df506d20a00909d5852f61f78db9",
+            ),
+            (
+                "mmselfsup/core/hooks/interclr_hook.py",
+                "31bbaa580760c556e66c4fa7e4c418c0821635d97582d74ebf3af14bf0a139b4",
+            ),
+            (
+                "mmselfsup/core/hooks/optimizer_hook.py",
+                "3a871388c3a1fe233513a981191a6dca6f5fa69bf000d2773d9fbfc8584d2baa",
+            ),
+            (
+                "mmselfsup/utils/clustering.py",
+                "c710e84a73e41b28c29c01ac3f89d60cf1cd62892f03f45757f7b0def824a1b8",
+            ),
+            (
+                "mmselfsup/utils/extractor.py",
+                "5c5af4780c9fc4e9bb328aa27936587e4f3a51147d2787085dbe3bea0ea87877",
+            ),
+            (
+                "mmselfsup/utils/alias_multinomial.py",
+                "aff587cf2bdf55d6aa44b7cc06d9d16b42a020fe07c4a1b31dbc34f72835db3a",
+            ),
+            (
+                "mmselfsup/utils/batch_shuffle.py",
+                "240b43a4565cda32d8632ba53cb6417c65e3a9c63d8a25350d0add4ccdf5541b",
+            ),
+            (
+                "mmselfsup/utils/gather.py",
+                "22ba6c9f230903c760e5cfdf2a1975154040a3d80118c4852a46d654b3e87635",
+            ),
+            (
+                "mmselfsup/utils/collect.py",
+                "99d72a0f7b2e8951598a1e4a1e6b6df9ed1631a69719e958570c8946102b44de",
+            ),
+        ),
+    ),
 }
 
 # Every replacement of official code, one row each: (official file:line, what it does there, what
@@ -513,6 +576,101 @@ SHIMS = {
             "ressl.py:72 (`losses.update`)",
             "the loss into `util.meter.AverageMeter`",
             "the same meter class, also keeping every 20th step's loss (measurement only)",
+        ),
+    ),
+    "mmselfsup": (
+        (
+            "tools/train.py:129-140 (`init_dist(args.launcher, **cfg.dist_params)`; :131-135 refuse "
+            "InterCLRMoCo without it, interclr_hook.py:51 asserts `dist_mode`)",
+            "an NCCL process group over 8 GPUs",
+            "a gloo process group of one process (world size 1): the official torch.distributed "
+            "calls (the bank's and centroids' broadcasts, the all-gathers of keys, indices and "
+            "extracted features, the loss all-reduce, the barrier) run as they are",
+        ),
+        (
+            "interclr_moco.py:249, :272, :296, :327, :421; interclr_memory.py:31, :35, :43, :74, "
+            ":99-102, :165, :174, :190, :227-244; interclr_hook.py:162; batch_shuffle.py:21; "
+            "gather.py:13-29; alias_multinomial.py:51-53",
+            "`.cuda()`, `device='cuda'` and `torch.cuda.LongTensor`: the bank, centroids, "
+            "queue, indices and sampling weights on the GPU",
+            "CPU tensors: `Tensor.cuda` / `Module.cuda` return the object; in the two InterCLR "
+            "files `torch.zeros` / `torch.ones` drop `device='cuda'` and `torch.cuda.LongTensor` "
+            "is `torch.LongTensor` (`train_interclr.CpuTorch`)",
+        ),
+        (
+            "utils/clustering.py:100-104, :109 (`run_kmeans`)",
+            "faiss-gpu's `StandardGpuResources` / `GpuIndexFlatL2` as the k-means index; "
+            "`vector_to_array(clus.obj)`, faiss 1.6's objective per iteration (printed)",
+            "faiss-cpu 1.15's `IndexFlatL2` (the same exact L2 search), `obj` read from its "
+            "`iteration_stats`; the official `faiss.Clustering` (seed `np.random.randint(1234)`, "
+            "20 iterations, 1e7 points a centroid, no PCA) as is, which in faiss 1.15 stops early "
+            "once the objective no longer changes",
+        ),
+        (
+            "mmselfsup/__init__.py:4-5; models/__init__.py:2-9; utils/__init__.py:2-13",
+            "package imports: mmcls and mmcv's version check, every algorithm and backbone "
+            "(mmcls, timm), every utility (mmcv's env, logger, test helpers)",
+            "not run: packages holding only the files loaded (`train_interclr.package_stubs`); "
+            "`mmselfsup.utils` gives each name the InterCLR files import from its own official "
+            "module (`UTILS`)",
+        ),
+        (
+            "models/builder.py:2-5; interclr_memory.py:6; base.py:7; contrastive_head.py:4; "
+            "mocov2_neck.py:3; interclr_hook.py:5-6; optimizer_hook.py:2-4; collect.py:2",
+            "mmcv 1.x (`mmcv-full>=1.4.2`, requirements/mminstall.txt): `Registry` / "
+            "`build_from_cfg`, `BaseModule`, `Hook` / `HOOKS`, `get_dist_info`, `auto_fp16`, "
+            "`print_log`, `ProgressBar`",
+            "stand-ins (`train_interclr.mmcv_stubs`; PyPI has only mmcv-full's source, whose "
+            "setup.py needs `pkg_resources` and a C++ build of its ops): a registry building "
+            "`cls(**cfg)`, `BaseModule.init_weights` calling its children's (mmcv's without an "
+            "init_cfg), mmcv's `every_n_iters` / `every_n_epochs` / `is_last_iter`, rank and "
+            "world size of the gloo group, fp16 off, `print`, a silent progress bar",
+        ),
+        (
+            "apis/train.py:119-170 (`MMDistributedDataParallel`, `build_runner`, "
+            "`register_training_hooks`); mmcv/runner/epoch_based_runner.py:42-59 (`train`)",
+            "mmcv's `EpochBasedRunner` over the model in DDP, hooks by priority: the lr, "
+            "`DistOptimizerHook`, checkpoint, timer, logger, `DistSamplerSeedHook`, `InterCLRHook`",
+            "`train_interclr.Runner`: mmcv's loop written out for one process (`before_run`; "
+            "per epoch `model.train()`, `before_train_epoch`, per batch `train_step`, "
+            "`after_train_iter`, iter + 1; `after_train_epoch`), the lr hook, the official "
+            "`DistOptimizerHook` and `InterCLRHook` in mmcv's priority order; the model called "
+            "directly (`OneProcess`: `.module`, `train_step`); no checkpoint, timer, logger or "
+            "sampler hooks; the hook's files in a temporary folder; the last epoch cut at the "
+            "grid's step count",
+        ),
+        (
+            "configs/selfsup/_base_/schedules/sgd_coslr-200e_in1k.py:2, :6",
+            "`build_optimizer` (SGD over all parameters) and mmcv's "
+            "`CosineAnnealingLrUpdaterHook(min_lr=0)`, by epoch",
+            "`torch.optim.SGD(model.parameters())` with our lr, momentum and weight decay; "
+            "`train_interclr.CosineLr`: mmcv's `annealing_cos(lr, 0, epoch / max_epochs)` set "
+            "before each epoch (ours: per step)",
+        ),
+        (
+            "configs/selfsup/_base_/models/interclr-moco.py:7-12",
+            "mmselfsup's ResNet-50 (`out_indices=[4]`: the last stage's map, in a 1-tuple)",
+            "torchvision's `resnet18` with our config's stem, input channels and width (the "
+            "export's layout), its pooled last stage as a 1×1 map in a 1-tuple (`MoCoV2Neck`'s "
+            "average pool of it is the same vector); the official `MoCoV2Neck` at our widths",
+        ),
+        (
+            "configs/selfsup/_base_/datasets/imagenet_interclr-moco.py:1-54 (MultiViewDataset, "
+            "datasets/multi_view.py:61; `replace=True`, samplers/distributed_sampler.py:50)",
+            "ImageNet through the MoCo v2 augmentation at 224 px, 8 × 32 a batch, indices drawn "
+            "with replacement each epoch, 4 workers",
+            "our Fashion-MNIST subset as PIL images through the same torchvision transform "
+            "classes with our config's recipe numbers and mean / std, as `dict(img=[view, view], "
+            "idx=i)`; DataLoader in the process, shuffled without replacement by a seeded "
+            "generator, drop_last (as our side)",
+        ),
+        (
+            "imagenet_interclr-moco.py:23-36, :60-72 (the hook's extractor); "
+            "datasets/builder.py:48 (`build_dataloader`, called at extractor.py:41)",
+            "SingleViewDataset of ImageNet through Resize 256, CenterCrop 224, 256 a GPU, "
+            "8 workers, DistributedSampler",
+            "our subset through ToTensor and Normalize (our eval transform) as `dict(img=...)`; "
+            "`mmselfsup.datasets.build_dataloader` a DataLoader in order, batch 256, no workers",
         ),
     ),
 }

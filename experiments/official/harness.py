@@ -47,7 +47,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 
-from experiments.official import checkouts, train_ressl, train_sce  # noqa: E402
+from experiments.official import checkouts, train_interclr, train_ressl, train_sce  # noqa: E402
 
 LOG_EVERY = 20
 
@@ -467,6 +467,8 @@ METHODS = {
     "mocoring+ourviews": ("ring", ring.train),  # the views made by our pipeline (StoredViews)
     "scce": ("sce", train_sce.train_scce),
     "ressl": ("ressl", train_ressl.train_ressl),
+    "interclr": ("mmselfsup", train_interclr.train_interclr),  # online labels (the config's)
+    "interclr+offline": ("mmselfsup", train_interclr.train_interclr),  # re-clustered offline
 }
 
 

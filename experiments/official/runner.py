@@ -53,6 +53,49 @@ def weak_strong_numbers(config, method: str) -> dict:
     return extra
 
 
+# InterCLR's label modes as cells: the hook's and the model's `online_labels` (True in the
+# official config; False re-clusters every `interval` epochs, interclr_hook.py:385-387).
+INTERCLR_LABELS = {"interclr": "online", "interclr+offline": "offline"}
+
+
+def interclr_numbers(config, method: str) -> dict:
+    """InterCLR's inter branch and clustering numbers from our config; refused where the official
+    code has no such setting (one head τ for both branches, k-means of 20 iterations, a bank row
+    per training image)."""
+    from ssl_jax.config_checks import hparams_from_config
+    from ssl_jax.methods import interclr
+
+    hp = hparams_from_config(interclr.Hparams, config)
+    if hp.labels != INTERCLR_LABELS[method]:
+        raise SystemExit(
+            f"error: official {method} has {INTERCLR_LABELS[method]} labels, not {hp.labels}"
+        )
+    if hp.inter_temperature != hp.temperature:
+        raise SystemExit(
+            "error: official interclr has one head τ for both branches (interclr-moco.py:19)"
+        )
+    if hp.kmeans_iters != 20:
+        raise SystemExit("error: official interclr's k-means runs 20 iterations (clustering.py:98)")
+    if hp.bank_size != (config.data.train_subset or 60_000):
+        raise SystemExit(f"error: the bank has {hp.bank_size} rows, the training set other")
+    if hp.queue_size % config.global_batch_size:
+        raise SystemExit("error: official interclr needs the queue a multiple of the batch (:172)")
+    return dict(
+        bank_momentum=float(hp.bank_momentum),
+        num_clusters=int(hp.num_clusters),
+        min_cluster=int(hp.min_cluster_size),
+        online_labels=hp.labels == "online",
+        num_negatives=int(hp.num_negatives),
+        sampler=hp.sampler,
+        pool_size=int(hp.pool_size),
+        margin=float(hp.margin),
+        intra_weight=float(hp.intra_weight),
+        inter_weight=float(hp.inter_weight),
+        centroid_every_steps=int(hp.centroid_every_steps),
+        interval=int(hp.offline_every_epochs),
+    )
+
+
 def numbers(config, method: str) -> dict:
     """The harness's numbers from one of our configs (what both sides train with)."""
     from ssl_jax.data import fashion_mnist
@@ -79,6 +122,8 @@ def numbers(config, method: str) -> dict:
         extra = ring.config_numbers(config, method)
     elif method in WEAK_STRONG:
         extra = weak_strong_numbers(config, method)
+    elif method in INTERCLR_LABELS:
+        extra = interclr_numbers(config, method)
     return dict(
         method=method,
         fashion_dir=data.data_dir or fashion_mnist.FASHION_MNIST_DIR,
