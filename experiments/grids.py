@@ -476,6 +476,11 @@ that our host pipeline made (`runner.write_our_views`) in the place of torchvisi
                 ("mocoring+ourviews", f"configs/mocoring_fashion_mnist.py {SUBSET}"),
                 ("scce", f"configs/scce_fashion_mnist.py {SUBSET}"),
                 ("ressl", f"configs/ressl_fashion_mnist.py {SUBSET}"),
+                ("interclr", "configs/interclr_fashion_mnist.py:subset=10000"),
+                (
+                    "interclr+offline",
+                    "configs/interclr_fashion_mnist.py:subset=10000 method_config.labels=offline",
+                ),
             ),
         ),
     ),
