@@ -23,6 +23,7 @@ FAKE_JCL = os.path.join(os.path.dirname(FAKE), "jcl")
 FAKE_RING = os.path.join(os.path.dirname(FAKE), "ring")
 FAKE_SCE = os.path.join(os.path.dirname(FAKE), "sce")
 FAKE_RESSL = os.path.join(os.path.dirname(FAKE), "ressl")
+FAKE_MMSELFSUP = os.path.join(os.path.dirname(FAKE), "mmselfsup")
 
 
 def _numbers(fashion_dir: str, **over) -> dict:
@@ -290,6 +291,7 @@ def test_our_recipe_becomes_the_transform_classes_in_order():
         ("ring", "mhw32/contrastive-ring-public", "fb3e1c26"),
         ("sce", "CEA-LIST/SCE", "07cbe636"),
         ("ressl", "KyleZheng1997/ReSSL", "4d67daaa"),
+        ("mmselfsup", "open-mmlab/mmselfsup", "920deff1"),
     ],
 )
 def test_a_missing_or_other_commit_checkout_is_one_clear_error(tmp_path, name, repo, commit):
@@ -307,15 +309,27 @@ def test_a_missing_or_other_commit_checkout_is_one_clear_error(tmp_path, name, r
     assert checkouts.shim_hash(name) == checkouts.shim_hash(name) != ""
     assert checkouts.shim_hash("jcl") != checkouts.shim_hash("moco")
     assert all(len(row) == 3 and ":" in row[0] for row in checkouts.SHIMS[name])
-    method = {"moco": "mocov2", "jcl": "jcl", "ring": "iring", "sce": "scce", "ressl": "ressl"}[
-        name
-    ]
+    method = {
+        "moco": "mocov2",
+        "jcl": "jcl",
+        "ring": "iring",
+        "sce": "scce",
+        "ressl": "ressl",
+        "mmselfsup": "interclr",
+    }[name]
     assert harness.METHODS[method][0] == name
 
 
 @pytest.mark.parametrize(
     "method, checkout",
-    [("mocov2", "moco"), ("jcl", "jcl"), ("scce", "sce"), ("ressl", "ressl")],
+    [
+        ("mocov2", "moco"),
+        ("jcl", "jcl"),
+        ("scce", "sce"),
+        ("ressl", "ressl"),
+        ("interclr", "mmselfsup"),
+        ("interclr+offline", "mmselfsup"),
+    ],
 )
 def test_an_official_cell_is_scored_as_ours_and_written(tmp_path, monkeypatch, method, checkout):
     """The runner reads the harness's features (here made up, as if the official run had
@@ -684,3 +698,163 @@ def test_a_trained_cell_is_read_by_its_name_and_only_ours():
     ):
         with pytest.raises(SystemExit, match="not a training cell of ours"):
             campaign.trained_cell(name)
+
+
+# ---- mmselfsup's InterCLR (fake_official/mmselfsup: its model, memory, hooks, utils) -----------
+
+
+def _fake_faiss(monkeypatch) -> list:
+    """A `faiss` of the CPU classes only (no GPU index): k-means whose objective is kept per
+    iteration in `iteration_stats` (faiss ≥ 1.7, no `obj`); returns the dims of the flat L2
+    indexes made."""
+    import types
+
+    made = []
+
+    class Stats:
+        def __init__(self):
+            self.items = []
+
+        def size(self):
+            return len(self.items)
+
+        def at(self, i):
+            return types.SimpleNamespace(obj=self.items[i])
+
+    class Clustering:
+        def __init__(self, d, k):
+            self.d, self.k, self.iteration_stats = d, k, Stats()
+
+        def train(self, x, index):
+            c = x[np.random.default_rng(self.seed).choice(len(x), self.k, replace=False)]
+            for _ in range(self.niter):
+                dist = ((x[:, None] - c[None]) ** 2).sum(-1)
+                label = dist.argmin(1)
+                self.iteration_stats.items.append(float(dist.min(1).sum()))
+                c = np.stack(
+                    [x[label == j].mean(0) if (label == j).any() else c[j] for j in range(self.k)]
+                )
+            index.add(c)
+
+    class IndexFlatL2:
+        def __init__(self, d):
+            made.append(d)
+
+        def add(self, x):
+            self.x = x
+
+        def search(self, q, k):
+            dist = ((q[:, None] - self.x[None]) ** 2).sum(-1)
+            i = np.argsort(dist, 1)[:, :k]
+            return np.take_along_axis(dist, i, 1), i
+
+    def vector_to_array(vector):
+        raise AssertionError("faiss 1.6's obj is a faiss vector; here it is read as an array")
+
+    faiss = types.ModuleType("faiss")
+    faiss.Clustering, faiss.IndexFlatL2, faiss.vector_to_array = (
+        Clustering,
+        IndexFlatL2,
+        vector_to_array,
+    )
+    monkeypatch.setitem(sys.modules, "faiss", faiss)
+    return made
+
+
+def _interclr_numbers(fashion_dir: str, online: bool) -> dict:
+    return _numbers(
+        fashion_dir,
+        method="interclr" if online else "interclr+offline",
+        steps=5,  # 32 images, batch 8: 4 steps an epoch, the second epoch cut at one
+        bank_momentum=1.0,
+        num_clusters=2,
+        min_cluster=2,
+        online_labels=online,
+        num_negatives=4,
+        sampler="semihard",
+        pool_size=8,
+        margin=-0.5,
+        intra_weight=0.75,
+        inter_weight=0.25,
+        centroid_every_steps=2,
+        interval=1,
+    )
+
+
+@pytest.mark.parametrize("online", [True, False])
+def test_the_interclr_shims_run_mmselfsups_model_memory_and_hooks(tmp_path, monkeypatch, online):
+    """The fake's package `__init__`s raise if run; mmcv is not installed: the harness imports the
+    files alone, with mmcv's stand-ins, in a gloo group of one; the runner calls the hooks in
+    mmcv's order (k-means before the run, offline again after each `interval` epochs; online the
+    centroids every 2 steps and the small clusters every step), the lr per epoch (cosine)."""
+    torch = pytest.importorskip("torch")
+    import torch.distributed as dist
+
+    from experiments.official import train_interclr
+
+    fashion = make_fashion_dir(str(tmp_path / "fashion"), num_train=40, num_test=10)
+    Encoder = _tiny_encoder(torch, monkeypatch)
+    made = _fake_faiss(monkeypatch)
+    cuda, module_cuda = torch.Tensor.cuda, torch.nn.Module.cuda
+    numbers = _interclr_numbers(fashion, online)
+    model, curve, extra = train_interclr.train_interclr(
+        FAKE_MMSELFSUP, numbers, base_encoder=Encoder
+    )
+    hook = sys.modules["mmselfsup.core.hooks.interclr_hook"].INSTANCES[-1]
+    optimizer_hook = sys.modules["mmselfsup.core.hooks.optimizer_hook"].INSTANCES[-1]
+    calls = model.memory_bank.calls
+    assert optimizer_hook.steps == 5 and int(model.queue_ptr) == (5 * 8) % 16
+    # mmcv's CosineAnnealing by epoch over the 2 epochs: lr0, then lr0·(cos(π/2) + 1)/2
+    assert [epoch for epoch, _ in hook.weights] == [0, 1]
+    assert [lr for _, lr in hook.weights] == pytest.approx([0.06, 0.03])
+    if online:  # every_n_iters: (iter + 1) % n == 0
+        assert hook.clustered_at == [0] and made == [4]
+        assert (calls["samples"], calls["centroids"], calls["small"]) == (5, 2, 5)
+        assert (calls["simple"], calls["assign"]) == (0, 0)
+    else:  # before the run, then after epoch 0 and the cut epoch 1 (interval 1)
+        assert hook.clustered_at == [0, 0, 1] and made == [4, 4, 4]
+        assert (calls["simple"], calls["assign"]) == (5, 2)
+        assert (calls["samples"], calls["centroids"], calls["small"]) == (0, 0, 0)
+    q = dict(model.encoder_q.named_parameters())
+    k = dict(model.encoder_k.named_parameters())
+    assert not torch.equal(q["0.net.conv.weight"], k["0.net.conv.weight"])  # EMA, not a copy
+    assert curve == [] and extra["encoder"] is model.encoder_q[0].net
+    assert sum(extra["cluster_sizes"]) <= 32 and min(extra["cluster_sizes"]) >= 0
+    # the shims are undone: no CUDA, no process group, no mmcv stand-ins left
+    assert torch.Tensor.cuda is cuda and torch.nn.Module.cuda is module_cuda
+    assert not dist.is_initialized() and "mmcv" not in sys.modules
+    x, y = harness.features(extra["encoder"], numbers, "test")
+    assert x.shape == (10, 8) and y.shape == (10,)
+
+
+def test_official_interclr_without_faiss_is_one_error(tmp_path, monkeypatch):
+    from experiments.official import train_interclr
+
+    monkeypatch.setitem(sys.modules, "faiss", None)
+    with pytest.raises(SystemExit, match="^error: official interclr clusters with faiss"):
+        train_interclr.train_interclr(FAKE_MMSELFSUP, _interclr_numbers(str(tmp_path), True))
+
+
+def test_the_interclr_cells_hand_the_harness_our_numbers_or_refuse():
+    grid = grids.OFFICIAL_CPU_LONG
+    for method, online in (("interclr", True), ("interclr+offline", False)):
+        cell = next(c for c in grids.cells(grid) if c.method == method)
+        config = campaign.cell_config(grid, cell)[0]
+        numbers = runner.numbers(config, method)
+        # :subset=10000: 80 clusters, 128 negatives from a pool of 1,024, the hook's interval 10
+        assert (numbers["num_clusters"], numbers["num_negatives"], numbers["pool_size"]) == (
+            80,
+            128,
+            1024,
+        )
+        assert (numbers["online_labels"], numbers["interval"], numbers["margin"]) == (
+            online,
+            10,
+            -0.5,
+        )
+        assert numbers["train_subset"] == config.method_config.bank_size == 10_000
+        with pytest.raises(SystemExit, match="labels"):
+            runner.numbers(config, "interclr+offline" if online else "interclr")
+    config.method_config.inter_temperature = 0.1
+    with pytest.raises(SystemExit, match="one head τ"):
+        runner.numbers(config, method)
