@@ -504,7 +504,9 @@ and the Ring code's `MoCoLRScheduler`; `+keybn64+epochlr` both. Read beside `cpu
 Ring code's own IR settings (bank momentum 0, 4,095 ring draws, uniform bank init), read beside the
 official code at the same settings. `scce+independent` is our SCE with its target network drawn on
 its own instead of copied from the online one, as CEA-LIST/SCE instantiates its momentum networks
-(`sce/models/siamese/momentum_base.py:53-54`).
+(`sce/models/siamese/momentum_base.py:53-54`). `interclr+offline` is our InterCLR with offline
+labels (k-means of the re-embedded training images every 10 epochs, the hook's `online_labels=False`
+mode), read beside the official code's.
 """,
     device="the 2-core CPU development machine",
     command="nice -n 19 python experiments/campaign.py --grid=cpu_long_variants --minutes=60",
@@ -546,6 +548,10 @@ its own instead of copied from the online one, as CEA-LIST/SCE instantiates its 
                 (
                     "scce+independent",
                     f"configs/scce_fashion_mnist.py {SUBSET} ema.target_init=independent",
+                ),
+                (
+                    "interclr+offline",
+                    "configs/interclr_fashion_mnist.py:subset=10000 method_config.labels=offline",
                 ),
             ),
         ),

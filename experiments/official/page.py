@@ -335,6 +335,7 @@ git clone https://github.com/caiqi/Joint-Contrastive-Learning ../official/jcl &&
 git clone https://github.com/mhw32/contrastive-ring-public ../official/ring && git -C ../official/ring checkout fb3e1c26
 git clone https://github.com/CEA-LIST/SCE ../official/sce && git -C ../official/sce checkout 07cbe636
 git clone https://github.com/KyleZheng1997/ReSSL ../official/ressl && git -C ../official/ressl checkout 4d67daaa
+git clone https://github.com/open-mmlab/mmselfsup ../official/mmselfsup && git -C ../official/mmselfsup checkout 920deff1
 python3 -m venv ../official_venv
 ../official_venv/bin/pip install -r experiments/official/requirements-official.txt
 ../official_venv/bin/pip install --no-deps torchvision==0.28.0
