@@ -8,13 +8,14 @@ offline every `interval` epochs), built through the official `models/builder.py`
 order of mmcv 1.x's `EpochBasedRunner`. Imported by `harness.py` (its `METHODS`); the shims are
 `checkouts.SHIMS['mmselfsup']`.
 
-mmcv-full 1.x does not install here (PyPI has only its source; its `setup.py` imports
-`pkg_resources`, and the C++ build of its ops against torch 2.13 is the only way in), and
-importing mmselfsup's packages pulls mmcls, timm and mmcv's ops. So the files the harness runs are
-imported one by one under packages whose `__init__` is not run (`package_stubs`), with stand-ins
-for mmcv's registry, base classes, runner and progress bar (`mmcv_stubs`, `Runner`) only. The
-torch.distributed calls of the official code run as they are, in a gloo process group of one
-process (`one_process_group`).
+mmcv-full 1.x does not install here: PyPI has only its source (mmcv-full 1.7.2), whose setup.py
+imports `pkg_resources` (refused in pip's isolated build); with setuptools < 70 and
+`--no-build-isolation` the C++ build of its ops against torch 2.13 had not finished after 10 minutes
+(`MMCV_WITH_OPS=1 MAX_JOBS=1`, 2026-12-06), and importing mmselfsup's packages also pulls mmcls and
+timm. So the files the harness runs are imported one by one under packages whose `__init__` is
+not run (`package_stubs`), with stand-ins for mmcv's registry, base classes, runner and progress
+bar (`mmcv_stubs`, `Runner`) only. The torch.distributed calls of the official code run as they
+are, in a gloo process group of one process (`one_process_group`).
 """
 
 from __future__ import annotations
