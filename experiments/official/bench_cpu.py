@@ -31,7 +31,17 @@ from experiments import campaign, grids  # noqa: E402
 from experiments.official import runner  # noqa: E402
 
 GRID = "official_cpu_long"
-METHODS = ("mocov2", "jcl", "ir", "iring", "mocoring", "scce", "ressl")
+METHODS = (
+    "mocov2",
+    "jcl",
+    "ir",
+    "iring",
+    "mocoring",
+    "scce",
+    "ressl",
+    "interclr",
+    "interclr+offline",
+)
 OUT = os.path.join(ROOT, "docs", "results", "official_cpu_time.json")
 
 
