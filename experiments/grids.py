@@ -481,11 +481,6 @@ that our host pipeline made (`runner.write_our_views`) in the place of torchvisi
                     "interclr+offline",
                     "configs/interclr_fashion_mnist.py:subset=10000 method_config.labels=offline",
                 ),
-                (
-                    "interclr+keybn64+epochlr",
-                    "configs/interclr_fashion_mnist.py:subset=10000 "
-                    f"{KEY_BN64} optim.schedule_unit=epoch",
-                ),
             ),
         ),
     ),
