@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# README command 1: set everything up on a fresh Debian/Ubuntu machine (Python >= 3.11) with
+# README command 1: set everything up on a fresh Debian/Ubuntu machine (Python >= 3.12) with
 # launch/setup.sh, then run the default job (pretraining on Fashion-MNIST, then the linear-probe table).
 # Usage: bash launch/default_job.sh [FASHION_MNIST_DIR] [--config.x=y ...]
 #   FASHION_MNIST_DIR: a folder with the four IDX .gz files; default: Debian's dataset-fashion-mnist package.

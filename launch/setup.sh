@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Set up a fresh Debian/Ubuntu machine (Python >= 3.11) for ssl_jax: the README's command 1 runs it
+# Set up a fresh Debian/Ubuntu machine (Python >= 3.12) for ssl_jax: the README's command 1 runs it
 # (through launch/default_job.sh), and so does CI (.ci/run), so the README's commands are what CI runs.
 #   - Fashion-MNIST: Debian's dataset-fashion-mnist (apt, with sudo when not root), unless it is
 #     installed or FASHION_MNIST_DIR is given;
-#   - .venv with requirements-dev.txt (requirements.txt + pytest + ruff + nbclient/ipykernel for
+#   - .venv on Python >= 3.12 (jax >= 0.11 is published for 3.12 and newer only): $PYTHON, else the
+#     first of python3.12, python3.13, python3 that is new enough, else pyenv's newest 3.12 (Colab's
+#     and the accelerator image's Python), else its 3.13;
+#     a .venv left on an older Python is made again (said in one line);
+#   - in it, requirements-dev.txt (requirements.txt + pytest + ruff + nbclient/ipykernel for
 #     tests/test_colab.py, which executes colab/*.ipynb: the README's test command) and the package
 #     itself (`pip install -e .`, so `import ssl_jax` works outside the repository);
 #   - torch and torchvision as a pinned pair that imports together (torchvision's compiled ops are
@@ -15,7 +19,7 @@
 #     best effort like torch (one line when it fails), required where DETECTRON2_REQUIRED=1 (CI).
 # Usage: bash launch/setup.sh [FASHION_MNIST_DIR]
 #   FASHION_MNIST_DIR: a folder with the four IDX .gz files (then nothing is installed with apt).
-# Environment: DETECTRON2_SOURCE (default the pinned git URL; or a local archive / folder of that
+# Environment: PYTHON (the interpreter for .venv), DETECTRON2_SOURCE (default the pinned git URL; or a local archive / folder of that
 #   commit, e.g. the vendored detectron2-02b5c4e2.tar.gz), DETECTRON2_REQUIRED=1 (fail without it),
 #   SSL_JAX_CACHE (where the built wheel is kept; default ~/.cache/ssl_jax).
 set -euo pipefail
@@ -28,7 +32,26 @@ if [ -z "$data_dir" ] && [ ! -f /usr/share/datasets/fashion-mnist/train-images-i
   $sudo_cmd env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   $sudo_cmd env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dataset-fashion-mnist
 fi
-if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
+new_enough() { "$1" -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; }
+python=""
+for candidate in ${PYTHON:-} python3.12 python3.13 python3; do
+  if new_enough "$candidate"; then python=$candidate; break; fi
+done
+if [ -z "$python" ] && command -v pyenv >/dev/null; then
+  # 3.12 first: the Python of Colab and of the accelerator image
+  version=$(pyenv versions --bare | grep -E '^3\.12\.[0-9]+$' | sort -V | tail -n 1 || true)
+  [ -z "$version" ] && version=$(pyenv versions --bare | grep -E '^3\.13\.[0-9]+$' | sort -V | tail -n 1 || true)
+  [ -n "$version" ] && python="$(pyenv root)/versions/$version/bin/python3"
+fi
+if [ -z "$python" ]; then
+  echo "error: ssl_jax needs Python >= 3.12 (jax >= 0.11 is published for 3.12 and newer); set PYTHON=/path/to/python3.12" >&2
+  exit 1
+fi
+if [ -x .venv/bin/python ] && ! new_enough .venv/bin/python; then
+  echo "setup: .venv is on $(.venv/bin/python --version 2>&1); making it again with $("$python" --version 2>&1)"
+  rm -rf .venv
+fi
+if [ ! -x .venv/bin/python ]; then "$python" -m venv .venv; fi
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q -r requirements-dev.txt
 # the package itself, editable: `import ssl_jax` and `python -m ssl_jax.main` work from any folder
