@@ -16,7 +16,9 @@ and a pod):
 - `auto`: jax's detection of whatever cluster it finds.
 
 The port: `SSL_JAX_COORDINATOR_PORT`, else jax's default for the cluster (SLURM: 61440 + job id mod
-4096; TPU: 8482). `SSL_JAX_DISTRIBUTED_DRY_RUN=1` prints the call and exits (checks a launcher).
+4096; TPU: 8482). `SSL_JAX_HEARTBEAT_S`: seconds without a heartbeat after which jax's coordination
+service declares a process dead and aborts the others (fate sharing; default `DEFAULT_HEARTBEAT_S`).
+`SSL_JAX_DISTRIBUTED_DRY_RUN=1` prints the call and exits (checks a launcher).
 """
 
 from __future__ import annotations
@@ -30,6 +32,12 @@ from collections.abc import Mapping
 AUTO = "auto"  # resolve(): leave the arguments to jax's cluster detection
 TPU_PORT = 8482  # jax's clusters/cloud_tpu_cluster.py
 SLURM_NODELISTS = ("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST")
+# jax's own default. Heartbeats come from a C++ thread of jax's client, so a long compile or a busy
+# Python thread does not stop them, but a host whose cores are all taken (compiling, decoding) or a
+# network hiccup may delay them by seconds: a false alarm would kill a healthy multi-day run, while
+# a process that exits is seen at once by the launchers (local_2proc.sh, srun --kill-on-bad-exit).
+# The heartbeat is only for a host that vanishes without an exit anyone sees.
+DEFAULT_HEARTBEAT_S = 100
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +49,7 @@ class DistributedArgs:
     process_id: int
     local_device_ids: tuple[int, ...] | None = None
     source: str = "host:port"
+    heartbeat_timeout_seconds: int = DEFAULT_HEARTBEAT_S
 
     def call(self) -> str:
         """The call as one log line."""
@@ -48,8 +57,22 @@ class DistributedArgs:
         return (
             f"jax.distributed.initialize(coordinator_address={self.coordinator_address!r}, "
             f"num_processes={self.num_processes}, process_id={self.process_id}, "
-            f"local_device_ids={ids})  # from {self.source}"
+            f"local_device_ids={ids}, heartbeat_timeout_seconds={self.heartbeat_timeout_seconds})"
+            f"  # from {self.source}"
         )
+
+
+def heartbeat_seconds(environ: Mapping[str, str]) -> int:
+    """`SSL_JAX_HEARTBEAT_S` (whole seconds ≥ 1), else `DEFAULT_HEARTBEAT_S`."""
+    value = environ.get("SSL_JAX_HEARTBEAT_S", "").strip()
+    if not value:
+        return DEFAULT_HEARTBEAT_S
+    if not value.isdigit() or int(value) < 1:
+        raise SystemExit(
+            f"error: SSL_JAX_HEARTBEAT_S={value!r}: allowed a whole number of seconds ≥ 1 "
+            f"(default {DEFAULT_HEARTBEAT_S})"
+        )
+    return int(value)
 
 
 def expand_hostlist(nodelist: str) -> list[str]:
@@ -138,6 +161,13 @@ def _tpu(environ: Mapping[str, str]) -> DistributedArgs | str:
 def resolve(environ: Mapping[str, str]) -> DistributedArgs | str | None:
     """`jax.distributed.initialize`'s arguments per `SSL_JAX_COORDINATOR` (module docstring): None for
     one process, `AUTO` for jax's own detection."""
+    args = _resolve_cluster(environ)
+    if isinstance(args, DistributedArgs):
+        return dataclasses.replace(args, heartbeat_timeout_seconds=heartbeat_seconds(environ))
+    return args
+
+
+def _resolve_cluster(environ: Mapping[str, str]) -> DistributedArgs | str | None:
     coordinator = environ.get("SSL_JAX_COORDINATOR", "")
     if not coordinator:
         return None
@@ -164,8 +194,11 @@ def initialize(environ: Mapping[str, str]) -> None:
     args = resolve(environ)
     if args is None:
         return
+    heartbeat = heartbeat_seconds(environ)
     line = (
-        "jax.distributed.initialize()  # jax's cluster detection" if args == AUTO else args.call()
+        f"jax.distributed.initialize(heartbeat_timeout_seconds={heartbeat})  # jax's cluster detection"
+        if args == AUTO
+        else args.call()
     )
     print(line, flush=True)
     if environ.get("SSL_JAX_DISTRIBUTED_DRY_RUN", "") not in ("", "0"):
@@ -175,7 +208,7 @@ def initialize(environ: Mapping[str, str]) -> None:
     if "cpu" in environ.get("JAX_PLATFORMS", ""):
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
     if args == AUTO:
-        jax.distributed.initialize()
+        jax.distributed.initialize(heartbeat_timeout_seconds=heartbeat)
         return
     jax.distributed.initialize(
         coordinator_address=args.coordinator_address,
@@ -183,4 +216,5 @@ def initialize(environ: Mapping[str, str]) -> None:
         process_id=args.process_id,
         local_device_ids=None if args.local_device_ids is None else list(args.local_device_ids),
         cluster_detection_method="deactivate",
+        heartbeat_timeout_seconds=args.heartbeat_timeout_seconds,
     )

@@ -12,6 +12,8 @@ import random
 import socket
 import subprocess
 import sys
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -143,8 +145,10 @@ def _run_slurm(tmp_path, workdir, *extra_env):
         SLURM_STEP_NODELIST="localhost,127.0.0.1",
     )
     env.update(extra_env)
-    _run(["bash", "launch/slurm_gpu.sbatch", CONFIG, workdir, f"--config.total_steps={TOTAL}"], env)
-    outs = [(logs / f"task_{i}.log").read_text() for i in range(2)]
+    cmd = ["bash", "launch/slurm_gpu.sbatch", CONFIG, workdir, f"--config.total_steps={TOTAL}"]
+    _run(cmd, env, workdir)
+    # the sbatch script sends each task's output to WORKDIR/process_<task>.log (srun --output)
+    outs = [open(os.path.join(workdir, f"process_{i}.log")).read() for i in range(2)]
     return port, outs
 
 
@@ -176,16 +180,20 @@ def _run_tpu(tmp_path, workdir, *extra_env):
     return port, outs
 
 
-def _run(cmd, env):
+def _run(cmd, env, workdir=""):
     try:
         proc = subprocess.run(
             cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT
         )
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"{cmd[1]} hung: {e.stdout}{e.stderr}")
-    logs = env["FAKE_CLUSTER_LOGS"]
+    logs = [env["FAKE_CLUSTER_LOGS"], workdir]  # the fakes' logs and the workdir's
     task_logs = "\n----\n".join(
-        open(os.path.join(logs, f)).read() for f in sorted(os.listdir(logs))
+        open(os.path.join(d, f)).read()
+        for d in logs
+        if os.path.isdir(d)
+        for f in sorted(os.listdir(d))
+        if f.endswith(".log")
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr + task_logs
 
@@ -194,7 +202,8 @@ def _calls(port, outs, host="localhost", local=None):
     for pid, out in enumerate(outs):
         call = (
             f"jax.distributed.initialize(coordinator_address='{host}:{port}', num_processes=2, "
-            f"process_id={pid}, local_device_ids={local})"
+            f"process_id={pid}, local_device_ids={local}, "
+            f"heartbeat_timeout_seconds={distributed.DEFAULT_HEARTBEAT_S})"
         )
         assert call in out, out
 
@@ -257,3 +266,57 @@ def test_the_set_up_installs_the_package_so_it_imports_from_any_folder(tmp_path)
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == os.path.join(ROOT, "ssl_jax", "__init__.py")
+
+
+@pytest.mark.slow
+def test_a_process_killed_mid_run_restarts_and_the_job_ends_with_the_uninterrupted_losses(
+    tmp_path, reference
+):
+    """`MAX_RESTARTS=1 launch/local_2proc.sh`, process 1 SIGKILLed right after dispatching step 4
+    (`tests/sigkill_main.py`, once): the launcher kills process 0 at once, starts both again from the
+    checkpoint at step 2 or 4 and the run ends with a loss at every step equal to the uninterrupted
+    run's (one process on 8 devices, which the 2-process run equals: the test above)."""
+    env = _cluster_env(tmp_path, tmp_path)
+    python = tmp_path / "bin" / "python"  # `-m ssl_jax.main` → the same main, armed to SIGKILL
+    python.write_text(
+        '#!/bin/sh\n[ "$1 $2" = "-m ssl_jax.main" ] && shift 2 && '
+        f'exec {sys.executable} -m tests.sigkill_main "$@"\nexec {sys.executable} "$@"\n'
+    )
+    mark = tmp_path / "killed_at"
+    env.update(
+        PYTHONPATH=ROOT,
+        MAX_RESTARTS="1",
+        SSL_JAX_TEST_SIGKILL="1:4",
+        SSL_JAX_TEST_SIGKILL_ONCE=str(mark),
+    )
+    env.pop("XLA_FLAGS")  # the launcher sets 4 devices a process
+    workdir = str(tmp_path / "run")
+    cmd = ["bash", "launch/local_2proc.sh", CONFIG, workdir]
+    extra = [f"--config.total_steps={TOTAL}", "--config.checkpoint_every_steps=2"]
+    launcher = subprocess.Popen(
+        [*cmd, *extra], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    watchdog = threading.Timer(2 * TIMEOUT, launcher.kill)  # a hang fails instead of blocking CI
+    watchdog.start()
+    restart_seen = None
+    for line in launcher.stdout:
+        if line.startswith("restart 1/1") and restart_seen is None:
+            restart_seen = time.time()
+            restart_line = line.strip()
+    out_err = launcher.communicate(timeout=TIMEOUT)[1]
+    watchdog.cancel()
+    log = open(os.path.join(workdir, "process_1.log")).read()
+    assert launcher.returncode == 0, out_err + log
+    assert restart_seen is not None, out_err + log
+    stop_s = restart_seen - float(mark.read_text())
+    print(f"kill -KILL of process 1 → the job restarting: {stop_s:.1f} s")
+    assert stop_s < 10, stop_s  # the launcher saw the exit; no heartbeat timeout waited for
+    assert restart_line.startswith("restart 1/1: process 1 (pid ")
+    assert "was killed by SIGKILL; the job starts again from the checkpoint at step " in restart_line
+    log0 = open(os.path.join(workdir, "process_0.log")).read()
+    assert "killed by the launcher: process 1" in log0 and f"step {TOTAL}/{TOTAL}" in log0, log0
+    losses = _losses(workdir)  # the later record of a step repeated after the restart wins
+    assert sorted(losses) == sorted(reference) == list(range(1, TOTAL + 1))
+    np.testing.assert_allclose(
+        [losses[s] for s in sorted(losses)], [reference[s] for s in sorted(reference)], rtol=2e-4
+    )
