@@ -507,7 +507,8 @@ its own instead of copied from the online one, as CEA-LIST/SCE instantiates its 
 (`sce/models/siamese/momentum_base.py:53-54`). `interclr+offline` is our InterCLR with offline
 labels (k-means of the re-embedded training images every 10 epochs, the hook's `online_labels=False`
 mode), read beside the official code's; `interclr+keybn64+epochlr` our InterCLR with both settings
-of the official run in one process (mmselfsup's runner steps the cosine lr once per epoch).
+of the official run in one process (mmselfsup's runner steps the cosine lr once per epoch), and
+`interclr+offline+keybn64+epochlr` the same with offline labels.
 """,
     device="the 2-core CPU development machine",
     command="nice -n 19 python experiments/campaign.py --grid=cpu_long_variants --minutes=60",
@@ -557,6 +558,11 @@ of the official run in one process (mmselfsup's runner steps the cosine lr once 
                 (
                     "interclr+keybn64+epochlr",
                     "configs/interclr_fashion_mnist.py:subset=10000 "
+                    f"{KEY_BN64} optim.schedule_unit=epoch",
+                ),
+                (
+                    "interclr+offline+keybn64+epochlr",
+                    "configs/interclr_fashion_mnist.py:subset=10000 method_config.labels=offline "
                     f"{KEY_BN64} optim.schedule_unit=epoch",
                 ),
             ),

@@ -681,6 +681,37 @@ def test_the_page_shows_the_cpu_bench_or_nothing(tmp_path):
     assert "| 2026-11-29, `fedcba98`, 100 and 400 steps, CPU 0, command 2 |" in text
 
 
+def test_a_finding_is_its_files_paragraphs_or_nothing(tmp_path):
+    from experiments.official import page
+
+    (tmp_path / "mocov2.md").write_text("One line\nand its next.\n\n\nA second  paragraph.\n")
+    paragraphs = ["One line and its next.", "A second paragraph."]
+    assert page.finding("mocov2", str(tmp_path)) == paragraphs
+    assert page.finding("jcl", str(tmp_path)) == []
+
+
+def test_each_finding_is_under_its_methods_section_of_the_page(tmp_path, monkeypatch):
+    from experiments.official import page
+
+    names = sorted(f[: -len(".md")] for f in os.listdir(page.FINDINGS) if f.endswith(".md"))
+    assert names, "no findings files"
+    sections = {  # the methods the page gives a section (a '+ourviews' row is a side of one)
+        m
+        for s in grids.GRIDS["official_cpu_long"].sections
+        for m, _ in s.methods
+        if not m.endswith(runner.OUR_VIEWS)
+    }
+    assert set(names) <= sections, f"findings of no official row: {set(names) - sections}"
+    monkeypatch.setattr(page, "loss_figure", lambda *args: False)  # the docs' figures stay
+    path = tmp_path / "official.md"
+    page.write(str(path))
+    text = path.read_text()
+    for method in names:
+        section = text.partition(f"\n### {method} (")[2].partition("\n### ")[0]
+        paragraphs = page.finding(method)
+        assert paragraphs and all(f"\n\n{p}\n" in section for p in paragraphs), method
+
+
 def test_a_trained_cell_is_read_by_its_name_and_only_ours():
     config, workdir, cell = campaign.trained_cell(
         "cpu_long_variants.fashion_mnist.mocoring+keybn64+epochlr.s1"
