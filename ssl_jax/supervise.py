@@ -28,7 +28,6 @@ import argparse
 import dataclasses
 import os
 import re
-import shlex
 import signal
 import socket
 import subprocess
@@ -157,7 +156,9 @@ class Supervisor:
                 SSL_JAX_PROCESS_ID=str(i),
             )
             with open(self._log(i), "a" if append else "w") as log:
-                child = subprocess.Popen(self.command, env=env, stdout=log, stderr=subprocess.STDOUT)
+                child = subprocess.Popen(
+                    self.command, env=env, stdout=log, stderr=subprocess.STDOUT
+                )
             self.children.append(child)
             print(f"process {i}: pid {child.pid} (log {self._log(i)})", flush=True)
         failure = None

@@ -57,19 +57,28 @@ def test_default_job_runs_on_the_floor(floor_site, tmp_path):
     )
     seen = subprocess.run(
         [sys.executable, "-c", "import jax, jaxlib; print(jax.__version__, jaxlib.__version__)"],
-        env=env, capture_output=True, text=True, check=True,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.split()
     assert seen == [version, version], f"the floor site did not shadow the venv's jax: {seen}"
     workdir = tmp_path / "floor"
     run = subprocess.run(
         [
-            sys.executable, "-m", "ssl_jax.main",
+            sys.executable,
+            "-m",
+            "ssl_jax.main",
             "--config=configs/mocov2_fashion_mnist.py:runlocal",
             f"--workdir={workdir}",
             "--config.total_steps=6",
             "--config.checkpoint_every_steps=3",
         ],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     out = run.stdout + run.stderr
     assert run.returncode == 0, out[-4000:]

@@ -312,7 +312,9 @@ def test_a_process_killed_mid_run_restarts_and_the_job_ends_with_the_uninterrupt
     print(f"kill -KILL of process 1 → the job restarting: {stop_s:.1f} s")
     assert stop_s < 10, stop_s  # the launcher saw the exit; no heartbeat timeout waited for
     assert restart_line.startswith("restart 1/1: process 1 (pid ")
-    assert "was killed by SIGKILL; the job starts again from the checkpoint at step " in restart_line
+    assert (
+        "was killed by SIGKILL; the job starts again from the checkpoint at step " in restart_line
+    )
     log0 = open(os.path.join(workdir, "process_0.log")).read()
     assert "killed by the launcher: process 1" in log0 and f"step {TOTAL}/{TOTAL}" in log0, log0
     losses = _losses(workdir)  # the later record of a step repeated after the restart wins

@@ -133,7 +133,9 @@ def test_restarts_used_up_and_a_user_error_are_one_error_line(tmp_path):
 
 
 def test_a_stop_request_is_passed_on_and_not_restarted(tmp_path):
-    env = _fake_main(tmp_path, "trap 'echo stopping; kill $!; exit 143' TERM\necho ready\nsleep 300 & wait\n")
+    env = _fake_main(
+        tmp_path, "trap 'echo stopping; kill $!; exit 143' TERM\necho ready\nsleep 300 & wait\n"
+    )
     env["MAX_RESTARTS"] = "1"
     workdir = _workdir(tmp_path, 2)
     cmd = ["bash", "launch/local_2proc.sh", "cfg.py", workdir]

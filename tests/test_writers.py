@@ -40,12 +40,12 @@ def read_run(path: str) -> dict:
             pending = b""
             which = record.WhichOneof("record_type")
             if which == "history":
-                out["history"].append(
-                    {
-                        i.key or "/".join(i.nested_key): json.loads(i.value_json)
-                        for i in record.history.item
-                    }
-                )
+                row = {}
+                for item in record.history.item:
+                    _flatten(
+                        item.key or "/".join(item.nested_key), json.loads(item.value_json), row
+                    )
+                out["history"].append(row)
             elif which == "run":
                 out["run"] = record.run
         elif kind in (2, 3):  # FIRST, MIDDLE
@@ -53,6 +53,16 @@ def read_run(path: str) -> dict:
         else:
             break
     return out
+
+
+def _flatten(key: str, value, row: dict) -> None:
+    """A media value may come as one JSON object under its key or as one item per field
+    (`key/_type`, ...): both become the per-field form."""
+    if isinstance(value, dict):
+        for sub, v in value.items():
+            _flatten(f"{key}/{sub}", v, row)
+    else:
+        row[key] = value
 
 
 def _config(total_steps):
@@ -99,7 +109,10 @@ def test_pictures_reach_the_same_run(offline_run, tmp_path):
     files = sorted(glob.glob(os.path.join(offline_run, "wandb", "offline-run-*", "run-*.wandb")))
     run_id = open(os.path.join(offline_run, writers.WANDB_ID_FILE)).read().strip()
     assert len(files) == 3 and all(run_id in f for f in files)
-    (row,) = [r for f in files for r in read_run(f)["history"] if "pictures/curves/_type" in r]
+    rows = [r for f in files for r in read_run(f)["history"]]
+    found = [r for r in rows if "pictures/curves/_type" in r]
+    assert len(found) == 1, [sorted(r) for r in rows]  # on failure: every row's keys
+    (row,) = found
     assert row["pictures/curves/_type"] == "image-file" and row["pictures/curves/width"] == 8
     media = os.path.join(os.path.dirname(files[-1]), "files", row["pictures/curves/path"])
     assert np.array_equal(np.asarray(Image.open(media)), np.asarray(Image.open(png)))
