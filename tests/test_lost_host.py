@@ -238,6 +238,8 @@ def test_without_a_launcher_jax_ends_the_survivor_within_the_heartbeat_timeout(t
     log0 = (tmp_path / "process_0.log").read_text()
     print(f"kill -KILL of process 1 → process 0 ended by jax: {seconds:.1f} s (status {rc})")
     assert procs[1].returncode == -signal.SIGKILL
-    assert rc != 0 and f"heartbeat_timeout_seconds={HEARTBEAT_S})" in log0, log0
-    assert "stopped sending heartbeats" in log0, log0  # jax's fate sharing, not a failed collective
+    assert f"heartbeat_timeout_seconds={HEARTBEAT_S})" in log0, log0
+    # jax's fate sharing aborts it (SIGABRT, "stopped sending heartbeats" in its log when the abort
+    # message gets out; under load in CI once only the first lines did): either way it must end
+    assert rc != 0, log0
     assert seconds < HEARTBEAT_S + HEARTBEAT_MARGIN_S, f"{seconds:.1f} s\n{log0}"
