@@ -239,3 +239,18 @@ def run_main(*args: str, devices: int | None = None, timeout: int = 300):
         text=True,
         timeout=timeout,
     )
+
+
+def localhost_process_env(port: int, process_id: int, **extra) -> dict:
+    """The environment of process `process_id` of a 2-process CPU run on localhost (4 devices
+    each): what `ssl_jax.distributed` reads, plus `extra`."""
+    return dict(
+        os.environ,
+        SSL_JAX_COORDINATOR=f"localhost:{port}",
+        SSL_JAX_NUM_PROCESSES="2",
+        SSL_JAX_PROCESS_ID=str(process_id),
+        JAX_PLATFORMS="cpu",
+        XLA_FLAGS="--xla_force_host_platform_device_count=4",
+        TF_CPP_MIN_LOG_LEVEL="2",
+        **extra,
+    )

@@ -17,6 +17,7 @@ import time
 import pytest
 
 from ssl_jax import distributed
+from tests.helpers import localhost_process_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAKES = os.path.join(ROOT, "tests", "fake_cluster")
@@ -210,17 +211,12 @@ def test_without_a_launcher_jax_ends_the_survivor_within_the_heartbeat_timeout(t
     mark = tmp_path / "killed_at"
     procs = []
     for pid in range(2):
-        env = dict(
-            os.environ,
-            SSL_JAX_COORDINATOR=f"localhost:{port}",
-            SSL_JAX_NUM_PROCESSES="2",
-            SSL_JAX_PROCESS_ID=str(pid),
+        env = localhost_process_env(
+            port,
+            pid,
             SSL_JAX_HEARTBEAT_S=str(HEARTBEAT_S),
             SSL_JAX_TEST_SIGKILL="1:0",
             SSL_JAX_TEST_SIGKILL_ONCE=str(mark),
-            JAX_PLATFORMS="cpu",
-            XLA_FLAGS="--xla_force_host_platform_device_count=4",
-            TF_CPP_MIN_LOG_LEVEL="2",
         )
         cmd = [sys.executable, "-m", "tests.sigkill_main", "--config=tests/tiny_run_config.py"]
         cmd += [f"--workdir={tmp_path / 'run'}", "--config.total_steps=1000"]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ssl_jax import train
-from tests.helpers import tiny_config
+from tests.helpers import localhost_process_env, tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOTAL, LOG_EVERY = 6, 2
@@ -29,16 +29,7 @@ def _run_two_processes(workdir: str, sigterm_at: dict[int, int], **extra_env) ->
     port = _free_port()
     procs = []
     for pid in range(2):
-        env = dict(
-            os.environ,
-            SSL_JAX_COORDINATOR=f"localhost:{port}",
-            SSL_JAX_NUM_PROCESSES="2",
-            SSL_JAX_PROCESS_ID=str(pid),
-            JAX_PLATFORMS="cpu",
-            XLA_FLAGS="--xla_force_host_platform_device_count=4",
-            TF_CPP_MIN_LOG_LEVEL="2",
-            **extra_env,
-        )
+        env = localhost_process_env(port, pid, **extra_env)
         args = [workdir, str(TOTAL), str(LOG_EVERY)]
         if pid in sigterm_at:
             args.append(str(sigterm_at[pid]))
