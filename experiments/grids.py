@@ -487,6 +487,60 @@ that our host pipeline made (`runner.write_our_views`) in the place of torchvisi
 )
 
 
+# ---- the colour twin: CMC and InfoMin, ours and official, at cpu_long's budget ------------------
+# CMC's official schedule (train_CMC.py:50, util.py:7-13): lr × 0.1 after epochs 120, 160 and 200 of
+# 240, i.e. after 1/2, 2/3 and 5/6 of the run: epochs 10, 13 and 17 of the ~19 here, per epoch.
+CMC_STEP_LR = "optim.schedule=step optim.schedule_unit=epoch optim.decay_epochs=(10,13,17)"
+COLOUR_TWIN_METHODS = (
+    ("cmc", f"configs/cmc_color_fashion_mnist.py {SUBSET} {BANK} {CMC_STEP_LR}"),
+)
+COLOUR_TWIN_TEXT = """
+`cpu_long`'s budget (ResNet-18 width 1/2 with the ImageNet stem, batch 64, 3,000 steps of SGD at lr
+0.06, the first 10,000 training images, ~19 epochs) on color_fashion_mnist at 32 px as generated
+(each image its own photo crop and tint, fixed: the official trainers read a fixed image set, so
+item views, composited anew at each read, have no official form). CMC: two ResNet-18s at width 1/4
+on L and ab, linear heads to 128, NCE against two banks of the 10,000 images (K 4096, momentum
+0.5), and the official code's lr schedule on both sides: × 0.1 after epochs 10, 13 and 17
+(`train_CMC.py`'s 120/160/200 of 240, scaled), stepped per epoch.
+"""
+CPU_LONG_COLOR = Grid(
+    name="cpu_long_color",
+    title="CMC and InfoMin on color_fashion_mnist at cpu_long's budget (ours)",
+    text=COLOUR_TWIN_TEXT,
+    device="the 2-core CPU development machine",
+    command="nice -n 19 python experiments/campaign.py --grid=cpu_long_color --minutes=60",
+    sets=CPU_LONG.sets,
+    curve_points=5,
+    curve_knn=(10_000, 2_000),
+    sections=(
+        Section(
+            key="color_fashion_mnist",
+            title=COLOUR_TITLE,
+            text="",
+            methods=COLOUR_TWIN_METHODS,
+            own_random_init=(("cmc", ("cmc",)),),
+        ),
+    ),
+)
+OFFICIAL_CPU_LONG_COLOR = Grid(
+    name="official_cpu_long_color",
+    title="the official CMC and InfoMin on color_fashion_mnist at cpu_long's budget",
+    text=COLOUR_TWIN_TEXT
+    + """
+Each method's official code (`experiments/official/`, shims in
+[experiments/official.md](experiments/official.md)) on the same images, read beside
+`cpu_long_color`'s rows of the same method.
+""",
+    device="the 2-core CPU development machine",
+    command="nice -n 19 python experiments/campaign.py --grid=official_cpu_long_color --minutes=60",
+    sets=CPU_LONG.sets,
+    official=True,
+    baselines=False,
+    curve_points=0,
+    sections=CPU_LONG_COLOR.sections,
+)
+
+
 # ---- cpu_long_variants: ours at cpu_long's budget with one number of the official run's --------
 # Where the official MoCo v2 / MoCoRing (official_cpu_long) and ours differ, ours with the official
 # runs' settings, one at a time and both: its keys' BN over the whole batch of 64 (one process) instead of two
@@ -762,6 +816,8 @@ GRIDS = {
         CPU_SPEEDRUN_METHODS,
         OFFICIAL_CPU_LONG,
         CPU_LONG_VARIANTS,
+        CPU_LONG_COLOR,
+        OFFICIAL_CPU_LONG_COLOR,
         COLOR_SPEEDRUN,
         TINY,
     )
@@ -772,6 +828,8 @@ PAGE_GRIDS = (
     "cpu_long",
     "official_cpu_long",
     "cpu_long_variants",
+    "cpu_long_color",
+    "official_cpu_long_color",
     "cpu600",
     "cpu_speedrun",
     "cpu_speedrun_methods",

@@ -30,24 +30,30 @@ sys.path.insert(0, ROOT)
 from experiments import campaign, grids  # noqa: E402
 from experiments.official import runner  # noqa: E402
 
-GRID = "official_cpu_long"
-METHODS = (
-    "mocov2",
-    "jcl",
-    "ir",
-    "iring",
-    "mocoring",
-    "scce",
-    "ressl",
-    "interclr",
-    "interclr+offline",
-)
+GRIDS = {  # the official grid of each method timed here
+    **dict.fromkeys(
+        (
+            "mocov2",
+            "jcl",
+            "ir",
+            "iring",
+            "mocoring",
+            "scce",
+            "ressl",
+            "interclr",
+            "interclr+offline",
+        ),
+        "official_cpu_long",
+    ),
+    "cmc": "official_cpu_long_color",
+}
+METHODS = tuple(GRIDS)
 OUT = os.path.join(ROOT, "docs", "results", "official_cpu_time.json")
 
 
 def cell_config(method: str, steps: int):
     """The grid's seed-0 cell config of `method` at `steps` steps, no evaluator during training."""
-    grid = grids.GRIDS[GRID]
+    grid = grids.GRIDS[GRIDS[method]]
     (cell,) = [c for c in grids.cells(grid) if c.method == method and c.seed == 0]
     config, _, _ = campaign.cell_config(grid, cell)
     full = int(config.total_steps)
@@ -69,7 +75,7 @@ def fit(points: list[tuple[int, float]]) -> tuple[float, float]:
 def official_cpu_s(method: str, steps: int, workdir: str) -> float:
     """The official harness's `pretrain_cpu_s` at `steps` steps (one torch thread)."""
     config, _ = cell_config(method, steps)
-    numbers = runner.numbers(config, method)
+    numbers = runner.harness_numbers(config, method, workdir)
     harness = os.path.join(ROOT, "experiments", "official", "harness.py")
     cmd = [runner.official_python(), harness, f"--method={method}", "--threads=1"]
     cmd += [f"--numbers={json.dumps(numbers)}", f"--out={workdir}"]

@@ -249,6 +249,111 @@ CHECKOUTS = {
             ),
         ),
     ),
+    "cmc": Checkout(
+        name="cmc",
+        repo="HobbitLong/CMC",
+        commit="7b227be0b10ef4e526c72af07664f5079ed9ee09",  # 2020-11-10, the last commit
+        files=(
+            ("train_CMC.py", "d4de6d30e36b8f38b4ec7a87639e4797c54e272e91f65fd697881832474cabd2"),
+            ("dataset.py", "9cbcc8a9e603d7111dbd1f792424c1f9b58c24c4e419a4d0a0acbf16d51d2a63"),
+            ("util.py", "b8ed1e22d017b3c3c4c645e1fbe8a583f60e70f15d7ca850ace91f9a72245c50"),
+            (
+                "models/resnet.py",
+                "8b1a5cf8c1f54875b9fcddeaf56520ad063fef4ad7e57005c63eb919804650a6",
+            ),
+            (
+                "models/alexnet.py",
+                "cd847a6241bf8230ba5b723a1809b32af84533c55567909b909280e1fdb46a00",
+            ),
+            (
+                "NCE/NCEAverage.py",
+                "dae51cd5e929b0e4983e6d43ff71abe24d5a5fc23ee09e328f5e5a91332aa034",
+            ),
+            (
+                "NCE/NCECriterion.py",
+                "91fc0a6b2f05909477ae03302dc077db8887c94dab3482ffbdce0876ef9ef426",
+            ),
+            (
+                "NCE/alias_multinomial.py",
+                "f3b7d0380338afad5e4c3d2b10ed7b353091d3c5ae279d157431cde7235e39ba",
+            ),
+        ),
+    ),
+    "pycontrast": Checkout(
+        name="pycontrast",
+        repo="HobbitLong/PyContrast",
+        commit="84f94eabec4f031194c543579476ae52ea647b90",  # 2023-09-04, the last commit (a merge)
+        files=(
+            (
+                "pycontrast/main_contrast.py",
+                "44d6f7aea820f4f6a761ca997ee44a584b4307f19077fc6c4d908470d035ad79",
+            ),
+            (
+                "pycontrast/options/base_options.py",
+                "1c4768aa798d6e1d0e8fc3ee41fc3b5bcd664096a50bfa3e63ff537f28f15ea8",
+            ),
+            (
+                "pycontrast/options/train_options.py",
+                "561c00f8ac1dffed2fcd66d1171fa717d3c86f6c05a7e55150fd4391449e2910",
+            ),
+            (
+                "pycontrast/learning/contrast_trainer.py",
+                "f8422c541c8e81fac9448a73738b5c7367da2accb6b07ccf52578d07e762c041",
+            ),
+            (
+                "pycontrast/learning/base_trainer.py",
+                "72fccaf75efc150cd926dfd99f2e9b7c5d4991efb02f1f45edd0d6471e47737c",
+            ),
+            (
+                "pycontrast/learning/util.py",
+                "493abec13fe1ac02789c5b9581d5b8a8cc1240e31ea990c6552f2a247e7ada37",
+            ),
+            (
+                "pycontrast/networks/build_backbone.py",
+                "e83d231ae80c6ee354a1bad7e2f23fdd1242641779cd5e236c8540e2a73c9687",
+            ),
+            (
+                "pycontrast/networks/util.py",
+                "3187fc3a51cbca55c34247200754d6d41a00bfa0f0cc8d3c90c1ad7d1b845f9e",
+            ),
+            (
+                "pycontrast/networks/resnet.py",
+                "edace692c87693023edc1a55117b37aab66cc6fe98de6504fa4d528179ac516a",
+            ),
+            (
+                "pycontrast/networks/resnest.py",
+                "9e0287fec3fdf53947f7d81097e6010614852169fe0232ad34dfda0a7a6f8fc8",
+            ),
+            (
+                "pycontrast/memory/build_memory.py",
+                "365afa4d1620528b2c46c5e476bb373d1625549978614848dc589dc9361f8e43",
+            ),
+            (
+                "pycontrast/memory/mem_moco.py",
+                "049096e8d1ce0e88fa6a999e45108f79af21f8d998ff7d251d17b481eb919444",
+            ),
+            (
+                "pycontrast/memory/mem_bank.py",
+                "c9c168a16f3f0f299f9700c7160143385659a7b831b05fa9b94789985f7021da",
+            ),
+            (
+                "pycontrast/memory/alias_multinomial.py",
+                "f3b7d0380338afad5e4c3d2b10ed7b353091d3c5ae279d157431cde7235e39ba",
+            ),
+            (
+                "pycontrast/datasets/util.py",
+                "733277ec8ee464eb54370743b7f264e1eb8e22479b886551802efe1e47f032ac",
+            ),
+            (
+                "pycontrast/datasets/dataset.py",
+                "51d93cbf7c0edbef31348004374384f19007155507e90008dd65243ba8d9de21",
+            ),
+            (
+                "pycontrast/datasets/RandAugment.py",
+                "cd8b7e42e7b20852dd6d8853b285aef0118be1afe306b8cadc5459fd6092401e",
+            ),
+        ),
+    ),
 }
 
 # Every replacement of official code, one row each: (official file:line, what it does there, what
@@ -671,6 +776,159 @@ SHIMS = {
             "8 workers, DistributedSampler",
             "our subset through ToTensor and Normalize (our eval transform) as `dict(img=...)`; "
             "`mmselfsup.datasets.build_dataloader` a DataLoader in order, batch 256, no workers",
+        ),
+    ),
+    "cmc": (
+        (
+            "train_CMC.py:196 (`index.cuda(async=True)`)",
+            "`async` is a keyword since Python 3.7: the file does not compile",
+            "the file compiled with `non_blocking=True` in its place (`train_cmc.load_train_cmc`; "
+            "the only edit, under `torch.cuda.is_available()`, which is False here)",
+        ),
+        (
+            "train_CMC.py:13 (`import tensorboard_logger`); :17-18 (apex)",
+            "the TensorBoard logger package and apex AMP",
+            "an empty `tensorboard_logger` module (`main`, which uses it, is not run); apex "
+            "absent, as the file allows (`try: ... except ImportError`)",
+        ),
+        (
+            "train_CMC.py:219; NCE/NCEAverage.py:14; NCE/NCECriterion.py:58",
+            "`torch.cuda.synchronize()` after each step; the alias sampler's and the softmax "
+            "labels' `.cuda()`",
+            "`torch.cuda.synchronize` a no-op; `Tensor.cuda` / `Module.cuda` return the object "
+            "(CPU tensors; `set_model` and `train` skip their own `.cuda()` without a GPU)",
+        ),
+        (
+            "models/resnet.py:185-193 (`resnet18(in_channel, width)`, called by `ResNetV1` at "
+            ":258-259)",
+            "the repository's ResNet-18: a 64-channel 7×7 stem at any width, `AvgPool2d(7)` "
+            "(224 px only), `fc` → 128, L2 normalisation",
+            "torchvision's `resnet18` with our config's stem, the input channel count `ResNetV1` "
+            "asks for (1 for L, 2 for ab) and half our config's width per view (our CMC's two "
+            "encoders), `fc` → `feat_dim`, then the official `Normalize(2)`; `ResNetV1.forward`'s "
+            "split into L and ab as is (`--model resnet18v1`)",
+        ),
+        (
+            "train_CMC.py:128-164 (`get_train_loader`: `ImageFolderInstance`, "
+            "`RandomResizedCrop(224)`, 18 workers)",
+            "ImageNet JPEGs from a folder, cropped to 224 px",
+            "`get_train_loader` as is on our color_fashion_mnist subset as RGB PIL images "
+            "returning `(image, target, index)` as `ImageFolderInstance` does; "
+            "`RandomResizedCrop` at our config's size (32 px) with the official `crop_low`; "
+            "no workers; its `RGB2Lab`, `Normalize` and unseeded shuffle (torch's seeded global "
+            "generator) as they are",
+        ),
+        (
+            "train_CMC.py:236-300 (`main`: argument parsing, folders, resume, TensorBoard, "
+            "checkpoints)",
+            "the epoch loop around `adjust_learning_rate(epoch)` and `train(epoch, ...)`",
+            "the same loop (`train_cmc.train_cmc`: `adjust_learning_rate` then `train` for epochs "
+            "1..E, the last cut at the grid's step count) with our numbers as the options; no "
+            "checkpoint files, no TensorBoard",
+        ),
+    ),
+    "pycontrast": (
+        (
+            "pycontrast/main_contrast.py:22-26 (`torch.cuda.device_count()`, `mp.spawn`)",
+            "one `main_worker` process per GPU of the node",
+            "`torch.cuda.device_count()` 1 as main_contrast.py and learning/base_trainer.py see "
+            "`torch` (`train_infomin.OneGpuTorch`); `mp.spawn` calls `main_worker(0, 1, args)` in "
+            "this process: one node of one GPU (`--world-size 1 --rank 0 "
+            "--multiprocessing-distributed`)",
+        ),
+        (
+            "pycontrast/learning/base_trainer.py:31-32, :40-59 (`init_ddp_environment`)",
+            "`torch.cuda.set_device(gpu)`, cuDNN benchmark; an NCCL process group over "
+            "`--dist-url` and a local group per node (ShuffleBN's)",
+            "`set_device` a no-op; `--dist-backend gloo`, `--dist-url file://` in a temporary "
+            "folder: the official group and local group of one process, so its all_gathers and "
+            "broadcasts (`broadcast_memory`, `_shuffle_bn`, `_global_gather`) run as they are; "
+            "the group destroyed, cuDNN's flag and `$PYTHONWARNINGS` restored after the run",
+        ),
+        (
+            "pycontrast/learning/contrast_trainer.py:64 (`DDP(model, device_ids=[args.gpu])`)",
+            "DDP of the online model on the process's GPU",
+            "torch's DDP in its CPU form (no `device_ids`, which a CPU module refuses) in the "
+            "gloo group of one: the gradient all-reduce of one process; `model.module` as the "
+            "official code reads it (the EMA copy at :67, the EMA at :337)",
+        ),
+        (
+            "pycontrast/main_contrast.py:46, :49; learning/contrast_trainer.py:50, :52, :177, "
+            ":247, :262; memory/mem_moco.py:25, :78",
+            "`.cuda()` on the memory, criterion, models, shuffle ids, views, queue indices and "
+            "labels",
+            "`torch.Tensor.cuda` / `nn.Module.cuda` return the object itself (CPU tensors)",
+        ),
+        (
+            "pycontrast/learning/base_trainer.py:9, :64 (`tensorboard_logger`); "
+            "learning/contrast_trainer.py:13-16 (apex)",
+            "TensorBoard logging of each epoch's loss, accuracies and lr; apex AMP",
+            "a stand-in `tensorboard_logger.Logger` keeping each epoch's values in memory (the lr "
+            "of each epoch goes to run.json), no files; apex absent, as the file allows "
+            "(`try: ... except ImportError`), `--amp` off",
+        ),
+        (
+            "pycontrast/networks/build_backbone.py:12-16, :35-41 (`_parse_width`, "
+            "`model_dict[name](width=width)`, networks/resnet.py:413-426); :23-29, :59",
+            "the ImageNet ResNet-50 (`2048·width` pooled features, no `fc`); `dim_in = "
+            "int(2048·width)` for the 'mlp' head and `JigsawHead`",
+            "`model_dict['ours']` our torchvision `resnet18` (`harness.torchvision_resnet`: our "
+            "config's stem, 3 channels and width; `fc` the identity: the pooled features, as "
+            "networks/resnet.py:220-221 returns them) for the online and the EMA model; "
+            "`_parse_width` gives `feature_dim / 2048`, so `dim_in` is our feature dim (256): the "
+            "official 'mlp' head 256 → 256 → 128 and `JigsawHead` (fc1 256 → 256 → 128, fc2 "
+            "9·128 → 128) as they are",
+        ),
+        (
+            "pycontrast/datasets/util.py:279-300, :325-334, :234-242",
+            "aug 'D' at ImageNet sizes: RRC 224 (0.2–1), flip, jitter (0.8, 0.8, 0.8, 0.2) p 0.8, "
+            "`GaussianBlur(22)` p 0.5, RandAugment `rand-n2-m10-mstd0.5` (`translate_const` "
+            "int(224·0.45), the ImageNet-mean fill), grayscale 0.2; the jigsaw transform RRC 255 "
+            "(0.6–1), flip, `JigsawCrop()` (3 × 3 cells of 85 px, 64-px patches); ImageNet "
+            "mean / std",
+            "the same classes in the same order (`train_infomin.view_transform`, "
+            "`jigsaw_transform`; torchvision's as util.py imports them) with our recipe's numbers: "
+            "RRC 32 (0.2–1), the same jitter, `GaussianBlur(22)` (23 taps), RandAugment "
+            "`rand-n2-m10-mstd0.5` with `translate_const` int(32·0.45) (used by none of its 15 "
+            "ops) and fill (124, 116, 104), grayscale 0.2; jigsaw RRC 36 (0.6–1), flip, "
+            "`JigsawCrop(3, 36, 9)` (cells of 12 px, 9-px patches); our config's mean / std",
+        ),
+        (
+            "pycontrast/datasets/util.py:339-373 (`build_contrast_loader`, called at "
+            "main_contrast.py:41-42); main_contrast.py:68 (`train_sampler.set_epoch`)",
+            "ImageNet folders through `ImageFolderInstance(two_crop=True, jigsaw_transform)`, "
+            "`DistributedSampler`, 40 workers, pin_memory, the last partial batch kept; no seed "
+            "(`--seed` is parsed, never used)",
+            "the official `ImageFolderInstance` (its `__init__` and `__getitem__`: two crops, "
+            "then the jigsaw patches) whose folder scan gives our subset's (index, label) pairs "
+            "and whose loader the index's RGB PIL image; DataLoader in the process "
+            "(`num_workers=0`), shuffled with a seeded generator, drop_last; `random`, `numpy` and "
+            "`torch` seeded with the cell's seed; the last epoch cut at the grid's step count "
+            "(`train_infomin.EpochCut`, the loader and its sampler)",
+        ),
+        (
+            "pycontrast/main_contrast.py:19 (`TrainOptions().parse()` of `sys.argv`); "
+            "options/train_options.py:60-65; learning/contrast_trainer.py:107-130 (`save`)",
+            "the command line; the model and TensorBoard folders; a checkpoint each epoch",
+            "`sys.argv` set to our numbers' command line while `main()` parses it "
+            "(`train_infomin.command_line`: `--method InfoMin`, or `Customize` with the preset's "
+            "values where our τ or jigsaw differ; `--cosine`, batch, epochs ⌈steps / steps an "
+            "epoch⌉, lr, weight decay, momentum, `--nce_k` the queue, `--alpha` the EMA, `--beta` "
+            "β, `--feat_dim`, `-j 0`); the folders and checkpoints in a temporary folder",
+        ),
+        (
+            "pycontrast/learning/contrast_trainer.py:157-200 (`_shuffle_bn`); :265",
+            "the keys' BN per GPU over a shuffle of the node's batch (8 GPUs: 32 keys a BN); the "
+            "online BN per GPU (32 images, then their 288 patches)",
+            "as is in the group of one: the key encoder's BN over all the step's keys, shuffled "
+            "(ours: `key_bn_group_size` shuffled groups); the online BN over the whole batch "
+            "(ours: `query_bn_group_size` 0)",
+        ),
+        (
+            "pycontrast/learning/contrast_trainer.py:284-288 (`_compute_loss_accuracy`)",
+            "the CE of the query's and the jigsaw query's (1 + K)-way logits",
+            "the official function, its losses also kept every 20 steps as (1 − β)·CE + β·CE_jig, "
+            "the loss stepped on at :287-288 (measurement only)",
         ),
     ),
 }

@@ -47,7 +47,13 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 
-from experiments.official import checkouts, train_interclr, train_ressl, train_sce  # noqa: E402
+from experiments.official import (  # noqa: E402
+    checkouts,
+    train_cmc,
+    train_interclr,
+    train_ressl,
+    train_sce,
+)
 
 LOG_EVERY = 20
 
@@ -180,13 +186,13 @@ def moco_shims(builder, main_moco=None):
 
 
 class PILDataset:
-    """uint8 [N, H, W] images as PIL 'L' images through `transform` (the official
+    """uint8 [N, H, W] (or [N, H, W, 3]) images as PIL 'L' (or 'RGB') images through `transform` (the official
     `TwoCropsTransform`), with their labels: what `datasets.ImageFolder` gives `main_moco.py`."""
 
     def __init__(self, images: np.ndarray, labels: np.ndarray, transform):
         from PIL import Image
 
-        self.images = [Image.fromarray(x, mode="L") for x in images]
+        self.images = [Image.fromarray(x, mode="L" if x.ndim == 2 else "RGB") for x in images]
         self.labels = labels
         self.transform = transform
 
@@ -274,9 +280,19 @@ def import_official(path: str, *names: str, stubs=None) -> list[types.ModuleType
         sys.path.remove(path)
 
 
+def read_split(numbers: dict, split: str) -> tuple[np.ndarray, np.ndarray]:
+    """A split's uint8 images and labels: `[N, H, W, 3]` from `numbers["images_file"]` (an .npz
+    of `train_x`, `train_y`, `test_x`, `test_y` that `runner.write_images` made from our data
+    set: color_fashion_mnist), else Fashion-MNIST's `[N, 28, 28]` from `fashion_dir`."""
+    if numbers.get("images_file"):
+        with np.load(numbers["images_file"]) as f:
+            return f[f"{split}_x"], f[f"{split}_y"].astype(np.int64)
+    return read_fashion(numbers["fashion_dir"], split)
+
+
 def read_subset(numbers: dict) -> tuple[np.ndarray, np.ndarray]:
     """The training images the grid trains on (the first `train_subset`, all when 0)."""
-    images, labels = read_fashion(numbers["fashion_dir"], "train")
+    images, labels = read_split(numbers, "train")
     if numbers["train_subset"]:
         images, labels = images[: numbers["train_subset"]], labels[: numbers["train_subset"]]
     return images, labels
@@ -431,12 +447,16 @@ def train_jcl(path: str, numbers: dict, base_encoder=None):
     return model, criterion.curve, {"lambda_per_epoch": [round(r, 6) for r in seen["ratios"]]}
 
 
-def features(encoder, numbers: dict, split: str, batch: int = 500):
+def features(encoder, numbers: dict, split: str, batch: int = 500, embed=None):
     """The encoder's pooled backbone (`fc` → identity) in eval mode on a whole split, the images
-    only converted and normalised (no augmentation): `[N, D]` float32 and labels."""
+    only converted and normalised (no augmentation): `[N, D]` float32 and labels. `embed` (uint8
+    images → features), when a trainer gives one, in its place (CMC: both views' encoders)."""
     import torch
 
-    images, labels = read_fashion(numbers["fashion_dir"], split)
+    images, labels = read_split(numbers, split)
+    if embed is not None:
+        out = [embed(images[start : start + batch]) for start in range(0, len(images), batch)]
+        return np.concatenate(out).astype(np.float32), labels
     mean = torch.tensor(numbers["mean"]).view(1, -1, 1, 1)
     std = torch.tensor(numbers["std"]).view(1, -1, 1, 1)
     fc, encoder.fc = encoder.fc, torch.nn.Identity()
@@ -444,7 +464,8 @@ def features(encoder, numbers: dict, split: str, batch: int = 500):
     out = []
     with torch.no_grad():
         for start in range(0, len(images), batch):
-            x = torch.from_numpy(images[start : start + batch].copy()).float().div(255).unsqueeze(1)
+            x = torch.from_numpy(images[start : start + batch].copy()).float().div(255)
+            x = x.unsqueeze(1) if x.ndim == 3 else x.permute(0, 3, 1, 2)
             out.append(encoder((x - mean) / std).numpy().astype(np.float32))
     encoder.fc = fc
     return np.concatenate(out), labels
@@ -469,6 +490,7 @@ METHODS = {
     "ressl": ("ressl", train_ressl.train_ressl),
     "interclr": ("mmselfsup", train_interclr.train_interclr),  # online labels (the config's)
     "interclr+offline": ("mmselfsup", train_interclr.train_interclr),  # re-clustered offline
+    "cmc": ("cmc", train_cmc.train_cmc),  # color_fashion_mnist: L and ab, NCE against two banks
 }
 
 
@@ -498,8 +520,9 @@ def main(argv=None) -> None:
     model, curve, extra = train(path, numbers)
     pretrain_s, pretrain_cpu_s = time.time() - t0, cpu_seconds() - cpu0
     encoder = extra.pop("encoder") if "encoder" in extra else model.encoder_q
-    train_x, train_y = features(encoder, numbers, "train")
-    test_x, test_y = features(encoder, numbers, "test")
+    embed = extra.pop("embed", None)
+    train_x, train_y = features(encoder, numbers, "train", embed=embed)
+    test_x, test_y = features(encoder, numbers, "test", embed=embed)
     tmp = os.path.join(args.out, "features.tmp.npz")
     np.savez(tmp, train_x=train_x, train_y=train_y, test_x=test_x, test_y=test_y)
     os.replace(tmp, os.path.join(args.out, "features.npz"))

@@ -21,7 +21,8 @@ from experiments import campaign, grids  # noqa: E402
 from experiments.official import bench_cpu, checkouts, harness, runner  # noqa: E402
 
 PAGE = os.path.join(ROOT, "docs", "experiments", "official.md")
-PAIRS = (("official_cpu_long", "cpu_long"),)  # (official grid, the grid of ours it mirrors)
+# (official grid, the grid of ours it mirrors)
+PAIRS = (("official_cpu_long", "cpu_long"), ("official_cpu_long_color", "cpu_long_color"))
 VARIANTS = "cpu_long_variants"  # ours with one of the official run's settings at a time
 LATE = 0.8  # the loss column: the mean logged loss over the last fifth of the steps
 
@@ -196,9 +197,10 @@ HEADER = """# The official implementations beside ours
 
 Each method's authors' code, trained on the same data at the same budget with the same network and
 recipe as our cell of the same method, and scored by the same probe and kNN (our
-`evaluators.probe_and_knn` on the query encoder's pooled last stage, all 60k / 10k Fashion-MNIST
-images). Made by `python experiments/official/page.py` on {date} from the cells of
-grids `official_cpu_long` and `cpu_long` in [`docs/results/`](../results/).
+`evaluators.probe_and_knn` on the query encoder's pooled last stage, all 60k / 10k images; CMC: both
+views' encoders, concatenated). Made by `python experiments/official/page.py` on {date} from the
+cells of grids `official_cpu_long` and `cpu_long` (Fashion-MNIST) and `official_cpu_long_color` and
+`cpu_long_color` (color_fashion_mnist) in [`docs/results/`](../results/).
 
 ```bash
 # once: the official checkout outside this repository and its own venv
@@ -208,17 +210,22 @@ git clone https://github.com/mhw32/contrastive-ring-public ../official/ring && g
 git clone https://github.com/CEA-LIST/SCE ../official/sce && git -C ../official/sce checkout 07cbe636
 git clone https://github.com/KyleZheng1997/ReSSL ../official/ressl && git -C ../official/ressl checkout 4d67daaa
 git clone https://github.com/open-mmlab/mmselfsup ../official/mmselfsup && git -C ../official/mmselfsup checkout 920deff1
+git clone https://github.com/HobbitLong/CMC ../official/cmc && git -C ../official/cmc checkout 7b227be0
+git clone https://github.com/HobbitLong/PyContrast ../official/pycontrast && git -C ../official/pycontrast checkout 84f94eab
 python3 -m venv ../official_venv
 ../official_venv/bin/pip install -r experiments/official/requirements-official.txt
 ../official_venv/bin/pip install --no-deps torchvision==0.28.0
 SSL_JAX_OFFICIAL_THREADS=1 nice -n 19 python experiments/campaign.py --grid=official_cpu_long   # 3 seeds a method
+SSL_JAX_OFFICIAL_THREADS=1 nice -n 19 python experiments/campaign.py --grid=official_cpu_long_color
+nice -n 19 python experiments/campaign.py --grid=cpu_long_color   # ours beside it
 python experiments/official/page.py
 ```
 
 A verdict is *same within the seeds' spread* when the gap of the means is within the sum of the two
 sample stds, else *differs by X points*. The budget is `cpu_long`'s: ResNet-18 width 1/2 with the
 ImageNet stem on 28-px grey images, batch 64, 3,000 steps of SGD at lr 0.06 (cosine), the first
-10,000 training images.
+10,000 training images; the colour pair's is the same on 32-px color_fashion_mnist as generated,
+each method's lr schedule the official code's (its grid's text says which).
 """
 
 

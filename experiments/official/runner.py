@@ -14,6 +14,8 @@ import os
 import subprocess
 import sys
 
+import numpy as np
+
 from experiments.official import checkouts, harness, ring
 
 DEFAULT_PYTHON = os.path.join(os.path.dirname(checkouts.ROOT), "official_venv", "bin", "python")
@@ -96,14 +98,54 @@ def interclr_numbers(config, method: str) -> dict:
     )
 
 
+def cmc_numbers(config) -> dict:
+    """CMC's bank, loss, crop and step schedule from our config; refused where `train_CMC.py` has
+    no such setting (Lab views, the step schedule per epoch, a bank row per training image)."""
+    mc, optim = config.method_config, config.optim
+    ops = [dict(op) for op in config.data.recipes[config.data.views[0]]]
+    kinds = [op["op"] for op in ops]
+    if kinds != ["random_resized_crop", "horizontal_flip", "color_space"] or (
+        ops[2]["space"] != "lab" or ops[1].get("p", 0.5) != 0.5
+    ):
+        raise SystemExit(
+            f"error: official cmc's views are RRC, flip, RGB2Lab (train_CMC.py:140-146), not {ops}"
+        )
+    if optim.schedule != "step" or optim.schedule_unit != "epoch":
+        raise SystemExit(
+            "error: official cmc steps its lr down per epoch (util.py:7-13): set "
+            "optim.schedule=step optim.schedule_unit=epoch optim.decay_epochs=(...)"
+        )
+    if mc.bank_size != (config.data.train_subset or 60_000):
+        raise SystemExit(f"error: the bank has {mc.bank_size} rows, the training set other")
+    if mc.get("query_bn_group_size", 0):
+        raise SystemExit("error: official cmc computes BN over the whole batch (one process)")
+    return dict(
+        num_negatives=int(mc.num_negatives),
+        bank_momentum=float(mc.bank_momentum),
+        cmc_loss=mc.loss,
+        crop_low=float(ops[0]["scale"][0]),
+        decay_epochs=[int(e) for e in optim.decay_epochs],
+        decay_factor=float(optim.decay_factor),
+    )
+
+
+# The colour data sets the official cells read: as our source generates them (runner writes the
+# arrays, `write_images`); a view composited anew per read (`views=item`) has no official form.
+COLOUR_DATA = "color_fashion_mnist"
+
+
 def numbers(config, method: str) -> dict:
     """The harness's numbers from one of our configs (what both sides train with)."""
-    from ssl_jax.data import fashion_mnist
+    from ssl_jax.data import color_fashion_mnist, fashion_mnist
     from ssl_jax.models import feature_dim
 
     data, model, optim, mc = config.data, config.model, config.optim, config.method_config
-    if data.name != "fashion_mnist":
-        raise SystemExit(f"error: official cells read Fashion-MNIST, not {data.name}")
+    if data.name not in ("fashion_mnist", COLOUR_DATA):
+        raise SystemExit(
+            f"error: official cells read Fashion-MNIST or {COLOUR_DATA}, not {data.name}"
+        )
+    if data.name == COLOUR_DATA and color_fashion_mnist.item_views(data):
+        raise SystemExit(f"error: official cells read {COLOUR_DATA} as generated, not item views")
     views = tuple(data.views)
     if len(set(views)) != 1 and method not in WEAK_STRONG:
         raise SystemExit(f"error: official {method} makes every view with one transform: {views}")
@@ -124,9 +166,16 @@ def numbers(config, method: str) -> dict:
         extra = weak_strong_numbers(config, method)
     elif method in INTERCLR_LABELS:
         extra = interclr_numbers(config, method)
+    elif method == "cmc":
+        extra = cmc_numbers(config)
+    elif method == "infomin":
+        from experiments.official import train_infomin
+
+        extra = train_infomin.infomin_numbers(config, method)
     return dict(
         method=method,
         fashion_dir=data.data_dir or fashion_mnist.FASHION_MNIST_DIR,
+        dataset=data.name,
         train_subset=int(data.train_subset),
         size=int(data.image_size),
         channels=int(data.channels),
@@ -136,7 +185,7 @@ def numbers(config, method: str) -> dict:
         width=float(model.width),
         stem=model.stem,
         feature_dim=feature_dim(18, model.width),
-        hidden=int(model.projector.hidden_dims[0]),
+        hidden=int(model.projector.hidden_dims[0]) if model.projector.hidden_dims else 0,
         out_dim=int(model.projector.out_dim),
         queue=int(mc.get("queue_size", 0)),
         temperature=float(mc.temperature),
@@ -180,11 +229,39 @@ def write_our_views(numbers: dict, path: str, reads: int) -> None:
     os.replace(tmp, path)
 
 
+def write_images(config, path: str) -> None:
+    """Our data set's train and test splits as the .npz `harness.read_split` reads
+    (`train_x`, `train_y`, `test_x`, `test_y`; uint8 `[N, H, W, 3]`): the images our cells
+    train and are scored on (color_fashion_mnist as generated, `datasets.load_arrays`)."""
+    from ssl_jax.data import datasets
+
+    out = {}
+    for split in ("train", "test"):
+        out[f"{split}_x"], out[f"{split}_y"] = datasets.load_arrays(config.data, split)
+    tmp = path + ".tmp.npz"
+    np.savez(tmp, **out)
+    os.replace(tmp, path)
+
+
 def reads_per_image(numbers: dict) -> int:
     """How often the Ring trainer reads each image over the run: two views an epoch (MoCoRing's
     `CIFAR10TwoViews`), over the epochs the step count starts (drop_last)."""
     per_epoch = (numbers["train_subset"] or 60_000) // numbers["batch"]
     return 2 * -(-numbers["steps"] // per_epoch)
+
+
+def harness_numbers(config, method: str, workdir: str) -> dict:
+    """`numbers` plus the files they name, written in `workdir`: a colour data set's images
+    (`images_file`), a `+ourviews` cell's views (`views_file`)."""
+    nums = numbers(config, method)
+    if nums["dataset"] == COLOUR_DATA:
+        nums["images_file"] = os.path.join(workdir, "images.npz")
+        write_images(config, nums["images_file"])
+    if method.endswith(OUR_VIEWS):
+        nums["views_file"] = os.path.join(workdir, "our_views.npy")
+        if not os.path.exists(nums["views_file"]):
+            write_our_views(nums, nums["views_file"], reads_per_image(nums))
+    return nums
 
 
 def run_cell(config, method: str, workdir: str, official_root: str = "") -> dict:
@@ -197,12 +274,7 @@ def run_cell(config, method: str, workdir: str, official_root: str = "") -> dict
     checkout = checkouts.CHECKOUTS[harness.METHODS[method][0]]
     done = os.path.join(workdir, "features.npz")
     if not os.path.exists(done):
-        nums = numbers(config, method)
-        views_file = os.path.join(workdir, "our_views.npy")
-        if method.endswith(OUR_VIEWS):
-            if not os.path.exists(views_file):
-                write_our_views(nums, views_file, reads_per_image(nums))
-            nums["views_file"] = views_file
+        nums = harness_numbers(config, method, workdir)
         cmd = [
             official_python(),
             os.path.join(os.path.dirname(os.path.abspath(__file__)), "harness.py"),
@@ -214,8 +286,9 @@ def run_cell(config, method: str, workdir: str, official_root: str = "") -> dict
         result = subprocess.run(cmd, stdout=sys.stdout, stderr=sys.stderr)
         if result.returncode:
             raise SystemExit(f"error: the official {method} run failed (exit {result.returncode})")
-        if os.path.exists(views_file):
-            os.remove(views_file)  # N × reads images: not kept once the features are
+        for file in (nums.get("views_file"), nums.get("images_file")):
+            if file and os.path.exists(file):
+                os.remove(file)  # the images (and their views): not kept once the features are
     with np.load(done) as f:
         train, test = (f["train_x"], f["train_y"]), (f["test_x"], f["test_y"])
     with open(os.path.join(workdir, "run.json")) as f:

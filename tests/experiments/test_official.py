@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -24,6 +25,7 @@ FAKE_RING = os.path.join(os.path.dirname(FAKE), "ring")
 FAKE_SCE = os.path.join(os.path.dirname(FAKE), "sce")
 FAKE_RESSL = os.path.join(os.path.dirname(FAKE), "ressl")
 FAKE_MMSELFSUP = os.path.join(os.path.dirname(FAKE), "mmselfsup")
+FAKE_CMC = os.path.join(os.path.dirname(FAKE), "cmc")
 
 
 def _numbers(fashion_dir: str, **over) -> dict:
@@ -292,6 +294,7 @@ def test_our_recipe_becomes_the_transform_classes_in_order():
         ("sce", "CEA-LIST/SCE", "07cbe636"),
         ("ressl", "KyleZheng1997/ReSSL", "4d67daaa"),
         ("mmselfsup", "open-mmlab/mmselfsup", "920deff1"),
+        ("cmc", "HobbitLong/CMC", "7b227be0"),
     ],
 )
 def test_a_missing_or_other_commit_checkout_is_one_clear_error(tmp_path, name, repo, commit):
@@ -316,6 +319,7 @@ def test_a_missing_or_other_commit_checkout_is_one_clear_error(tmp_path, name, r
         "sce": "scce",
         "ressl": "ressl",
         "mmselfsup": "interclr",
+        "cmc": "cmc",
     }[name]
     assert harness.METHODS[method][0] == name
 
@@ -627,19 +631,20 @@ def test_the_cpu_bench_fits_a_fixed_cost_and_a_cost_per_step():
         bench_cpu.main(["--methods=byol", "--steps=10,20"])
 
 
-def test_the_cpu_bench_times_the_official_cells_config_without_evaluators():
+@pytest.mark.parametrize(
+    "method, grid_name", [("mocoring", "official_cpu_long"), ("cmc", "official_cpu_long_color")]
+)
+def test_the_cpu_bench_times_the_official_cells_config_without_evaluators(method, grid_name):
     from experiments.official import bench_cpu
 
-    config, full = bench_cpu.cell_config("mocoring", 156)
-    grid = grids.GRIDS[bench_cpu.GRID]
-    (cell,) = [c for c in grids.cells(grid) if c.method == "mocoring" and c.seed == 0]
+    config, full = bench_cpu.cell_config(method, 156)
+    assert bench_cpu.GRIDS[method] == grid_name
+    grid = grids.GRIDS[grid_name]
+    (cell,) = [c for c in grids.cells(grid) if c.method == method and c.seed == 0]
     cell_config = campaign.cell_config(grid, cell)[0]
     assert full == cell_config.total_steps == 3000 and config.total_steps == 156
     assert all(config.evals[name].every_steps == -1 for name in config.evals)
-    assert runner.numbers(config, "mocoring") == {
-        **runner.numbers(cell_config, "mocoring"),
-        "steps": 156,
-    }
+    assert runner.numbers(config, method) == {**runner.numbers(cell_config, method), "steps": 156}
 
 
 def test_the_page_shows_the_cpu_bench_or_nothing(tmp_path):
@@ -889,3 +894,166 @@ def test_the_interclr_cells_hand_the_harness_our_numbers_or_refuse():
     config.method_config.inter_temperature = 0.1
     with pytest.raises(SystemExit, match="one head τ"):
         runner.numbers(config, method)
+
+
+# ---- CMC (fake_official/cmc: train_CMC.py's loader, model, banks, criteria, train) --------------
+
+
+def _colour_images(path, num_train: int, num_test: int) -> str:
+    """An .npz as `runner.write_images` writes it: random RGB images and labels."""
+    rng = np.random.default_rng(0)
+    np.savez(
+        path,
+        train_x=rng.integers(0, 256, (num_train, 16, 16, 3), dtype=np.uint8),
+        train_y=rng.integers(0, 10, num_train),
+        test_x=rng.integers(0, 256, (num_test, 16, 16, 3), dtype=np.uint8),
+        test_y=rng.integers(0, 10, num_test),
+    )
+    return str(path)
+
+
+def _cmc_numbers(images_file: str, **over) -> dict:
+    cmc = dict(
+        method="cmc",
+        dataset="color_fashion_mnist",
+        images_file=images_file,
+        size=16,
+        channels=3,
+        hidden=0,
+        train_subset=40,
+        num_negatives=6,
+        bank_momentum=0.5,
+        cmc_loss="nce",
+        crop_low=0.2,
+        decay_epochs=[1, 2],
+        decay_factor=0.1,
+        steps=12,
+    )
+    return _numbers("", **{**cmc, **over})
+
+
+def _view_encoder(torch):
+    """A tiny `base_encoder(in_channel, low_dim)` with an `fc`, as the CMC shim builds a view's."""
+
+    class Encoder(torch.nn.Module):
+        def __init__(self, in_channel, low_dim):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(in_channel, 8, 3, 2, 1)
+            self.fc = torch.nn.Linear(8, low_dim)
+
+        def forward(self, x):
+            return self.fc(self.conv(x).relu().amax((2, 3)))
+
+    return Encoder
+
+
+@pytest.mark.parametrize("loss", ["nce", "softmax"])
+def test_the_cmc_shims_run_train_cmc_with_its_one_edit(tmp_path, monkeypatch, loss):
+    """`train_CMC.py` (whose `async=True` does not compile under Python 3) runs with the one edit:
+    its loader at our size, its model with our view encoders, its banks and criteria, and its
+    per-epoch step decay (epochs from 1, the last cut at the step count); the curve is of
+    loss_l + loss_ab; the shims are undone; `embed` gives both views' pooled features."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torchvision")
+    pytest.importorskip("skimage")
+    from experiments.official import train_cmc
+
+    images = _colour_images(tmp_path / "images.npz", 48, 6)
+    monkeypatch.setattr(harness, "LOG_EVERY", 4)
+    numbers = _cmc_numbers(images, cmc_loss=loss)
+    cuda, sync = torch.Tensor.cuda, torch.cuda.synchronize
+    model, curve, extra = train_cmc.train_cmc(FAKE_CMC, numbers, _view_encoder(torch))
+    script = sys.modules["train_CMC"]
+    # 40 images in batches of 8 (the loader keeps its last batch): 5 a step, 3 epochs, 12 steps
+    assert (
+        script.LRS
+        == [(1, 0.06)] * 5 + [(2, pytest.approx(0.006))] * 5 + [(3, pytest.approx(0.0006))] * 2
+    )
+    assert [step for step, _ in curve] == [4, 8, 12] and all(np.isfinite(v) for _, v in curve)
+    assert torch.Tensor.cuda is cuda and torch.cuda.synchronize is sync
+    with pytest.raises(RuntimeError, match="never built"):
+        sys.modules["models.resnet"].resnet18()
+    assert script.transforms.RandomResizedCrop.__name__ == "RandomResizedCrop"
+    features = extra["embed"](np.load(images)["test_x"])
+    assert features.shape == (6, 16) and extra["encoder"] is None
+    assert (
+        isinstance(script.NCEAverage, type)
+        and model.encoder.module.l_to_ab.trunk.conv.in_channels == 1
+    )
+
+
+def test_a_train_cmc_without_its_async_line_is_one_error(tmp_path):
+    from experiments.official import train_cmc
+
+    (tmp_path / "train_CMC.py").write_text("print('another commit')\n")
+    with pytest.raises(SystemExit, match="has not the one `index.cuda"):
+        train_cmc.load_train_cmc(str(tmp_path))
+
+
+def test_the_colour_cells_hand_the_harness_our_numbers_or_refuse():
+    """The CMC cell of `official_cpu_long_color` gives the harness our bank, loss, crop and step
+    schedule on color_fashion_mnist as generated; settings with no official form are refused."""
+    grid = grids.OFFICIAL_CPU_LONG_COLOR
+    cell = next(c for c in grids.cells(grid) if c.method == "cmc")
+    config = campaign.cell_config(grid, cell)[0]
+    numbers = runner.numbers(config, "cmc")
+    assert (numbers["dataset"], numbers["size"], numbers["steps"], numbers["batch"]) == (
+        "color_fashion_mnist",
+        32,
+        3000,
+        64,
+    )
+    assert (numbers["num_negatives"], numbers["bank_momentum"], numbers["cmc_loss"]) == (
+        4096,
+        0.5,
+        "nce",
+    )
+    assert (numbers["crop_low"], numbers["decay_epochs"], numbers["hidden"]) == (
+        0.2,
+        [10, 13, 17],
+        0,
+    )
+    ours = grids.GRIDS["cpu_long_color"]
+    assert campaign.cell_config(ours, cell)[2] == campaign.cell_config(grid, cell)[2]  # one recipe
+    for key, value, match in (
+        ("optim.schedule", "cosine", "steps its lr down per epoch"),
+        ("method_config.bank_size", 60_000, "the bank has 60000 rows"),
+        ("data.color_fashion_mnist.views", "item", "not item views"),
+    ):
+        changed = campaign.cell_config(grid, cell)[0]
+        parent, _, leaf = key.rpartition(".")
+        node = changed
+        for part in parent.split("."):
+            node = node[part]
+        node[leaf] = value
+        with pytest.raises(SystemExit, match=match):
+            runner.numbers(changed, "cmc")
+
+
+def test_the_colour_images_reach_the_harness_as_our_source_gives_them(tmp_path, monkeypatch):
+    """`runner.write_images` writes our data set's splits, `harness.read_split` reads them back
+    (RGB) and `harness.features` scores 3-channel images or a trainer's `embed`."""
+    torch = pytest.importorskip("torch")
+    from ssl_jax.data import datasets
+
+    rng = np.random.default_rng(1)
+    splits = {
+        split: (rng.integers(0, 256, (n, 8, 8, 3), dtype=np.uint8), rng.integers(0, 10, n))
+        for split, n in (("train", 12), ("test", 4))
+    }
+    monkeypatch.setattr(datasets, "load_arrays", lambda data, split: splits[split])
+    path = str(tmp_path / "images.npz")
+    runner.write_images(types.SimpleNamespace(data=None), path)
+    numbers = dict(images_file=path, train_subset=5, mean=[0.5] * 3, std=[0.25] * 3)
+    images, labels = harness.read_subset(numbers)
+    np.testing.assert_array_equal(images, splits["train"][0][:5])
+    np.testing.assert_array_equal(labels, splits["train"][1][:5])
+    encoder = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(192, 3))
+    encoder.fc = torch.nn.Identity()
+    x, y = harness.features(encoder, numbers, "test")
+    expected = encoder(
+        (torch.from_numpy(splits["test"][0]).float().div(255).permute(0, 3, 1, 2) - 0.5) / 0.25
+    )
+    np.testing.assert_allclose(x, expected.detach().numpy(), rtol=1e-5, atol=1e-6)
+    x, _ = harness.features(None, numbers, "test", embed=lambda b: b.reshape(len(b), -1)[:, :2])
+    assert x.shape == (4, 2) and x.dtype == np.float32
