@@ -491,7 +491,15 @@ that our host pipeline made (`runner.write_our_views`) in the place of torchvisi
 # CMC's official schedule (train_CMC.py:50, util.py:7-13): lr × 0.1 after epochs 120, 160 and 200 of
 # 240, i.e. after 1/2, 2/3 and 5/6 of the run: epochs 10, 13 and 17 of the ~19 here, per epoch.
 CMC_STEP_LR = "optim.schedule=step optim.schedule_unit=epoch optim.decay_epochs=(10,13,17)"
+# InfoMin's (PyContrast `--cosine`, base_trainer.py:66-79): cosine per epoch, epochs from 1, to
+# lr·0.1³; its MLP head as wide as the feature (build_backbone.py); one process's key BN over the
+# whole batch (contrast_trainer.py:157-200 on one GPU).
+INFOMIN_OFFICIAL = (
+    "model.projector.hidden_dims=(256,) method_config.key_bn_group_size=0 "
+    "optim.schedule_unit=epoch optim.epoch_offset=1.0 optim.final_lr=6e-05"
+)
 COLOUR_TWIN_METHODS = (
+    ("infomin", f"configs/infomin_color_fashion_mnist.py {SUBSET} {INFOMIN_OFFICIAL}"),
     ("cmc", f"configs/cmc_color_fashion_mnist.py {SUBSET} {BANK} {CMC_STEP_LR}"),
 )
 COLOUR_TWIN_TEXT = """
@@ -501,7 +509,11 @@ COLOUR_TWIN_TEXT = """
 item views, composited anew at each read, have no official form). CMC: two ResNet-18s at width 1/4
 on L and ab, linear heads to 128, NCE against two banks of the 10,000 images (K 4096, momentum
 0.5), and the official code's lr schedule on both sides: × 0.1 after epochs 10, 13 and 17
-(`train_CMC.py`'s 120/160/200 of 240, scaled), stepped per epoch.
+(`train_CMC.py`'s 120/160/200 of 240, scaled), stepped per epoch. InfoMin: ResNet-18 width 1/2 on
+RGB, aug "D" (RandAugment n2 m10) on two crops and the jigsaw branch (nine 9-px patches of a 36-px
+crop, β 0.5), τ 0.15, a queue of 4,096, EMA 0.99, an MLP head 256-256-128, the keys' BN over the
+whole batch (the official code in one process) and PyContrast's cosine per epoch (epochs from 1,
+to lr·0.1³) on both sides. The random-init row is InfoMin's encoder, CMC has its own.
 """
 CPU_LONG_COLOR = Grid(
     name="cpu_long_color",

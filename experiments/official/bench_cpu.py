@@ -46,6 +46,7 @@ GRIDS = {  # the official grid of each method timed here
         "official_cpu_long",
     ),
     "cmc": "official_cpu_long_color",
+    "infomin": "official_cpu_long_color",
 }
 METHODS = tuple(GRIDS)
 OUT = os.path.join(ROOT, "docs", "results", "official_cpu_time.json")

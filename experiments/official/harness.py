@@ -50,6 +50,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 from experiments.official import (  # noqa: E402
     checkouts,
     train_cmc,
+    train_infomin,
     train_interclr,
     train_ressl,
     train_sce,
@@ -491,6 +492,7 @@ METHODS = {
     "interclr": ("mmselfsup", train_interclr.train_interclr),  # online labels (the config's)
     "interclr+offline": ("mmselfsup", train_interclr.train_interclr),  # re-clustered offline
     "cmc": ("cmc", train_cmc.train_cmc),  # color_fashion_mnist: L and ab, NCE against two banks
+    "infomin": ("pycontrast", train_infomin.train_infomin),  # aug D + jigsaw, RGBMoCo
 }
 
 
