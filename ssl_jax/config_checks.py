@@ -3,6 +3,8 @@
 `ConfigError` is the one error for a bad config value; its message names the key and what is allowed.
 `check_allowed` / `check_range` check one value; a method's `Hparams` dataclass states its fields'
 ranges with `hp_field`, and `hparams_from_config` builds it from `config.method_config`.
+`Validated` is what `validation.validate` returns: the proof, handed down to the job's entry
+(`train.train_and_evaluate`, `jobs.prepare`), that the config was checked, so it is checked once.
 """
 
 from __future__ import annotations
@@ -16,6 +18,38 @@ import ml_collections
 
 class ConfigError(ValueError):
     """A config value is invalid; the message names the key and what is allowed."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Validated:
+    """`config` passed `validation.validate` on `num_devices` devices and `num_processes` processes,
+    with what the checks built: the method's `hparams` (a pretraining job) and `evals`, the checked
+    `(name, evaluator class, keys)` of `config.evals`. A job's entry given one checks nothing again;
+    given none (a library call), it validates itself."""
+
+    config: ml_collections.ConfigDict
+    num_devices: int
+    num_processes: int = 1
+    hparams: typing.Any = None
+    evals: tuple = ()
+    snapshot: str = dataclasses.field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "snapshot", repr(self.config.to_dict()))
+
+    def require(self, config: ml_collections.ConfigDict, *, num_devices: int) -> Validated:
+        """Itself when it is the proof for this `config` (the same object, unchanged since) on
+        `num_devices` devices; otherwise a `ValueError` (a caller's mistake, not a config's)."""
+        if (
+            config is not self.config
+            or num_devices != self.num_devices
+            or repr(config.to_dict()) != self.snapshot
+        ):
+            raise ValueError(
+                "`validated` was made for another config or device count, or the config changed "
+                "after validation.validate; pass validated=None to validate this one"
+            )
+        return self
 
 
 def check_allowed(key: str, value, allowed) -> None:

@@ -1,10 +1,12 @@
 """Command line: `python -m ssl_jax.main --config=configs/X.py[:runlocal] --workdir=DIR [--config.a.b=v]`.
 
-The config is `configs.load(PATH[:ARG], overrides)`, then `validation.validate`: a mistake of the
-command line (a config file that does not exist, an unknown `:arg` or key, a value of the wrong type
-or out of range) is their one `error:` line, exit status 2, before anything compiles. The job is
-`config.job`'s: 'pretrain' (its evaluators run inside the loop per `config.evals`; after a completed
-pretraining whose probe table ran, the pictures are written), 'linear_probe'
+The config is `configs.load(PATH[:ARG], overrides)`, then `validation.validate`, once: a mistake of
+the command line (a config file that does not exist, an unknown `:arg` or key, a value of the wrong
+type or out of range, the method's `method_config` and the evaluators' keys included) is their one
+`error:` line, exit status 2, before anything compiles; the job's entry takes validate's result and
+checks nothing again. The checks that need the data (a batch larger than the split) end the same
+way. The job is `config.job`'s: 'pretrain' (its evaluators run inside the loop per `config.evals`;
+after a completed pretraining whose probe table ran, the pictures are written), 'linear_probe'
 (`configs/linear_probe.py`) or 'knn' (`configs/knn.py`). All logic lives in importable modules.
 
 Stop requests: SIGTERM/SIGINT on any process → every process saves the checkpoint of the same step
@@ -68,20 +70,25 @@ def main(config) -> None:
     from ssl_jax.evaluate import knn, linear_probe, pictures
 
     try:
-        validation.validate(config, num_devices=jax.device_count())  # a bad key says so first
+        # every check of the config, once, before data and compilation; the job gets the proof
+        # (`Validated`) and checks nothing again
+        validated = validation.validate(
+            config, num_devices=jax.device_count(), num_processes=jax.process_count()
+        )
         if config.job == "pretrain":
             if configs.runlocal_requested(FLAGS.config):
                 num_train = num_examples(config.data, config.data.train_split)
                 progress.say(configs.describe_runlocal(config, num_train))
             try:
-                train.train_and_evaluate(config, FLAGS.workdir)
+                train.train_and_evaluate(config, FLAGS.workdir, validated=validated)
             except run_control.StopRequested as stop:  # checkpoint saved: exit in the grace time
                 print(f"{stop}", flush=True)
                 progress.exit_now(FLAGS.stop_exit_code)
             paths = pictures.after_pretraining(config, FLAGS.workdir)
             writers.log_pictures(FLAGS.workdir, config, paths)
         else:
-            {"linear_probe": linear_probe.run, "knn": knn.run}[config.job](config, FLAGS.workdir)
+            job = {"linear_probe": linear_probe.run, "knn": knn.run}[config.job]
+            job(config, FLAGS.workdir, validated=validated)
     except (configs.ConfigError, DataError, CheckpointError, train.TrainingError) as e:
         progress.user_error(e)
     except KeyboardInterrupt:

@@ -19,13 +19,13 @@ import optax
 from absl import logging
 
 from ssl_jax import checkpoint, optim, progress, run_control, sharding, validation
-from ssl_jax.config_checks import ConfigError
+from ssl_jax.config_checks import Validated
 from ssl_jax.data.train_input import TrainInput
 from ssl_jax.evaluate.encoder import RowEmbedder
 from ssl_jax.evaluate.evaluators import build_evaluators
 from ssl_jax.evaluate.run_features import eval_context
 from ssl_jax.methods import METHODS
-from ssl_jax.methods.common import StepContext, StepInput, method_hparams
+from ssl_jax.methods.common import StepContext, StepInput
 from ssl_jax.models import compute_dtype
 from ssl_jax.state import TrainState, same_dtypes, state_initializer, state_shardings
 from ssl_jax.writers import create_writer
@@ -49,18 +49,29 @@ class Experiment:
     sample_input: jax.ShapeDtypeStruct  # two views of view 0 in the compute dtype
     init_state: Callable[[jax.Array], TrainState]  # a fresh state from a key (compiled once)
     input: TrainInput  # the batches and the views (`data/train_input.py`)
+    validated: Validated  # the config's checks passed (`validation.validate`), e.g. `evals`
 
 
-def build_experiment(config: ml_collections.ConfigDict, mesh=None) -> Experiment:
-    """Validate the config and build model, optimiser and method context. No data, no compilation."""
+def build_experiment(
+    config: ml_collections.ConfigDict, mesh=None, *, validated: Validated | None = None
+) -> Experiment:
+    """Build model, optimiser and method context from a valid config. No pixel, no compilation.
+
+    The config is checked once per run: `validated` is `validation.validate`'s proof for this config
+    (`main` validates first, for every job, and passes it down); None — a library call (tests,
+    experiments, benchmarks) — validates here, so such a caller still gets the `ConfigError`. The
+    checks that need the split's size follow: the method's `check_config` (banks the size of the
+    split, queues divisible by the batch) and, in `TrainInput.prepare`, a batch larger than the
+    split."""
     mesh = sharding.make_mesh() if mesh is None else mesh
-    validation.validate(config, num_devices=mesh.size)
-    if config.method not in METHODS:
-        raise ConfigError(
-            f"config.method={config.method!r} is not known; allowed values: {sorted(METHODS)}"
+    if validated is None:
+        validated = validation.validate(
+            config, num_devices=mesh.size, num_processes=jax.process_count()
         )
+    else:
+        validated.require(config, num_devices=mesh.size)
     method = METHODS[config.method]
-    hp = method_hparams(method, config)
+    hp = validated.hparams
     inputs = TrainInput.build(config, mesh)  # reads the split's size, no pixel
     steps_per_epoch = inputs.steps_per_epoch
     total_steps = (
@@ -100,6 +111,7 @@ def build_experiment(config: ml_collections.ConfigDict, mesh=None) -> Experiment
         sample_input,
         state_initializer(tx=tx, method=method, ctx=ctx, sample_input=sample_input),
         inputs,
+        validated,
     )
 
 
@@ -283,17 +295,23 @@ LOOP_TRANSFER_GUARD = "allow"
 
 
 def train_and_evaluate(
-    config: ml_collections.ConfigDict, workdir: str, *, stop_after_steps: int | None = None
+    config: ml_collections.ConfigDict,
+    workdir: str,
+    *,
+    stop_after_steps: int | None = None,
+    validated: Validated | None = None,
 ) -> TrainState:
     """Pretrain per `config` in `workdir`, resuming from its latest checkpoint; run the evaluators of
-    `config.evals` on their schedule. Returns the final state.
+    `config.evals` on their schedule. Returns the final state. `validated`: `validation.validate`'s
+    result for `config` (`main` passes it), None to validate here (`build_experiment`).
 
     `stop_after_steps` ends this process early (with a checkpoint) without changing the schedules — the
     same as a preemption, used by the exact-resume test. A SIGTERM/SIGINT (on any process) saves the
     checkpoint of a step every process agrees on and raises `StopRequested` (no evaluator runs).
     """
-    exp = build_experiment(config)
-    exp.input.prepare()  # data that cannot be had ends here, before the workdir exists
+    exp = build_experiment(config, validated=validated)
+    # data that cannot be had, or a batch larger than the split, ends here, before the workdir exists
+    exp.input.prepare()
     fresh_workdir = not os.path.isdir(workdir)
     os.makedirs(workdir, exist_ok=True)
     try:  # up to the first step: an error here leaves no folder behind in a new workdir
@@ -307,8 +325,8 @@ def train_and_evaluate(
             say_config_changes(exp, workdir, resume_step)
         # The data comes first: a missing or corrupt dataset is reported before anything compiles.
         batches = exp.input.batches(resume_step, prefetch=PREFETCH_BATCHES)
-        # evaluator config errors come before anything compiles
-        evaluators = build_evaluators(config, eval_context(exp, workdir))
+        # the evaluators' entries as validation checked them (nothing is checked again)
+        evaluators = build_evaluators(config, eval_context(exp, workdir), exp.validated.evals)
         if state is None:
             with progress.phase(f"initialising {config.method}'s state"):  # a bank embeds the split
                 state = prepare_fresh_state(exp, init_or_restore(exp, None))

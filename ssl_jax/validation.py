@@ -1,13 +1,19 @@
-"""Validation of a whole config before anything compiles: `validate(config, num_devices=...)`.
+"""Validation of a whole config before anything compiles: `validate(config, num_devices=...)`, the
+one entry of every check that needs no data, run once per run.
 
-Called by `train`, the probe and kNN jobs (`evaluate.jobs`) and `main`, before data or compilation.
-It checks the keys that belong to no one module (job, seed, batch, steps, data shapes) and calls the
-modules that own the rest, which keep their allowed values beside the code that uses them:
-`models.check_config`, `optim.check_config` / `check_ema_config`, `state.BUFFER_DTYPES`,
-`image_folder.bad_images_policy`, `color_fashion_mnist.check_config` / `check_views`, `device_augment.check_device_crops`,
-`device_pipeline.check_config`, each evaluator class's `check_config` (`evaluators.eval_entry`),
-and for a probe or kNN job `jobs.validate_eval_job`.
-This module sits above all of them, so none of them imports it.
+`main` calls it first (before data, before compilation) and hands its `Validated` result to the
+job's entry (`train.train_and_evaluate`, `linear_probe.run`, `knn.run`), which then checks nothing
+again; a library call of those entries without one (tests, experiments) validates there instead.
+It checks the keys that belong to no one module (job, seed, batch, steps, data shapes, the method's
+name) and calls the modules that own the rest, which keep their allowed values beside the code that
+uses them: `models.check_config`, `optim.check_config` / `check_ema_config`, `state.BUFFER_DTYPES`,
+`image_folder.bad_images_policy`, `color_fashion_mnist.check_config` / `check_views`,
+`device_augment.check_device_crops`, `device_pipeline.check_config`, the method's `Hparams`
+(`methods.common.method_hparams`: `config.method_config`'s keys, types and ranges),
+`evaluators.checked_entries` (`config.evals`), and for a probe or kNN job `jobs.validate_eval_job`.
+The checks that need the data (a batch larger than the split, a method's `check_config` against
+the split's size) run once in `train.build_experiment` / `TrainInput.prepare`, also before anything
+compiles, and raise the same `ConfigError`. This module sits above all of them, so none imports it.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from __future__ import annotations
 import ml_collections
 
 from ssl_jax import models, optim, state, writers
-from ssl_jax.config_checks import ConfigError, check_allowed, check_range
+from ssl_jax.config_checks import ConfigError, Validated, check_allowed, check_range
 from ssl_jax.data import (
     color_fashion_mnist,
     datasets,
@@ -24,25 +30,23 @@ from ssl_jax.data import (
     image_folder,
 )
 from ssl_jax.evaluate import evaluators, jobs
+from ssl_jax.methods import METHODS
+from ssl_jax.methods.common import method_hparams
 
 JOBS = ("pretrain", "linear_probe", "knn")
 EVAL_JOBS = ("linear_probe", "knn")  # jobs on a pretrained encoder (config.init)
 
 
-def validate_evals(config: ml_collections.ConfigDict, *, num_devices: int) -> None:
-    """`config.evals`: each entry a known `type` with its own keys (`eval_entry`), their values
-    checked by the evaluator class (`check_config`)."""
-    for name, entry in config.evals.items():
-        cls, kwargs = evaluators.eval_entry(name, entry)
-        cls.check_config(kwargs, f"evals.{name}", num_devices=num_devices)
-
-
-def validate(config: ml_collections.ConfigDict, *, num_devices: int) -> None:
-    """Checks that need no data and no compilation. Raises ConfigError."""
+def validate(
+    config: ml_collections.ConfigDict, *, num_devices: int, num_processes: int = 1
+) -> Validated:
+    """Every check that needs no data and no compilation; raises ConfigError. Returns the proof
+    (`Validated`, with the method's hparams and the checked evaluator entries) a job's entry takes
+    so that it does not check again."""
     check_allowed("job", config.job, JOBS)
     if config.job in EVAL_JOBS:
         jobs.validate_eval_job(config, num_devices=num_devices)
-        return
+        return Validated(config, num_devices, num_processes)
     models.check_config(config.model)
     check_allowed("buffer_dtype", config.get("buffer_dtype", "float32"), tuple(state.BUFFER_DTYPES))
     optim.check_config(config.optim, global_batch_size=config.global_batch_size)
@@ -94,4 +98,10 @@ def validate(config: ml_collections.ConfigDict, *, num_devices: int) -> None:
             )
     device_augment.check_device_crops(data)
     device_pipeline.check_config(data)
-    validate_evals(config, num_devices=num_devices)
+    evals = evaluators.checked_entries(config, num_devices=num_devices, num_processes=num_processes)
+    if config.method not in METHODS:
+        raise ConfigError(
+            f"config.method={config.method!r} is not known; allowed values: {sorted(METHODS)}"
+        )
+    hparams = method_hparams(METHODS[config.method], config)  # config.method_config
+    return Validated(config, num_devices, num_processes, hparams=hparams, evals=evals)

@@ -241,6 +241,19 @@ def run_main(*args: str, devices: int | None = None, timeout: int = 300):
     )
 
 
+def error_lines(stderr: str) -> list[str]:
+    """stderr without the native libraries' start-up log lines (TensorFlow / XLA): what a user
+    error leaves, one `error: ...` line."""
+    noise = ("WARNING: All log messages before absl::InitializeLog()",)
+    return [
+        line
+        for line in stderr.splitlines()
+        if line.strip()
+        and not line.startswith(noise)
+        and not (line[:1] in "IWE" and line[1:5].isdigit())
+    ]
+
+
 def localhost_process_env(port: int, process_id: int, **extra) -> dict:
     """The environment of process `process_id` of a 2-process CPU run on localhost (4 devices
     each): what `ssl_jax.distributed` reads, plus `extra`."""

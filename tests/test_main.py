@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.helpers import run_main
+from tests.helpers import error_lines, run_main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -200,18 +200,6 @@ def _run_main(*args):
     return run_main(*args, devices=2)
 
 
-def _error_lines(stderr: str) -> list[str]:
-    """stderr without the native libraries' start-up log lines (TensorFlow / XLA)."""
-    noise = ("WARNING: All log messages before absl::InitializeLog()",)
-    return [
-        line
-        for line in stderr.splitlines()
-        if line.strip()
-        and not line.startswith(noise)
-        and not (line[:1] in "IWE" and line[1:5].isdigit())
-    ]
-
-
 @pytest.mark.parametrize(
     "arg, message",
     [
@@ -251,7 +239,7 @@ def test_command_line_mistakes_are_one_error_line(tmp_path, arg, message):
     args = [arg] if arg.startswith("--config=") else [config, arg]
     result = _run_main(*args, f"--workdir={tmp_path / 'run'}")
     assert result.returncode == 2, result.stderr
-    lines = _error_lines(result.stderr)
+    lines = error_lines(result.stderr)
     assert len(lines) == 1 and lines[0].startswith(message), result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "run").exists()
@@ -265,7 +253,7 @@ def test_a_negative_learning_rate_is_rejected_before_the_data_is_read(tmp_path):
         "--config.optim.base_lr=-1",
     )
     assert result.returncode == 2, result.stderr
-    lines = _error_lines(result.stderr)
+    lines = error_lines(result.stderr)
     # the message is optim.check_config's (its owner words it); one line naming the key
     assert len(lines) == 1 and lines[0].startswith("error: config.optim.base_lr=-1"), result.stderr
 
@@ -288,7 +276,79 @@ def test_an_image_folder_without_a_test_folder(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert "step 6/6" in result.stdout and "(the first 80 training images)" in result.stdout
     result = run_main(*common, f"--workdir={tmp_path / 'on'}")
-    lines = _error_lines(result.stderr)
+    lines = error_lines(result.stderr)
     assert result.returncode == 2 and len(lines) == 1, result.stderr[-2000:]
     assert "no folder" in lines[0] and "config.data" in lines[0] and "eval_test_split" in lines[0]
     assert not (tmp_path / "on").exists()
+
+
+def _main_in_process(monkeypatch, capsys, *args):
+    """`python -m ssl_jax.main ARGS`, run in this process (8 simulated devices): returns the exit
+    status, the calls of `validation.validate`, whether `train.build_experiment` ran (the first
+    step towards anything compiled) and stderr. The process is not ended (`exit_now` raises) and
+    no signal handler is installed."""
+    from absl import flags
+
+    from ssl_jax import main, progress, train, validation
+
+    calls, built = [], []
+    validate, build = validation.validate, train.build_experiment
+
+    def counted(config, **kwargs):
+        calls.append(config)
+        return validate(config, **kwargs)
+
+    def build_experiment(*a, **kw):
+        built.append(True)
+        return build(*a, **kw)
+
+    def exit_now(code):
+        raise SystemExit(code)
+
+    monkeypatch.setattr(validation, "validate", counted)
+    monkeypatch.setattr(train, "build_experiment", build_experiment)
+    monkeypatch.setattr(progress, "exit_now", exit_now)
+    monkeypatch.setattr(signal, "signal", lambda *_: None)
+    capsys.readouterr()
+    try:
+        with pytest.raises(SystemExit) as stop:
+            main.main(main.parse_flags(["ssl_jax.main", *args]))
+    finally:
+        flags.FLAGS.unparse_flags()
+    return stop.value.code, calls, bool(built), capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_validate_runs_once_per_run(tmp_path, monkeypatch, capsys):
+    """`main` validates once, before anything else, and the loop takes its result: one call of
+    `validation.validate` for a whole pretraining run (one step, evaluators off)."""
+    code, calls, built, err = _main_in_process(
+        monkeypatch,
+        capsys,
+        f"--config={os.path.join(ROOT, 'tests', 'tiny_run_config.py')}",
+        f"--workdir={tmp_path / 'run'}",
+        "--config.total_steps=1",
+    )
+    assert code == 0, err
+    assert len(calls) == 1 and built
+    assert os.listdir(tmp_path / "run" / "checkpoints") == ["1"]
+
+
+def test_a_bad_method_config_value_is_one_error_line_before_anything_is_built(
+    tmp_path, monkeypatch, capsys
+):
+    """`config.method_config` is checked by `validation.validate` with the rest (not later by the
+    loop): one `error:` line, exit status 2, before the experiment is built (nothing compiled, no
+    data read, no workdir)."""
+    code, calls, built, err = _main_in_process(
+        monkeypatch,
+        capsys,
+        f"--config={os.path.join(ROOT, 'configs', 'mocov2_fashion_mnist.py')}:runlocal",
+        f"--workdir={tmp_path / 'run'}",
+        f"--config.data.data_dir={tmp_path / 'nowhere'}",  # reading it would be a DataError
+        "--config.method_config.temperature=-1.0",
+    )
+    assert code == 2 and len(calls) == 1 and not built, err
+    lines = error_lines(err)
+    assert len(lines) == 1 and lines[0].startswith("error: config.method_config.temperature=-1.0")
+    assert not (tmp_path / "run").exists()

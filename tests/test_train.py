@@ -83,6 +83,33 @@ def test_bank_must_match_dataset_size():
         train.build_experiment(config)
 
 
+def test_a_validated_config_is_not_checked_again(monkeypatch):
+    """`main` validates and hands the result down (`validated=`): the experiment checks nothing
+    again and takes the method's hparams from it; a result made for another config (or one changed
+    since) is refused, a caller's mistake."""
+    from ssl_jax import validation
+
+    config = tiny_config("mocov2")
+    checked = validation.validate(config, num_devices=jax.device_count())
+    calls = []
+    monkeypatch.setattr(validation, "validate", lambda *a, **k: calls.append(a))
+    exp = train.build_experiment(config, validated=checked)
+    assert calls == [] and exp.ctx.hp is checked.hparams and exp.validated is checked
+    with pytest.raises(ValueError, match="made for another config"):
+        train.build_experiment(tiny_config("mocov2"), validated=checked)
+    config.method_config.temperature = 0.3
+    with pytest.raises(ValueError, match="changed after validation"):
+        train.build_experiment(config, validated=checked)
+
+
+def test_a_batch_larger_than_the_split_fails_before_the_workdir_exists(tmp_path):
+    config = tiny_config("mocov2", queue_size=128)
+    config.global_batch_size = 128  # the tiny config's split: 64 images
+    with pytest.raises(configs.ConfigError, match="global_batch_size=128 exceeds the 64 training"):
+        train.train_and_evaluate(config, str(tmp_path / "run"))
+    assert not (tmp_path / "run").exists()
+
+
 RESUME_STEPS = 6
 
 

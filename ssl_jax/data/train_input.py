@@ -105,8 +105,10 @@ class TrainInput:
 
     def prepare(self) -> None:
         """Makes the data set ready to read (`datasets.prepare`: a tfds download or its message);
-        a data set that cannot be had raises `DataError` here."""
+        a data set that cannot be had raises `DataError` here, and a global batch larger than the
+        split `ConfigError` (`train_split.steps_per_epoch`), before anything compiles."""
         datasets.prepare(self.config.data)
+        train_split.steps_per_epoch(self.config, self.num_train)
 
     def view_shape(self, view: int) -> tuple[int, int, int]:
         """`(side, side, channels)` of view `view` as the model sees it."""

@@ -3,8 +3,8 @@ many steps make an epoch, how many rows of a global batch each process feeds, an
 run's channel count. The loop, both input pipelines and the linear probe ask here, so they agree.
 
 The epoch rule: an epoch is `num_train // global_batch_size` steps, its remainder dropped; a split
-smaller than one batch has no epoch, and `steps_per_epoch` raises (the pipelines cut no batch from
-it). Only the schedules, built with the experiment before any batch is read, count such a split as
+smaller than one batch has no epoch, and `steps_per_epoch` raises `ConfigError` (the pipelines cut
+no batch from it; a run checks it before anything compiles, `TrainInput.prepare`). Only the schedules, built with the experiment before any batch is read, count such a split as
 one step per epoch (`schedule_steps_per_epoch`), so a config can be built and checked anyway.
 """
 
@@ -14,6 +14,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
+from ssl_jax.config_checks import ConfigError
 from ssl_jax.data import datasets, recipe_ops
 
 
@@ -32,13 +33,14 @@ def num_train(config: Any) -> int:
 
 def steps_per_epoch(config: Any, num_rows: int | None = None) -> int:
     """`num_rows // global_batch_size` (the module's epoch rule), `num_rows` = `num_train(config)`
-    when not given; ValueError when one batch is larger than the split."""
+    when not given; `ConfigError` (a ValueError) when one batch is larger than the split."""
     n = num_train(config) if num_rows is None else int(num_rows)
     global_batch = int(config.global_batch_size)
     if n < global_batch:
-        raise ValueError(
+        raise ConfigError(
             f"config.global_batch_size={global_batch} exceeds the {n} training examples: one "
-            "batch is larger than the split."
+            f"batch is larger than the split; allowed: at most {n}, or more training examples "
+            "(config.data.train_subset, config.data.train_split)."
         )
     return n // global_batch
 

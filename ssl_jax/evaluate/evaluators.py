@@ -9,6 +9,7 @@ config.evals.probe_table = dict(type='probe_table', every_steps=0, num_train=-1,
 ```
 `every_steps`: N > 0 → at steps N, 2N, … and at the last step; 0 → only at the last step; -1 → never.
 
+`checked_entries(config, ...)` is every check of `config.evals` (`validation.validate` calls it);
 `build_evaluators(config, ctx)` returns one object per entry (`EVALUATORS[type]`), each with `name`,
 `every_steps`, `should_run(step, total_steps)` and `run(state, step) -> {metric: value}` (it prints its
 own progress / result line; the loop writes the scalars). The jitted functions an evaluator uses are
@@ -107,7 +108,7 @@ class _Schedule:
     ) -> None:
         """Check the values of an entry of `config.evals` (defaults merged, `where`:
         'evals.<name>'); raises `ConfigError` naming `config.<where>.<key>` and what is allowed.
-        Called by `validation.validate` and by the evaluator's constructor. Features are extracted in
+        Called once per run, by `checked_entries` (the constructor checks nothing). Features are extracted in
         global batches of `batch_size` x `num_processes`, sharded over the `num_devices` devices:
         that product must be a multiple of the device count, but only for an evaluator that runs
         (`every_steps` != -1)."""
@@ -132,15 +133,6 @@ class _Schedule:
                 "devices"
             )
 
-    def _check(self, ctx: EvalContext, **entry) -> None:
-        """The constructor's check of its keyword arguments: the same `check_config`."""
-        self.check_config(
-            entry,
-            f"evals.{self.name}",
-            num_devices=ctx.mesh.size,
-            num_processes=jax.process_count(),
-        )
-
 
 class KnnEvaluator(_Schedule):
     """Weighted kNN (k, τ) of the online encoder: train split as the memory, test split as the
@@ -161,15 +153,6 @@ class KnnEvaluator(_Schedule):
         batch_size: int = 256,
     ):
         self.name = name
-        self._check(
-            ctx,
-            every_steps=every_steps,
-            k=k,
-            temperature=temperature,
-            num_train=num_train,
-            num_test=num_test,
-            batch_size=batch_size,
-        )
         self.every_steps = int(every_steps)
         self.config, self.ctx = config, ctx
         self.k, self.temperature = int(k), float(temperature)
@@ -282,19 +265,6 @@ class ProbeTableEvaluator(_Schedule):
         features: str = "pooled",
     ):
         self.name = name
-        self._check(
-            ctx,
-            every_steps=every_steps,
-            num_train=num_train,
-            num_test=num_test,
-            features=features,
-            solver=solver,
-            l2_grid=l2_grid,
-            iterations=iterations,
-            knn_k=knn_k,
-            knn_temperature=knn_temperature,
-            batch_size=batch_size,
-        )
         self.every_steps = int(every_steps)
         self.config, self.ctx = config, ctx
         self.num_train, self.num_test = int(num_train), int(num_test)
@@ -435,14 +405,37 @@ EVALUATORS: dict[str, type] = {"knn": KnnEvaluator, "probe_table": ProbeTableEva
 _NEEDS_LABELS = (KnnEvaluator, ProbeTableEvaluator)
 
 
-def build_evaluators(config: ml_collections.ConfigDict, ctx: EvalContext) -> list[Evaluator]:
-    """One evaluator per entry of `config.evals`, in config order. Raises ConfigError for an
-    unknown type or key (`eval_entry`) or a bad value (the class's `check_config`, called
-    by its constructor), before anything is compiled. An evaluator that needs labels is skipped
-    (with a log line) when the eval splits have none."""
-    evaluators = []
+def checked_entries(
+    config: ml_collections.ConfigDict, *, num_devices: int, num_processes: int = 1
+) -> tuple[tuple[str, type, dict], ...]:
+    """Every check of `config.evals`, in config order: each entry a known `type` with only its
+    keys (`eval_entry`), their values checked by the evaluator class (`check_config`). Returns
+    `(name, class, keys)` per entry (defaults merged), what `build_evaluators` builds from. Called
+    by `validation.validate` (a run's one check), or by `build_evaluators` when not given them."""
+    out = []
     for name, entry in (config.get("evals") or {}).items():
         cls, kwargs = eval_entry(name, entry)
+        cls.check_config(
+            kwargs, f"evals.{name}", num_devices=num_devices, num_processes=num_processes
+        )
+        out.append((name, cls, kwargs))
+    return tuple(out)
+
+
+def build_evaluators(
+    config: ml_collections.ConfigDict, ctx: EvalContext, entries=None
+) -> list[Evaluator]:
+    """One evaluator per entry of `config.evals`, in config order, from `entries`: the checked
+    entries `validation.validate` returned (`Validated.evals`); when None they are checked here
+    (`checked_entries`: ConfigError for an unknown type or key or a bad value, before anything is
+    compiled). An evaluator that needs labels is skipped (with a log line) when the eval splits
+    have none."""
+    if entries is None:
+        entries = checked_entries(
+            config, num_devices=ctx.mesh.size, num_processes=jax.process_count()
+        )
+    evaluators = []
+    for name, cls, kwargs in entries:
         if kwargs.get("every_steps", 0) == -1:  # off: its data is not touched
             continue
         if cls in _NEEDS_LABELS and not all(

@@ -141,17 +141,20 @@ def check_labelled(config, splits: tuple[str, ...], job: str) -> None:
 
 
 def job_features(job_config: ml_collections.ConfigDict) -> str:
-    """`config.<probe|knn>.features` of a job ('pooled' when the key is absent); `ConfigError`
-    naming the allowed values otherwise."""
-    block = JOB_BLOCKS[job_config.job]
-    value = job_config[block].get("features", "pooled")
-    check_allowed(f"{block}.features", value, tuple(FEATURES))
-    return value
+    """`config.<probe|knn>.features` of a job ('pooled' when the key is absent); its allowed values
+    are checked by `validate_eval_job`."""
+    return job_config[JOB_BLOCKS[job_config.job]].get("features", "pooled")
 
 
-def prepare(job_config: ml_collections.ConfigDict, mesh=None) -> JobInputs:
-    """Validate the job, load the encoder, resolve the data; writes nothing."""
-    validate_eval_job(job_config, num_devices=(mesh.size if mesh is not None else _device_count()))
+def prepare(job_config: ml_collections.ConfigDict, mesh=None, *, validated=None) -> JobInputs:
+    """Validate the job, load the encoder, resolve the data; writes nothing. `validated`:
+    `validation.validate`'s result for `job_config` (`Validated`, passed by `main`: nothing is
+    checked again); None — a library call — runs `validate_eval_job` here."""
+    num_devices = mesh.size if mesh is not None else _device_count()
+    if validated is None:
+        validate_eval_job(job_config, num_devices=num_devices)
+    else:
+        validated.require(job_config, num_devices=num_devices)
     features = job_features(job_config)
     what = f"loading the encoder from {job_config.init} ({job_config.job}, features: {features})"
     with progress.phase(what):
@@ -199,6 +202,8 @@ def validate_eval_job(config: ml_collections.ConfigDict, *, num_devices: int) ->
             "(or one of its checkpoints/<step> folders): --config.init=WORKDIR"
         )
     check_allowed("encoder.weights", config.encoder.weights, ("online", "target"))
+    block = JOB_BLOCKS[config.job]
+    check_allowed(f"{block}.features", job_features(config), tuple(FEATURES))
     if config.get("model") and config.model.get("dtype") is not None:
         check_allowed("model.dtype", config.model.dtype, models.DTYPE_CHOICES)
     if config.job == "knn":

@@ -161,11 +161,12 @@ def sharded_weighted_knn(
 RESULT_FILE = "knn_result.json"
 
 
-def run(config, workdir: str, *, mesh=None) -> dict:
+def run(config, workdir: str, *, mesh=None, validated=None) -> dict:
     """The knn job (`configs/knn.py`): train split as the memory, test split as the queries, both
-    sharded on the devices. Logs `knn/top1_k{k}`, `knn/top5_k{k}` and writes `knn_result.json`."""
+    sharded on the devices. Logs `knn/top1_k{k}`, `knn/top5_k{k}` and writes `knn_result.json`.
+    `validated`: `validation.validate`'s result (`main`'s), None to validate here (`jobs.prepare`)."""
     mesh = sharding.make_mesh() if mesh is None else mesh
-    inputs = jobs.prepare(config, mesh)
+    inputs = jobs.prepare(config, mesh, validated=validated)
     enc, data = inputs.encoder, inputs.config
     main = jax.process_index() == 0
     t0 = time.time()

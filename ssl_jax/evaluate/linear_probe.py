@@ -594,12 +594,13 @@ def resolve_preset(
     return config
 
 
-def run(config: ml_collections.ConfigDict, workdir: str, *, mesh=None) -> dict:
+def run(config: ml_collections.ConfigDict, workdir: str, *, mesh=None, validated=None) -> dict:
     """The linear_probe job: every check first (run, architecture, labels), then the probe; writes
     metrics.jsonl / TensorBoard, `probe_head.npz`, `probe_result.json` and `probe_config.json` in
-    `workdir`. Returns the result record."""
+    `workdir`. Returns the result record. `validated`: `validation.validate`'s result (`main`'s),
+    None to validate here (`jobs.prepare`)."""
     mesh = sharding.make_mesh() if mesh is None else mesh
-    inputs = jobs.prepare(config, mesh)
+    inputs = jobs.prepare(config, mesh, validated=validated)
     log = lambda line: print(line, flush=True) if jax.process_index() == 0 else None
     config = resolve_preset(config, inputs.config.data.name, num_devices=mesh.size, log=log)
     probe, enc = config.probe, inputs.encoder

@@ -30,13 +30,12 @@ import jax
 import jax.numpy as jnp
 
 from ssl_jax import losses
-from ssl_jax.config_checks import ConfigError, hp_field, hparams_from_config
+from ssl_jax.config_checks import ConfigError, hp_field
 from ssl_jax.methods import common, mocov2
 
 EMA_BEFORE_KEYS = False  # PyContrast's momentum_update runs after optimizer.step()
 USES_TARGET = True
 
-prepare_buffers = common.prepare_buffers
 buffer_specs = mocov2.buffer_specs
 init_buffers = mocov2.init_buffers
 update_buffers = mocov2.update_buffers
@@ -74,7 +73,8 @@ def build_model(config):
     """`models.SSLModel` with a `JigsawHead` over grid² patches when the jigsaw branch is on."""
     from ssl_jax.models import build_model as build_ssl_model
 
-    patches = jigsaw_grid(config) ** 2 if hparams_from_config(Hparams, config).jigsaw else 0
+    jigsaw = config.method_config.get("jigsaw", Hparams.jigsaw)  # checked by validation.validate
+    patches = jigsaw_grid(config) ** 2 if jigsaw else 0
     return build_ssl_model(config.model, jigsaw_patches=patches)
 
 

@@ -21,7 +21,7 @@ import pytest
 from PIL import Image
 
 from ssl_jax.data import datasets, tfds_source
-from tests.helpers import run_main
+from tests.helpers import error_lines, run_main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SYNSETS = ("n01440764", "n01443537", "n01484850")  # the first three of ImageNet's 1,000 classes
@@ -102,6 +102,32 @@ def test_imagenet_from_manual_dir_prepares_and_trains_two_steps(tmp_path):
         int(e["label"]) for e in datasets.load_source(config, "train").as_numpy_iterator()
     )
     assert labels == [0] * PER_CLASS + [1] * PER_CLASS + [2] * PER_CLASS  # the synsets' indices
+
+
+def test_imagenet_batch_larger_than_the_split_is_one_error_line(tmp_path):
+    """The README's ImageNet command on a small `manual_dir` with a global batch larger than its
+    12 training images: one `error:` line naming the batch and the example count, exit status 2,
+    before anything compiles (no traceback, no workdir left)."""
+    manual = make_imagenet_archives(str(tmp_path / "manual"))
+    workdir = tmp_path / "run"
+    result = _run_main(
+        "--config=configs/mocov2_imagenet.py",
+        f"--workdir={workdir}",
+        f"--config.data.data_dir={tmp_path / 'tfds'}",
+        f"--config.data.manual_dir={manual}",
+        "--config.total_steps=1000",
+        "--config.global_batch_size=64",
+    )
+    # stderr: tfds's progress bars while it prepares the set, then the one error line
+    lines = [line for line in error_lines(result.stderr) if line.startswith("error:")]
+    assert result.returncode == 2 and len(lines) == 1, result.stderr[-3000:]
+    assert result.stderr.rstrip().endswith(lines[0])
+    n = len(SYNSETS) * PER_CLASS
+    assert lines[0].startswith(
+        f"error: config.global_batch_size=64 exceeds the {n} training examples"
+    ), lines
+    assert "Traceback" not in result.stderr and not workdir.exists()
+    assert "compiling" not in result.stdout + result.stderr
 
 
 def datasets_config(name: str, data_dir: str, manual_dir: str = ""):
