@@ -109,7 +109,8 @@ def main() -> None:
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    from ssl_jax import bank_search, memory
+    from ssl_jax import memory
+    from ssl_jax.methods.negatives import bank_ranks, bank_search
     from ssl_jax.sharding import DATA_AXIS, make_mesh
 
     if jax.device_count() < args.devices:
@@ -149,7 +150,7 @@ def main() -> None:
     for kk in (k, 128_000) if args.k128000 and not args.small else (k,):
         f = jax.jit(lambda b, q, kk=kk: bank_search.bank_topk(b, q, kk, mesh))
         add(f"bank_topk k={kk}", timed_ms(f, bank, queries, repeats=args.repeats))
-    quantiles = jax.jit(lambda b, q: bank_search.bank_quantiles(b, q, qs, mesh))
+    quantiles = jax.jit(lambda b, q: bank_ranks.bank_quantiles(b, q, qs, mesh))
     add(
         f"bank_quantiles qs={qs} (32 iters, exact)",
         timed_ms(quantiles, bank, queries, repeats=args.repeats),

@@ -1,4 +1,4 @@
-"""Seconds per call of InterCLR's cluster maintenance (`ssl_jax.clustering`) on a sharded bank.
+"""Seconds per call of InterCLR's cluster maintenance (`ssl_jax.methods.negatives.clustering`) on a sharded bank.
 
     python benchmarks/clustering.py --devices=8 [--rows=1281167] [--clusters=10000] [--dim=128]
         [--iters=20] [--repeats=1]
@@ -68,7 +68,8 @@ def main() -> None:
     import jax.numpy as jnp
     from jax.sharding import NamedSharding
 
-    from ssl_jax import clustering, memory
+    from ssl_jax import memory
+    from ssl_jax.methods.negatives import clustering
     from ssl_jax.sharding import make_mesh
 
     devices = jax.devices()[: args.devices]

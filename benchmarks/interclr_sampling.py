@@ -1,4 +1,4 @@
-"""ms per call of InterCLR's samplers (`ssl_jax.sampling`) at ImageNet scale on a sharded bank.
+"""ms per call of InterCLR's samplers (`ssl_jax.methods.negatives.sampling`) at ImageNet scale on a sharded bank.
 
     python benchmarks/interclr_sampling.py --devices=8 [--rows=1281167] [--num=16384]
         [--pool=128000] [--batch=256] [--clusters=10000] [--repeats=3] [--samplers=...]
@@ -48,7 +48,8 @@ def main() -> None:
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    from ssl_jax import memory, sampling
+    from ssl_jax import memory
+    from ssl_jax.methods.negatives import sampling
     from ssl_jax.sharding import DATA_AXIS, make_mesh
 
     if jax.device_count() < args.devices:

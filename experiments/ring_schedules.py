@@ -5,8 +5,9 @@
 The code's CIFAR numbers by default (50,000 images / 256 = 195 steps per epoch, 200 epochs,
 `max_anneal_epoch` 100): 'constant' (every released config: 0.1), 'linear' (the paper), 'step' and
 'exponential' (per step: at 0.1 within ~60 steps, hence the inset on the first 100 steps). The
-inner fraction is constant, so the ring's percentile band (`sampling.ring_percentiles`) is
-[100(1 − outer), 100(1 − 0.1·outer)]. 'adaptive_loss' depends on the losses and is not drawn.
+inner fraction is constant, so the ring's percentile band (`ring_percentiles` in
+tests/methods/references.py) is [100(1 − outer), 100(1 − 0.1·outer)]. 'adaptive_loss' depends on
+the losses and is not drawn.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from ssl_jax import sampling  # noqa: E402
+from ssl_jax.methods.negatives import sampling  # noqa: E402
 
 
 def main() -> None:

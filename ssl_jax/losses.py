@@ -416,8 +416,8 @@ def ring_positions(num_rows: int, outer: Array, inner: Array) -> tuple[Array, Ar
 
     The code's rule (`thres_outer`, `thres_inner`, `dynamic_inner=True`): the outer set is the
     `stop = int(outer·N)` most similar rows, its closest `start = int(inner·stop)` are cut, so the
-    ring is positions `start … stop − 1`. In the paper's percentiles of the similarity (CNCE Eq. 6,
-    `sampling.ring_percentiles`): w_l = 100(1 − outer), w_u = 100(1 − inner·outer). `inner = 0` is
+    ring is positions `start … stop − 1`. In the paper's percentiles of the similarity (CNCE Eq. 6;
+    `ring_percentiles` in tests/methods/references.py): w_l = 100(1 − outer), w_u = 100(1 − inner·outer). `inner = 0` is
     the ball (the whole outer set). Python floats give Python ints (static shapes); traced fractions
     (an annealed `outer`) give int32 scalars, computed in float32 (the code: float64).
     """
@@ -447,7 +447,7 @@ def ring_logits(
     return top, jnp.broadcast_to((position >= start) & (position < stop), top.shape)
 
 
-def moco_ring(
+def moco_ring_with_logits(
     query: Array,
     key: Array,
     queue: Array,
@@ -455,8 +455,9 @@ def moco_ring(
     outer: Array,
     inner: Array,
     max_outer: float | None = None,
-) -> jax.Array:
-    """MoCoRing (CNCE with a MoCo queue; the code's `MoCoRing.get_loss`).
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """MoCoRing (CNCE with a MoCo queue; the code's `MoCoRing.get_loss`) and the ring it used, from
+    one top-k.
 
     ```
     q, k = normalize(query), normalize(key);  pos = q·k/τ
@@ -475,70 +476,12 @@ def moco_ring(
       max_outer: static bound on `outer` (the top-k width); default `outer` itself.
 
     Returns:
-      float32 scalar.
+      (loss float32 scalar, logits `[B, M]` sorted descending, mask `[B, M]`): `ring_logits` of the
+      normalised query (the logits carry the query's gradient).
     """
-    return moco_ring_with_logits(query, key, queue, temperature, outer, inner, max_outer)[0]
-
-
-def moco_ring_with_logits(
-    query: Array,
-    key: Array,
-    queue: Array,
-    temperature: float,
-    outer: Array,
-    inner: Array,
-    max_outer: float | None = None,
-) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """`moco_ring` and the ring it used, from one top-k: (loss, logits `[B, M]` sorted descending,
-    mask `[B, M]`) as `ring_logits` of the normalised query (the logits carry the query's gradient).
-    Arguments as `moco_ring`."""
     q = l2_normalize(_f32(query))
     pos = _rowdot(q, l2_normalize(_target(key))) / temperature
     ring, mask = ring_logits(
         q, queue, temperature, outer, inner, outer if max_outer is None else max_outer
     )
     return jnp.mean(_nll_of_positive(pos, jnp.where(mask, ring, -jnp.inf))), ring, mask
-
-
-def iring_nce(
-    query: Array,
-    bank: Array,
-    indices: Array,
-    temperature: float,
-    outer: float,
-    inner: float,
-    draws: Array,
-) -> jax.Array:
-    """IRing (CNCE with a memory bank; the code's `NCERing.get_loss`), the reference form: it holds
-    the whole `[B, N]` similarity matrix (the methods draw the same rows from a sharded bank with
-    `sampling.ring_negatives` and compute `ir_nce` on them).
-
-    ```
-    q = normalize(query);  pos = q·bank[idx]/τ
-    ring = sort_desc(q·bankᵀ/τ)[:, int(inner·int(outer·N)) : int(outer·N)]   # own entry NOT excluded
-    L    = −mean_b( pos − logsumexp([pos, ring[b, draws[b]]]) )
-    ```
-    The own entry is normally among the closest and then removed by the inner cut. `inner = 0` is the
-    intended NCEBall (the top `outer·N` rows of the bank). The official `NCEBall` takes its "bank size"
-    from the batch dimension, so its ball is the top int(0.1·B) entries of each row (and it crashes
-    for B < 10): we do not copy that.
-
-    Args:
-      query: `[B, D]` online embeddings (normalised here; gradient flows).
-      bank: `[N, D]` L2-normalised memory bank (stop-gradient).
-      indices: `[B]` int, each query's own bank row (the positive).
-      temperature: τ.
-      outer, inner: the code's fractions (Python floats).
-      draws: `[B, k−1]` int positions in the ring, in `[0, stop − start)` (the code draws them
-        uniformly with replacement, k − 1 = 4095).
-
-    Returns:
-      float32 scalar.
-    """
-    q = l2_normalize(_f32(query))
-    bank = _target(bank)
-    pos = _rowdot(q, bank[jnp.asarray(indices)]) / temperature
-    start, stop = ring_positions(bank.shape[0], outer, inner)
-    top, _ = jax.lax.top_k(_with_queue(q, bank) / temperature, stop)
-    neg = jnp.take_along_axis(top[:, start:], jnp.asarray(draws), axis=1)
-    return jnp.mean(_nll_of_positive(pos, neg))

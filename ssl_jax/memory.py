@@ -4,10 +4,10 @@ A queue `[K, D]` (MoCo, SCE, JCL, Ring) and a bank `[N, D]` indexed by example i
 sharded `P('data', None)`: each of n devices holds K/n (N/n) consecutive rows and nothing is ever
 replicated. Writes and reads go through `shard_map`: the global batch of keys (small) is visible on every
 device, and each device touches only the rows it owns, so the global layout is the same on 1 or n devices.
-Searching a bank by similarity (top-k, quantiles, sampling in a band) is `bank_search`.
+Searching a bank by similarity (top-k, quantiles, sampling in a band) is `methods/negatives/bank_search`.
 
-The public functions here (and in `bank_search`, `sampling`, `clustering`) are `jax.jit`-ted with their sizes, flags
-and mesh static: inside a train step they inline; called eagerly (tests, set-up code, notebooks) they
+The public functions here (and in `methods/negatives/`) are `jax.jit`-ted with their sizes, flags and
+mesh static: inside a train step they inline; called eagerly (tests, set-up code, notebooks) they
 compile once per shape instead of running their `shard_map` op by op (~6× slower on CPU).
 """
 

@@ -1,5 +1,5 @@
-"""InterCLR cluster state (`ssl_jax.clustering`) against numpy references written from the official
-mmselfsup 0.x order of operations, on 1 and 8 simulated devices."""
+"""InterCLR cluster state (`ssl_jax.methods.negatives.clustering`) against numpy references written
+from the official mmselfsup 0.x order of operations, on 1 and 8 simulated devices."""
 
 import functools
 
@@ -10,7 +10,8 @@ import pytest
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from ssl_jax import clustering, memory
+from ssl_jax import memory
+from ssl_jax.methods.negatives import clustering
 from ssl_jax.sharding import make_mesh
 
 # --------------------------------------------------------------------------------------------------
@@ -163,6 +164,28 @@ def test_cluster_sizes_and_centroids_keep_empty_ones():
         np.testing.assert_array_equal(np.asarray(cents)[5], old[5])
 
 
+@functools.partial(jax.jit, static_argnames=("mesh", "metric", "chunk_rows"))
+def assign_labels(bank, centroids, mesh, *, metric="dot", chunk_rows=None):
+    """Label of each bank row `[N]` int32 sharded `P('data')`, from the module's row-chunked argmax:
+    'dot' = argmax_c centroids[c] · f, the code's online label (`update_samples_memory`,
+    un-normalised centroids; InterCLR's `update_buffers` on the written rows), 'l2' = argmin_c
+    ||f − centroids[c]||², the k-means assignment. Ties → smallest c; scores formed `chunk_rows` rows
+    at a time (default: ≤ 16M scores per chunk)."""
+    rows = clustering._check_bank(bank, mesh)
+    chunk = clustering._default_chunk(rows, centroids.shape[0], chunk_rows)
+
+    def local(bank, centroids):
+        if metric == "dot":
+            bias = jnp.zeros(centroids.shape[0], jnp.float32)
+        else:
+            bias = clustering._l2_bias(centroids)
+        return clustering._chunked_argmax(bank, centroids, bias, chunk)
+
+    return jax.shard_map(
+        local, mesh=mesh, in_specs=(memory.ROWS, P()), out_specs=clustering.LABELS, check_vma=False
+    )(bank, centroids)
+
+
 @pytest.mark.parametrize("metric", ["dot", "l2"])
 def test_assign_labels_matches_numpy_on_1_and_8_devices(metric):
     num_rows, dim, num_clusters = 64, 8, 12
@@ -176,7 +199,7 @@ def test_assign_labels_matches_numpy_on_1_and_8_devices(metric):
     for mesh in _meshes():
         (b,) = _put(mesh, bank)
         for chunk_rows in (None, 3):  # 3: chunks of 3 rows, padded tail (8 or 64 rows/device)
-            labels = clustering.assign_labels(
+            labels = assign_labels(
                 b, jnp.asarray(centroids), mesh, metric=metric, chunk_rows=chunk_rows
             )
             assert _row_sharded(labels, mesh) and labels.dtype == jnp.int32

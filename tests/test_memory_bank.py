@@ -1,4 +1,4 @@
-"""Bank primitives (`bank_search.bank_topk`, `bank_quantiles`, `sample_rows_where`,
+"""Bank primitives (`bank_search.bank_topk`, `bank_ranks.bank_quantiles`, `sample_rows_where`,
 `sample_rows_in_rank_band`) against numpy on the gathered bank, on 1 and 8 simulated devices,
 and the compiled HLO of each: no bank-sized collective."""
 
@@ -11,7 +11,8 @@ import pytest
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from ssl_jax import bank_search, memory
+from ssl_jax import memory
+from ssl_jax.methods.negatives import bank_ranks, bank_search
 from ssl_jax.sharding import make_mesh
 
 N, D, B = 512, 16, 6
@@ -47,28 +48,26 @@ def test_bank_topk_matches_numpy(setup):
 
 def test_bank_quantiles_match_numpy_inverted_cdf(setup):
     mesh, bank, queries, sims = setup
-    got = np.asarray(
-        jax.jit(lambda b, q: bank_search.bank_quantiles(b, q, QS, mesh))(bank, queries)
-    )
+    got = np.asarray(jax.jit(lambda b, q: bank_ranks.bank_quantiles(b, q, QS, mesh))(bank, queries))
     expected = np.quantile(sims, QS, axis=1, method="inverted_cdf").T
     assert got.shape == (B, len(QS))
     # iters=32 is exact on the float32 similarities; numpy's differ by the float32 matmul rounding
     np.testing.assert_allclose(got, expected, atol=1e-6)
     # fewer iterations: an upper bound of the exact value
     coarse = np.asarray(
-        jax.jit(lambda b, q: bank_search.bank_quantiles(b, q, QS, mesh, iters=20))(bank, queries)
+        jax.jit(lambda b, q: bank_ranks.bank_quantiles(b, q, QS, mesh, iters=20))(bank, queries)
     )
     assert np.all(coarse >= got)
 
 
 def _full_bisection(bank, queries, qs, mesh):
-    """The 32-step key bisection alone (`bank_search._local_quantile_keys`), as `bank_quantiles` ran it
+    """The 32-step key bisection alone (`bank_ranks._local_quantile_keys`), as `bank_quantiles` ran it
     before the select path."""
-    target = bank_search._quantile_ranks(bank.shape[0], qs)
+    target = bank_ranks._quantile_ranks(bank.shape[0], qs)
 
     def local(local_bank, queries):
-        keys = bank_search._float_to_ordered(bank_search._local_sims(local_bank, queries))
-        return bank_search._ordered_to_float(bank_search._local_quantile_keys(keys, target, 32))
+        keys = bank_ranks._float_to_ordered(bank_ranks.local_sims(local_bank, queries))
+        return bank_ranks._ordered_to_float(bank_ranks._local_quantile_keys(keys, target, 32))
 
     f = jax.shard_map(local, mesh=mesh, in_specs=(memory.ROWS, P()), out_specs=P(), check_vma=False)
     return np.asarray(jax.jit(f)(bank, queries))
@@ -91,7 +90,7 @@ def test_exact_quantiles_select_equals_the_full_bisection():
         for n in (1, 8):
             mesh = make_mesh(jax.devices()[:n])
             bank = jax.device_put(table, NamedSharding(mesh, P("data", None)))
-            out[n, "select"] = np.asarray(bank_search.bank_quantiles(bank, queries, qs, mesh))
+            out[n, "select"] = np.asarray(bank_ranks.bank_quantiles(bank, queries, qs, mesh))
             out[n, "bisect"] = _full_bisection(bank, queries, qs, mesh)
         sims = np.asarray(queries) @ table.T
         expected = np.quantile(sims, qs, axis=1, method="inverted_cdf").T
@@ -103,17 +102,17 @@ def test_exact_quantiles_select_equals_the_full_bisection():
 
 @pytest.mark.parametrize("rows", [1009, 600, 60000])  # prime (padded to 128 lanes), 120, 96 lanes
 def test_counter_counts_keys_at_or_below_each_midpoint(rows):
-    """`bank_search._counter` (the bisections' counting pass in int16 lanes) = numpy's count, with the
+    """`bank_ranks._counter` (the bisections' counting pass in int16 lanes) = numpy's count, with the
     largest key (the padding's) among the keys and as a midpoint."""
     rng = np.random.default_rng(rows)
     keys = rng.integers(0, 2**32, size=(3, rows), dtype=np.uint32)
     keys[0, :5] = 0xFFFFFFFF
     mid = np.stack([keys[:, 7], keys[:, 11], np.full(3, 0xFFFFFFFF, np.uint32)], axis=1)
     mid[1, 0] = 0
-    got = np.asarray(jax.jit(lambda k, m: bank_search._counter(k)(m))(keys, mid))
+    got = np.asarray(jax.jit(lambda k, m: bank_ranks._counter(k)(m))(keys, mid))
     expected = (keys[:, None, :] <= mid[:, :, None]).sum(-1)
     np.testing.assert_array_equal(got, expected)
-    assert bank_search._lane_width(rows) == {1009: 128, 600: 120, 60000: 96}[rows]
+    assert bank_ranks._lane_width(rows) == {1009: 128, 600: 120, 60000: 96}[rows]
 
 
 def _band(sims_row, start, size):
@@ -246,14 +245,14 @@ def test_sample_rows_in_rank_band_equals_quantiles_then_sample():
     rng = jax.random.PRNGKey(4)
     for q_lo, q_hi, extra in ((0.8, None, filt), (0.3, 0.7, {})):
         ends = [q for q in (q_lo, q_hi) if q is not None]
-        at = bank_search.bank_quantiles(bank, queries, tuple(ends), mesh)
+        at = bank_ranks.bank_quantiles(bank, queries, tuple(ends), mesh)
         lo = at[:, 0] if q_lo is not None else jnp.full((B,), -jnp.inf)
         hi = at[:, -1] if q_hi is not None else jnp.full((B,), jnp.inf)
         want = bank_search.sample_rows_where(
             rng, bank, queries, lo, hi, 24, mesh, replace=replace, **extra
         )
         ranks = tuple(
-            None if q is None else bank_search._inverted_cdf_rank(N, q) for q in (q_lo, q_hi)
+            None if q is None else bank_ranks._inverted_cdf_rank(N, q) for q in (q_lo, q_hi)
         )
         got = bank_search.sample_rows_in_rank_band(
             rng, bank, queries, ranks, 24, mesh, replace=replace, **extra
@@ -321,7 +320,7 @@ def test_hlo_has_no_bank_sized_collective(big, primitive):
     rng = jax.random.PRNGKey(0)
     f = {
         "topk": lambda b, q: bank_search.bank_topk(b, q, 64, mesh),
-        "quantiles": lambda b, q: bank_search.bank_quantiles(b, q, (0.9, 0.99), mesh),
+        "quantiles": lambda b, q: bank_ranks.bank_quantiles(b, q, (0.9, 0.99), mesh),
         "sample": lambda b, q: bank_search.sample_rows_where(
             rng, b, q, lo, hi, 64, mesh, replace=False
         ),
@@ -329,7 +328,7 @@ def test_hlo_has_no_bank_sized_collective(big, primitive):
             rng, b, q, lo, hi, 64, mesh, replace=True
         ),
         "rank_band": lambda b, q: bank_search.sample_rows_in_rank_band(
-            rng, b, q, (bank_search._inverted_cdf_rank(HLO_N, 0.9), None), 64, mesh, replace=False
+            rng, b, q, (bank_ranks._inverted_cdf_rank(HLO_N, 0.9), None), 64, mesh, replace=False
         ),
     }[primitive]
     hlo = jax.jit(f).lower(bank, queries).compile().as_text()

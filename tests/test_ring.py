@@ -16,8 +16,10 @@ import numpy as np
 import pytest
 from jax.sharding import NamedSharding
 
-from ssl_jax import bank_search, losses, memory, sampling, sharding
+from ssl_jax import losses, memory, sharding
+from ssl_jax.methods.negatives import bank_ranks, bank_search, sampling
 from tests.helpers import np_normalize
+from tests.methods import references
 
 TAU = 0.07
 
@@ -67,15 +69,15 @@ def data():
 
 
 def test_percentile_mapping_and_inverse():
-    assert sampling.ring_percentiles(0.1, 0.1) == pytest.approx((90.0, 99.0))
-    assert sampling.ring_percentiles(1.0, 0.1) == pytest.approx((0.0, 90.0))  # annealing start
-    assert sampling.ring_percentiles(0.1, 0.0) == pytest.approx((90.0, 100.0))  # the ball
+    assert references.ring_percentiles(0.1, 0.1) == pytest.approx((90.0, 99.0))
+    assert references.ring_percentiles(1.0, 0.1) == pytest.approx((0.0, 90.0))  # annealing start
+    assert references.ring_percentiles(0.1, 0.0) == pytest.approx((90.0, 100.0))  # the ball
     for outer, inner in [(0.1, 0.1), (0.5, 0.3), (1.0, 0.0), (0.25, 0.9)]:
-        back = sampling.ring_fractions(*sampling.ring_percentiles(outer, inner))
+        back = references.ring_fractions(*references.ring_percentiles(outer, inner))
         assert back == pytest.approx((outer, inner))
-    assert sampling.ring_fractions(90.0, 99.0) == pytest.approx((0.1, 0.1))
+    assert references.ring_fractions(90.0, 99.0) == pytest.approx((0.1, 0.1))
     with pytest.raises(ValueError, match="w_l < w_u"):
-        sampling.ring_fractions(99.0, 90.0)
+        references.ring_fractions(99.0, 90.0)
 
 
 def test_ring_positions():
@@ -96,19 +98,21 @@ def test_ring_positions():
 @pytest.mark.parametrize("outer, inner", [(0.1, 0.1), (0.3, 0.2), (1.0, 0.1), (0.1, 0.0)])
 def test_moco_ring(data, outer, inner):
     queue = data["bank"]
-    got = float(losses.moco_ring(data["q"], data["k"], queue, TAU, outer, inner))
+    got = float(references.moco_ring(data["q"], data["k"], queue, TAU, outer, inner))
     np.testing.assert_allclose(
         got, np_moco_ring(data["q"], data["k"], queue, TAU, outer, inner), rtol=1e-5
     )
     # traced outer with a wider static top-k (annealing): the same value
-    traced = jax.jit(lambda o: losses.moco_ring(data["q"], data["k"], queue, TAU, o, inner, 1.0))
+    traced = jax.jit(
+        lambda o: references.moco_ring(data["q"], data["k"], queue, TAU, o, inner, 1.0)
+    )
     np.testing.assert_allclose(float(traced(jnp.float32(outer))), got, rtol=1e-5)
 
 
 def test_moco_ring_ball_and_all_outer_are_infonce_limits(data):
     """outer = 1, inner = 0: the ring is the whole queue, i.e. MoCo's InfoNCE."""
     q, k, queue = losses.l2_normalize(data["q"]), losses.l2_normalize(data["k"]), data["bank"]
-    got = losses.moco_ring(data["q"], data["k"], queue, TAU, 1.0, 0.0)
+    got = references.moco_ring(data["q"], data["k"], queue, TAU, 1.0, 0.0)
     np.testing.assert_allclose(float(got), float(losses.info_nce(q, k, queue, TAU)), rtol=1e-5)
 
 
@@ -116,20 +120,20 @@ def test_moco_ring_ball_and_all_outer_are_infonce_limits(data):
 def test_iring_nce(data, outer, inner):
     start, stop = losses.ring_positions(data["bank"].shape[0], outer, inner)
     draws = np.random.default_rng(1).integers(0, stop - start, size=(8, 100))
-    got = losses.iring_nce(data["q"], data["bank"], data["idx"], TAU, outer, inner, draws)
+    got = references.iring_nce(data["q"], data["bank"], data["idx"], TAU, outer, inner, draws)
     want = np_iring(data["q"], data["bank"], data["idx"], TAU, outer, inner, draws)
     np.testing.assert_allclose(float(got), want, rtol=1e-5)
 
 
 def test_ring_losses_gradient_only_through_query(data):
     bank = jnp.asarray(data["bank"])
-    g_bank = jax.grad(lambda b: losses.moco_ring(data["q"], data["k"], b, TAU, 0.1, 0.1))(bank)
+    g_bank = jax.grad(lambda b: references.moco_ring(data["q"], data["k"], b, TAU, 0.1, 0.1))(bank)
     draws = np.zeros((8, 4), np.int32)
-    g_bank2 = jax.grad(lambda b: losses.iring_nce(data["q"], b, data["idx"], TAU, 0.1, 0.1, draws))(
-        bank
-    )
+    g_bank2 = jax.grad(
+        lambda b: references.iring_nce(data["q"], b, data["idx"], TAU, 0.1, 0.1, draws)
+    )(bank)
     assert not np.any(g_bank) and not np.any(g_bank2)
-    g_q = jax.grad(lambda q: losses.moco_ring(q, data["k"], bank, TAU, 0.1, 0.1))(data["q"])
+    g_q = jax.grad(lambda q: references.moco_ring(q, data["k"], bank, TAU, 0.1, 0.1))(data["q"])
     assert np.all(np.isfinite(g_q)) and np.any(g_q)
 
 
@@ -186,7 +190,7 @@ def test_sampled_ring_loss_equals_iring_nce(data, sampled):
     draws = np.take_along_axis(position, index, axis=1) - start
     cols = np.concatenate([idx[:, None], index], axis=1)
     method_form = losses.ir_nce(np.take_along_axis(q @ bank.T, cols, axis=1), TAU)
-    reference = losses.iring_nce(q, bank, idx, TAU, 0.3, 0.2, draws)
+    reference = references.iring_nce(q, bank, idx, TAU, 0.3, 0.2, draws)
     np.testing.assert_allclose(float(method_form), float(reference), rtol=1e-5)
 
 
@@ -266,7 +270,7 @@ def test_rank_band_equals_quantiles_then_sample(data):
         rng, bank, q, np.asarray([lo, hi], np.int32), 64, mesh, replace=False
     )
     ends = ((lo - 0.5) / n, (hi - 0.5) / n)
-    at = bank_search.bank_quantiles(bank, q, ends, mesh)
+    at = bank_ranks.bank_quantiles(bank, q, ends, mesh)
     want, want_valid = bank_search.sample_rows_where(
         rng, bank, q, at[:, 0], at[:, 1], 64, mesh, replace=False
     )

@@ -1,4 +1,4 @@
-"""InterCLR samplers (`ssl_jax.sampling`) and the label filter of the bank primitives, against numpy
+"""InterCLR samplers (`ssl_jax.methods.negatives.sampling`) and the label filter of the bank primitives, against numpy
 references built from `np.argsort` of the similarities of the gathered bank: exact label filters,
 χ² uniformity, `hard` = numpy top-num, agreement with a numpy simulation of the official rejection
 redraw, valid masks, 1 vs 8 devices."""
@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ssl_jax import bank_search, memory, sampling
+from ssl_jax import memory
+from ssl_jax.methods.negatives import bank_search, sampling
 from ssl_jax.sharding import make_mesh
 
 N, D, B, CLUSTERS = 256, 8, 6, 6

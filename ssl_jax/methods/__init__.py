@@ -1,9 +1,14 @@
-"""Every method, picked by `config.method`. A new method: its module, its configs, one line here."""
+"""Every method, picked by `config.method`. A new method: its module, its configs, one line here.
+
+A module that leaves out `build_model`, `prepare_buffers` or `buffer_metrics` gets the default of
+`common.DEFAULTS` (`common.with_defaults`, below).
+"""
 
 from ssl_jax.methods import (
     cmc,
     cmcring,
     cmcv2,
+    common,
     infomin,
     interclr,
     ir,
@@ -33,3 +38,6 @@ METHODS = {
     "cmcring": cmcring,  # CMC with ring negatives on each cross-view bank (ours: no code exists)
     "supervised": supervised,  # not self-supervised: the labels' cross-entropy, a ceiling row
 }
+
+for _method in METHODS.values():
+    common.with_defaults(_method)

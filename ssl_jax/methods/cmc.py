@@ -43,9 +43,6 @@ from ssl_jax.methods import common
 EMA_BEFORE_KEYS = False
 USES_TARGET = False  # no momentum encoder: the banks are the slow-moving targets
 
-prepare_buffers = common.prepare_buffers
-buffer_metrics = common.no_buffer_metrics
-
 LOSSES = ("nce", "softmax")
 
 

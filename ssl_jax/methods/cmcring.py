@@ -27,16 +27,18 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from ssl_jax import losses, sampling
+from ssl_jax import losses
 from ssl_jax.config_checks import ConfigError, hp_field
 from ssl_jax.methods import cmc, common, ir, ring
+from ssl_jax.methods.negatives import sampling
 
 EMA_BEFORE_KEYS = cmc.EMA_BEFORE_KEYS
 USES_TARGET = cmc.USES_TARGET
-
 build_model = cmc.build_model
-prepare_buffers = common.prepare_buffers
-buffer_metrics = common.no_buffer_metrics
+# CMC's checks and banks (its momentum writes of both after the loss), then the ring's
+_check_cmc_ring, buffer_specs, init_buffers, update_buffers = ring.compose(
+    cmc, "bank_size", "memory bank"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,21 +51,12 @@ class Hparams(ring.RingHparams, cmc.Hparams):
 
 
 def check_config(ctx: common.StepContext) -> None:
-    cmc.check_config(ctx)
-    ring.check_config(ctx, ctx.hp.bank_size, "memory bank")
+    _check_cmc_ring(ctx)
     if ctx.hp.loss != "softmax":
         raise ConfigError(
             f"config.method_config.loss={ctx.hp.loss!r}: CMC's NCE loss estimates its partition "
             "constant for uniform noise, which ring negatives are not; allowed: 'softmax'"
         )
-
-
-def buffer_specs(ctx: common.StepContext) -> dict:
-    return {**cmc.buffer_specs(ctx), **ring.buffer_specs(ctx.hp)}
-
-
-def init_buffers(rng, ctx: common.StepContext) -> dict:
-    return {**cmc.init_buffers(rng, ctx), **ring.init_buffers(ctx.hp)}
 
 
 def loss_fn(ctx, params, batch_stats, inp: common.StepInput):
@@ -96,11 +89,3 @@ def loss_fn(ctx, params, batch_stats, inp: common.StepInput):
     )
     updates["negatives"] = (neg1, neg2)  # the drawn rows (tests; not written anywhere)
     return loss, common.StepOutput(metrics=metrics, batch_stats=new_stats, updates=updates)
-
-
-def update_buffers(ctx, inp: common.StepInput, updates: dict) -> dict:
-    """CMC's momentum writes of both banks, then the adaptive schedule's state (if any)."""
-    return {
-        **cmc.update_buffers(ctx, inp, updates),
-        **ring.update_buffers(ctx, inp, updates["loss"]),
-    }

@@ -34,7 +34,6 @@ EMA_BEFORE_KEYS = False  # PyContrast's momentum_update runs after optimizer.ste
 USES_TARGET = True
 
 build_model = cmc.build_model
-prepare_buffers = common.prepare_buffers
 
 
 @dataclasses.dataclass(frozen=True)

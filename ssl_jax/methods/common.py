@@ -99,7 +99,8 @@ class StepOutput:
 @runtime_checkable
 class Method(Protocol):
     """A method module. `Hparams` is a frozen dataclass whose fields are the allowed keys of
-    `config.method_config` (read by `method_hparams`)."""
+    `config.method_config` (read by `method_hparams`). `build_model`, `prepare_buffers` and
+    `buffer_metrics` may be left out: `with_defaults` gives them (`DEFAULTS`)."""
 
     EMA_BEFORE_KEYS: bool  # target EMA before the keys (MoCo) or after the optimiser (SCE)
     USES_TARGET: bool  # False: no EMA network (IR); StepInput.target is None
@@ -111,7 +112,7 @@ class Method(Protocol):
     def build_model(self, config: ml_collections.ConfigDict) -> Any:
         """The flax module: `__call__(x, train, bn_groups, use_predictor, head_bn_groups)` (groups of
         the encoders' BN and of the heads' BN), `features(x)`, a `feature_dim` and `ENCODERS`
-        (names of its ResNet sub-modules, for the export)."""
+        (names of its ResNet sub-modules, for the export). Default: `build_model` below."""
 
     def buffer_specs(self, ctx: StepContext) -> PyTree:
         """PartitionSpecs as a pytree prefix of the buffers (`memory.ROWS` for queues and banks)."""
@@ -121,7 +122,8 @@ class Method(Protocol):
 
     def prepare_buffers(self, ctx: StepContext, state: Any, embedder: Any) -> Any:
         """Once before step 0 of a fresh run, never on resume: e.g. fill a bank with features of
-        the whole train set (`embedder.embed_rows`). Returns the state."""
+        the whole train set (`embedder.embed_rows`). Returns the state.
+        Default: nothing to prepare (`prepare_buffers` below)."""
 
     def loss_fn(
         self, ctx: StepContext, params: PyTree, batch_stats: PyTree, inp: StepInput
@@ -132,7 +134,8 @@ class Method(Protocol):
         """New buffers after the loss (queue/bank writes through `memory`)."""
 
     def buffer_metrics(self, ctx: StepContext, buffers: PyTree) -> dict:
-        """`{name: scalar}` of the new buffers, logged as `train/<name>` (cheap: runs every step)."""
+        """`{name: scalar}` of the new buffers, logged as `train/<name>` (cheap: runs every step).
+        Default: none (`no_buffer_metrics`)."""
 
 
 def method_hparams(method: Method, config: ml_collections.ConfigDict) -> Any:
@@ -141,7 +144,8 @@ def method_hparams(method: Method, config: ml_collections.ConfigDict) -> Any:
 
 
 # --------------------------------------------------------------------------------------------------
-# Defaults a method module assigns when it has nothing of its own (`build_model = common.build_model`).
+# Defaults of the hooks a method module may leave out (`DEFAULTS`, given by `with_defaults` to every
+# entry of `methods.METHODS`).
 
 
 def build_model(config: ml_collections.ConfigDict):
@@ -166,6 +170,22 @@ def queue_metrics(ctx: StepContext, buffers) -> dict:
     """Mean L2 norm of the queue's rows (1 for normalised keys; JCL's mean keys are shorter)."""
     del ctx
     return {"queue_mean_norm": jnp.mean(jnp.linalg.norm(buffers["queue"], axis=-1))}
+
+
+DEFAULTS = {
+    "build_model": build_model,
+    "prepare_buffers": prepare_buffers,
+    "buffer_metrics": no_buffer_metrics,
+}
+
+
+def with_defaults(method):
+    """`method` (a module) with each hook of `DEFAULTS` it does not define set to the default; the
+    hooks it defines (or imports from its base) are kept. Returns it."""
+    for name, default in DEFAULTS.items():
+        if not hasattr(method, name):
+            setattr(method, name, default)
+    return method
 
 
 # --------------------------------------------------------------------------------------------------

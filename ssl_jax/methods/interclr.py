@@ -53,15 +53,14 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from ssl_jax import clustering, losses, memory, sampling
+from ssl_jax import losses, memory
 from ssl_jax.config_checks import ConfigError, hp_field
-from ssl_jax.methods import common
+from ssl_jax.methods import common, mocov2
+from ssl_jax.methods.negatives import clustering, sampling
 from ssl_jax.sharding import DATA_AXIS
 
 EMA_BEFORE_KEYS = True  # MoCo v2's order: momentum update, then the keys
 USES_TARGET = True
-
-build_model = common.build_model
 
 LABEL_MODES = ("online", "offline", "offline_bank")
 
@@ -134,8 +133,7 @@ def check_config(ctx: common.StepContext) -> None:
 
 def buffer_specs(ctx: common.StepContext) -> dict:
     return {
-        "queue": memory.ROWS,
-        "queue_ptr": P(),
+        **mocov2.buffer_specs(ctx),  # MoCo's queue
         "bank": memory.ROWS,
         "labels": P(DATA_AXIS),
         "centroids": P(),
@@ -152,13 +150,12 @@ def _stats(change=0.0, small=0, largest=0) -> dict:
 
 
 def init_buffers(rng, ctx: common.StepContext) -> dict:
-    """Placeholders of the right shapes (the queue as MoCo's); `prepare_buffers` fills the bank,
-    labels and centroids before step 0."""
+    """MoCo's queue, and placeholders of the right shapes: `prepare_buffers` fills the bank, labels
+    and centroids before step 0."""
     hp: Hparams = ctx.hp
     queue_rng, bank_rng = jax.random.split(rng)
     return {
-        "queue": memory.random_rows(queue_rng, hp.queue_size, ctx.embed_dim),
-        "queue_ptr": jnp.zeros((), jnp.int32),
+        **mocov2.init_buffers(queue_rng, ctx),
         "bank": memory.random_rows(bank_rng, hp.bank_size, ctx.embed_dim),
         "labels": jnp.arange(hp.bank_size, dtype=jnp.int32) % hp.num_clusters,
         "centroids": jnp.zeros((hp.num_clusters, ctx.embed_dim), jnp.float32),
@@ -330,7 +327,6 @@ def update_buffers(ctx, inp: common.StepInput, updates: dict) -> dict:
     mesh = ctx.mesh
     buffers = inp.buffers
     index, keys, old_labels = inp.batch["index"], updates["keys"], updates["query_labels"]
-    queue, ptr = memory.enqueue(buffers["queue"], buffers["queue_ptr"], keys, mesh)
 
     old_rows = memory.read_rows(buffers["bank"], index, mesh)
     rows = losses.l2_normalize((1.0 - hp.bank_momentum) * old_rows + hp.bank_momentum * keys)
@@ -374,8 +370,7 @@ def update_buffers(ctx, inp: common.StepInput, updates: dict) -> dict:
         sizes = clustering.cluster_sizes(labels, hp.num_clusters, mesh)
         stats = _stats(change, jnp.sum(sizes < hp.min_cluster_size), jnp.max(sizes))
     return {
-        "queue": queue,
-        "queue_ptr": ptr,
+        **mocov2.update_buffers(ctx, inp, updates),  # MoCo's enqueue of the keys
         "bank": bank,
         "labels": labels,
         "centroids": centroids,

@@ -10,7 +10,8 @@ neg  = k − 1 draws uniform WITH replacement from the ring       # k − 1 = 40
 L    = −mean(pos − logsumexp([pos, neg]))                        # losses.ir_nce on the similarities
 ```
 The ring is found on the sharded bank by exact ranks and counts (`sampling.ring_negatives`): the bank
-and the `[B, N]` similarities are never gathered. `losses.iring_nce` is the gathered reference form.
+and the `[B, N]` similarities are never gathered (the tests compare it with the gathered form,
+`iring_nce` in tests/methods/references.py).
 The outer fraction follows `method_config.anneal` (`methods/ring.py`; the released configs do not
 anneal, the paper's runs anneal linearly). `ring_inner = 0` is the ball lesion (the intended NCEBall).
 Logs `train/ring_outer`, `train/ring_lo`, `train/ring_hi` (the ring's similarity bounds) and
@@ -23,33 +24,21 @@ import dataclasses
 
 import jax
 
-from ssl_jax import losses, sampling
+from ssl_jax import losses
 from ssl_jax.methods import common, ir, ring
+from ssl_jax.methods.negatives import sampling
 
 EMA_BEFORE_KEYS = ir.EMA_BEFORE_KEYS
 USES_TARGET = ir.USES_TARGET
-
-build_model = common.build_model
-prepare_buffers = common.prepare_buffers
-buffer_metrics = common.no_buffer_metrics
+# IR's checks and bank (its write after the loss), then the ring's
+check_config, buffer_specs, init_buffers, update_buffers = ring.compose(
+    ir, "bank_size", "memory bank"
+)
 
 
 @dataclasses.dataclass(frozen=True)
 class Hparams(ring.RingHparams, ir.Hparams):
     """IR's (`num_negatives` = the code's k − 1 ring draws) plus the ring's."""
-
-
-def check_config(ctx: common.StepContext) -> None:
-    ir.check_config(ctx)
-    ring.check_config(ctx, ctx.hp.bank_size, "memory bank")
-
-
-def buffer_specs(ctx: common.StepContext) -> dict:
-    return {**ir.buffer_specs(ctx), **ring.buffer_specs(ctx.hp)}
-
-
-def init_buffers(rng, ctx: common.StepContext) -> dict:
-    return {**ir.init_buffers(rng, ctx), **ring.init_buffers(ctx.hp)}
 
 
 def loss_fn(ctx, params, batch_stats, inp: common.StepInput):
@@ -72,11 +61,3 @@ def loss_fn(ctx, params, batch_stats, inp: common.StepInput):
             "negatives": negatives,  # the drawn rows (tests; not written anywhere)
         },
     )
-
-
-def update_buffers(ctx, inp: common.StepInput, updates: dict) -> dict:
-    """IR's bank write, then the adaptive schedule's state (if any)."""
-    return {
-        **ir.update_buffers(ctx, inp, updates),
-        **ring.update_buffers(ctx, inp, updates["loss"]),
-    }

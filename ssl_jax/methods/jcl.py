@@ -32,8 +32,6 @@ from ssl_jax.methods import common, mocov2
 EMA_BEFORE_KEYS = True  # as MoCo: momentum update, then the keys
 USES_TARGET = True
 
-build_model = common.build_model
-prepare_buffers = common.prepare_buffers
 buffer_metrics = common.queue_metrics
 # queue init normalize(randn) as the official code (only real entries are un-normalised means)
 buffer_specs = mocov2.buffer_specs

@@ -6,7 +6,7 @@ the negatives restricted to a ring of each query's similarities to the queue, AL
 ```
 pos  = q·k/τ
 ring = sort_desc(q·queueᵀ/τ)[:, int(inner·int(outer·K)) : int(outer·K)]   # 5,898 for K = 65,536
-L    = −mean(pos − logsumexp([pos, ring]))                                # losses.moco_ring
+L    = −mean(pos − logsumexp([pos, ring]))                                # losses.moco_ring_with_logits
 ```
 The queue's `[B, K]` similarities are small: `lax.top_k` with the largest outer set the schedule
 reaches (`ring.max_outer`), then the ring's columns (masked, so an annealed outer fraction compiles
@@ -28,9 +28,10 @@ from ssl_jax.methods import common, mocov2, ring
 
 EMA_BEFORE_KEYS = mocov2.EMA_BEFORE_KEYS
 USES_TARGET = mocov2.USES_TARGET
-
-build_model = common.build_model
-prepare_buffers = common.prepare_buffers
+# MoCo v2's checks and queue (its enqueue after the loss), then the ring's
+check_config, buffer_specs, init_buffers, update_buffers = ring.compose(
+    mocov2, "queue_size", "queue"
+)
 buffer_metrics = common.queue_metrics
 
 
@@ -39,19 +40,6 @@ class Hparams(ring.RingHparams, mocov2.Hparams):
     """MoCo v2's plus the ring's; τ 0.07 and K 65,536 as the code's MoCoRing configs."""
 
     temperature: float = hp_field(0.07, low=0.0, low_open=True)
-
-
-def check_config(ctx: common.StepContext) -> None:
-    mocov2.check_config(ctx)
-    ring.check_config(ctx, ctx.hp.queue_size, "queue")
-
-
-def buffer_specs(ctx: common.StepContext) -> dict:
-    return {**mocov2.buffer_specs(ctx), **ring.buffer_specs(ctx.hp)}
-
-
-def init_buffers(rng, ctx: common.StepContext) -> dict:
-    return {**mocov2.init_buffers(rng, ctx), **ring.init_buffers(ctx.hp)}
 
 
 def loss_fn(ctx, params, batch_stats, inp: common.StepInput):
@@ -77,11 +65,3 @@ def loss_fn(ctx, params, batch_stats, inp: common.StepInput):
         target_batch_stats=new_target_stats,
         updates={"keys": jax.lax.stop_gradient(k), "loss": jax.lax.stop_gradient(loss)},
     )
-
-
-def update_buffers(ctx, inp: common.StepInput, updates: dict) -> dict:
-    """MoCo's enqueue, then the adaptive schedule's state (if any)."""
-    return {
-        **mocov2.update_buffers(ctx, inp, updates),
-        **ring.update_buffers(ctx, inp, updates["loss"]),
-    }

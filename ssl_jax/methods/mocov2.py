@@ -24,8 +24,6 @@ from ssl_jax.methods import common
 EMA_BEFORE_KEYS = True  # MoCo: momentum update, then keys
 USES_TARGET = True
 
-build_model = common.build_model
-prepare_buffers = common.prepare_buffers
 buffer_metrics = common.queue_metrics
 
 

@@ -20,11 +20,9 @@ from ssl_jax.methods.sce import (  # noqa: F401  (the method interface, shared w
     USES_TARGET,
     buffer_metrics,
     buffer_specs,
-    build_model,
     check_config,
     init_buffers,
     loss_fn,
-    prepare_buffers,
     update_buffers,
 )
 

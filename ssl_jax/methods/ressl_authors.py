@@ -31,11 +31,9 @@ from ssl_jax.methods.ressl import (  # noqa: F401  (the method interface, shared
     Hparams,
     buffer_metrics,
     buffer_specs,
-    build_model,
     check_config,
     init_buffers,
     loss_fn,
-    prepare_buffers,
     update_buffers,
 )
 

@@ -1,9 +1,10 @@
 """What the Ring methods (CNCE, Wu et al. ICLR 2021: `iring`, `mocoring`, and `cmcring`, which applies
 the same selection to each cross-view bank) share: the ring's hyper-parameters, the outer fraction of
-the current step (annealing), its state for the adaptive schedule, and the logged ring metrics.
+the current step (annealing), its state for the adaptive schedule, the logged ring metrics, and
+`compose`, which gives a variant its base method's checks and buffers followed by the ring's.
 
 The code's names (mhw32/contrastive-ring-public): `thres_outer` = `ring_outer`, `thres_inner` =
-`ring_inner` (the paper's percentiles: `sampling.ring_percentiles`). The outer fraction is a pure
+`ring_inner` (the paper's percentiles: `ring_percentiles` in tests/methods/references.py). The outer fraction is a pure
 function of the global step (`sampling.ring_outer_schedule`) except for 'adaptive_loss', whose state
 (the current fraction and the loss window) lives in the buffers under 'ring', so a checkpoint holds it
 and resume is exact. 'adaptive_knn' (the code's `adaptive_anneal_on_acc`: ±0.05 on a window of 5
@@ -17,9 +18,9 @@ import dataclasses
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
-from ssl_jax import sampling
 from ssl_jax.config_checks import ConfigError, hp_field
 from ssl_jax.methods import common
+from ssl_jax.methods.negatives import sampling
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,7 +48,52 @@ def max_outer(hp: RingHparams) -> float:
     return max(hp.anneal_init, hp.anneal_final)
 
 
-def check_config(ctx: common.StepContext, num_rows: int, what: str) -> None:
+def compose(base, num_rows: str, what: str) -> tuple:
+    """The Ring variant of method module `base` → its `(check_config, buffer_specs, init_buffers,
+    update_buffers)`: `base`'s, each followed by the ring's.
+
+    check_config: the ring is non-empty at every outer fraction the run reaches (int(outer·N) ≥ 1
+    over the N = `ctx.hp.<num_rows>` rows of `base`'s bank or queue, named `what` in the error);
+    'adaptive_knn' is refused. Buffers: with 'adaptive_loss' the schedule's state under 'ring'
+    (replicated), updated after `base`'s writes with this step's loss (`updates['loss']`,
+    `AdaptiveThresholdPolicy.record(loss.item())`); the other schedules add nothing.
+    """
+
+    def check_config(ctx: common.StepContext) -> None:
+        base.check_config(ctx)
+        check_ring(ctx, getattr(ctx.hp, num_rows), what)
+
+    def buffer_specs(ctx: common.StepContext) -> dict:
+        specs = dict(base.buffer_specs(ctx))
+        if ctx.hp.anneal == "adaptive_loss":
+            specs["ring"] = P()
+        return specs
+
+    def init_buffers(rng, ctx: common.StepContext) -> dict:
+        hp: RingHparams = ctx.hp
+        buffers = dict(base.init_buffers(rng, ctx))
+        if hp.anneal == "adaptive_loss":
+            buffers["ring"] = sampling.adaptive_outer_init(hp.anneal_init, hp.adaptive_window)
+        return buffers
+
+    def update_buffers(ctx: common.StepContext, inp: common.StepInput, updates: dict) -> dict:
+        hp: RingHparams = ctx.hp
+        buffers = dict(base.update_buffers(ctx, inp, updates))
+        if hp.anneal == "adaptive_loss":
+            buffers["ring"] = sampling.adaptive_outer_update(
+                inp.buffers["ring"],
+                updates["loss"],
+                delta=hp.adaptive_delta,
+                lower_is_better=True,
+                low=min(hp.anneal_init, hp.anneal_final),
+                high=max(hp.anneal_init, hp.anneal_final),
+            )
+        return buffers
+
+    return check_config, buffer_specs, init_buffers, update_buffers
+
+
+def check_ring(ctx: common.StepContext, num_rows: int, what: str) -> None:
     """The ring is non-empty at every outer fraction the run reaches (int(outer·N) ≥ 1 over the
     `num_rows` rows of the bank/queue); 'adaptive_knn' is refused."""
     hp: RingHparams = ctx.hp
@@ -63,16 +109,6 @@ def check_config(ctx: common.StepContext, num_rows: int, what: str) -> None:
             f"config.method_config: an outer fraction of {smallest} keeps int({smallest}·{num_rows}) "
             f"= 0 rows of the {what}: the ring is empty; allowed: outer fractions ≥ {1 / num_rows}"
         )
-
-
-def buffer_specs(hp: RingHparams) -> dict:
-    return {"ring": P()} if hp.anneal == "adaptive_loss" else {}
-
-
-def init_buffers(hp: RingHparams) -> dict:
-    if hp.anneal != "adaptive_loss":
-        return {}
-    return {"ring": sampling.adaptive_outer_init(hp.anneal_init, hp.adaptive_window)}
 
 
 def outer_fraction(ctx: common.StepContext, inp: common.StepInput):
@@ -91,23 +127,6 @@ def outer_fraction(ctx: common.StepContext, inp: common.StepInput):
         init=hp.anneal_init,
         final=hp.anneal_final,
     )
-
-
-def update_buffers(ctx: common.StepContext, inp: common.StepInput, loss) -> dict:
-    """The adaptive state after this step's loss (`AdaptiveThresholdPolicy.record(loss.item())`);
-    {} for the other schedules."""
-    hp: RingHparams = ctx.hp
-    if hp.anneal != "adaptive_loss":
-        return {}
-    ring = sampling.adaptive_outer_update(
-        inp.buffers["ring"],
-        loss,
-        delta=hp.adaptive_delta,
-        lower_is_better=True,
-        low=min(hp.anneal_init, hp.anneal_final),
-        high=max(hp.anneal_init, hp.anneal_final),
-    )
-    return {"ring": ring}
 
 
 def metrics(outer, bounds, negative_sim) -> dict:

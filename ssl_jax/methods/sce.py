@@ -40,18 +40,19 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
-from jax.sharding import PartitionSpec as P
 
-from ssl_jax import losses, memory
+from ssl_jax import losses
 from ssl_jax.config_checks import ConfigError, hp_field
-from ssl_jax.methods import common
+from ssl_jax.methods import common, mocov2
 
 EMA_BEFORE_KEYS = False  # SCE: EMA in on_train_batch_end, after the optimiser step
 USES_TARGET = True
 
-build_model = common.build_model
-prepare_buffers = common.prepare_buffers
 buffer_metrics = common.queue_metrics
+# MoCo's queue; `update_buffers` enqueues the keys of every target view once per step, after the loss
+buffer_specs = mocov2.buffer_specs
+init_buffers = mocov2.init_buffers
+update_buffers = mocov2.update_buffers
 
 LOSS_FORMS = ("sce", "eq9")
 
@@ -160,17 +161,6 @@ def check_config(ctx: common.StepContext) -> None:
             )
 
 
-def buffer_specs(ctx: common.StepContext) -> dict:
-    return {"queue": memory.ROWS, "queue_ptr": P()}
-
-
-def init_buffers(rng, ctx: common.StepContext) -> dict:
-    return {
-        "queue": memory.random_rows(rng, ctx.hp.queue_size, ctx.embed_dim),
-        "queue_ptr": jnp.zeros((), jnp.int32),
-    }
-
-
 def online_embedding(out: dict) -> jnp.ndarray:
     """The online branch's output: the predictor's when the model has one, else the projection."""
     return losses.l2_normalize(out["prediction"] if "prediction" in out else out["projection"])
@@ -220,10 +210,3 @@ def loss_fn(ctx, params, batch_stats, inp: common.StepInput):
         target_batch_stats=new_target_stats,
         updates={"keys": jax.lax.stop_gradient(all_keys)},
     )
-
-
-def update_buffers(ctx, inp: common.StepInput, updates: dict) -> dict:
-    """FIFO write of the gathered keys of every target view, once per step (after the loss)."""
-    buffers = inp.buffers
-    queue, ptr = memory.enqueue(buffers["queue"], buffers["queue_ptr"], updates["keys"], ctx.mesh)
-    return {"queue": queue, "queue_ptr": ptr}

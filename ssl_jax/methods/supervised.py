@@ -20,10 +20,6 @@ from ssl_jax.methods import common
 EMA_BEFORE_KEYS = False
 USES_TARGET = False
 
-build_model = common.build_model
-prepare_buffers = common.prepare_buffers
-buffer_metrics = common.no_buffer_metrics
-
 
 @dataclasses.dataclass(frozen=True)
 class Hparams(common.QueryBN):

@@ -22,8 +22,9 @@ import ml_collections
 import numpy as np
 import pytest
 
-from ssl_jax import clustering, configs, sharding, train
+from ssl_jax import configs, sharding, train
 from ssl_jax.methods import METHODS, common, interclr
+from ssl_jax.methods.negatives import clustering
 from tests.helpers import np_ce0, np_normalize, place_state, synthetic_batch, tiny_config
 
 N, B, C, K, POOL = 64, 16, 4, 8, 24

@@ -2,7 +2,7 @@
 4 steps per epoch) with the paper's linear annealing over one epoch, so the outer fraction is
 1.0, 0.7, 0.4, 0.1 at steps 0–3 (the code's `LinearThresholdPolicy`).
 
-- the step's loss = `losses.iring_nce` (the gathered reference) with the drawn rows' ring positions
+- the step's loss = `references.iring_nce` (the gathered reference) with the drawn rows' ring positions
   as draws, every drawn row inside the ring (numpy ranks of q·bankᵀ);
 - 4 steps on 1 and on 8 devices agree (the sampler is device-count independent);
 - `train_and_evaluate` (8 devices, pipeline) runs it and logs the ring metrics;
@@ -18,6 +18,7 @@ import pytest
 from ssl_jax import checkpoint, losses, sharding, train
 from ssl_jax.methods import METHODS, common, iring
 from tests.helpers import place_state, synthetic_batch, tiny_config
+from tests.methods import references
 
 N, B, K, TAU = 64, 16, 32, 0.07
 INNER = 0.1
@@ -91,7 +92,7 @@ def test_step_loss_is_iring_nce_of_the_drawn_ring_rows(runs, s):
     start, stop = losses.ring_positions(N, OUTERS[s], INNER)
     drawn = np.take_along_axis(position, rows, axis=1)
     assert drawn.min() >= start and drawn.max() < stop, (drawn.min(), drawn.max(), start, stop)
-    ref = losses.iring_nce(q, bank, batch["index"], TAU, OUTERS[s], INNER, drawn - start)
+    ref = references.iring_nce(q, bank, batch["index"], TAU, OUTERS[s], INNER, drawn - start)
     np.testing.assert_allclose(float(loss), float(ref), rtol=1e-4)
     np.testing.assert_allclose(runs[1]["metrics"][s]["train/loss"], float(loss), rtol=1e-5)
 

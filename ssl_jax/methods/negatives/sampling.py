@@ -39,7 +39,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
-from ssl_jax import bank_search, losses
+from ssl_jax import losses
+from ssl_jax.methods.negatives import bank_search
 
 SAMPLERS = ("semihard", "hard", "random", "semieasy")
 
@@ -119,24 +120,10 @@ def cluster_positive(
 
 # --------------------------------------------------------------------------------------------------
 # Ring / conditional negative sampling (CNCE, Wu et al. ICLR 2021; mhw32/contrastive-ring-public).
-# The paper's ring is a band of percentiles (w_l, w_u) of each anchor's similarities to the bank;
-# the code keeps the `outer` fraction of most similar rows and cuts the closest `inner` fraction of
-# that set (`losses.ring_positions`, the one rule every Ring method and loss uses).
-
-
-def ring_percentiles(outer: float, inner: float) -> tuple[float, float]:
-    """The code's fractions → the paper's percentiles: w_l = 100(1 − outer), w_u = 100(1 − inner·outer)
-    (defaults 0.1 / 0.1 → negatives between the 90th and the 99th percentile of similarity)."""
-    return 100.0 * (1.0 - outer), 100.0 * (1.0 - inner * outer)
-
-
-def ring_fractions(w_l: float, w_u: float) -> tuple[float, float]:
-    """The paper's percentiles (0 ≤ w_l < w_u ≤ 100) → the code's (outer, inner): the inverse of
-    `ring_percentiles`."""
-    if not 0.0 <= w_l < w_u <= 100.0:
-        raise ValueError(f"percentiles need 0 <= w_l < w_u <= 100, got {w_l}, {w_u}")
-    outer = 1.0 - w_l / 100.0
-    return outer, (1.0 - w_u / 100.0) / outer
+# The paper's ring is a band of percentiles (w_l, w_u) of each anchor's similarities to the bank
+# (`ring_percentiles` in tests/methods/references.py maps them to the code's fractions); the code
+# keeps the `outer` fraction of most similar rows and cuts the closest `inner` fraction of that set
+# (`losses.ring_positions`, the one rule every Ring method and loss uses).
 
 
 def ring_ranks(num_rows: int, outer, inner) -> jnp.ndarray:

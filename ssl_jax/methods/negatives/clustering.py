@@ -13,8 +13,8 @@ Official code followed (open-mmlab/mmselfsup, branch 0.x):
 - `mmselfsup/utils/clustering.py` `run_kmeans`: faiss k-means, 20 iterations, init from random rows,
   final labels by `index.search(x, 1)` → `kmeans`.
 - `mmselfsup/models/memories/interclr_memory.py`: `update_samples_memory` (online label = argmax of
-  centroid · feature) → `assign_labels(metric='dot')`; `_compute_centroids` (empty clusters keep
-  their old centroid) → `centroids_from_bank`; `deal_with_small_clusters`,
+  centroid · feature) → InterCLR's `update_buffers` (`methods/interclr.py`, on the written rows);
+  `_compute_centroids` (empty clusters keep their old centroid) → `centroids_from_bank`; `deal_with_small_clusters`,
   `_redirect_empty_clusters`, `_partition_max_cluster` → `fix_small_clusters`.
 """
 
@@ -65,17 +65,11 @@ def _local_means(bank: jnp.ndarray, labels: jnp.ndarray, old: jnp.ndarray) -> jn
     return jnp.where(counts[:, None] > 0, means, old)
 
 
-def _label_bias(centroids: jnp.ndarray, metric: str) -> jnp.ndarray:
-    """Per-centroid term added to `f · c` so that the label is an argmax of the sum.
-
-    'dot': 0. 'l2': -||c||²/2, as argmin_c ||f − c||² = argmax_c (f · c − ||c||²/2) (||f||² is the
-    same for every c; halving and negating are exact in float, so ties are those of ||c||² − 2 f·c).
-    """
-    if metric == "dot":
-        return jnp.zeros(centroids.shape[0], jnp.float32)
-    if metric == "l2":
-        return -0.5 * jnp.sum(centroids * centroids, axis=1)
-    raise ValueError(f"metric={metric!r} must be 'dot' or 'l2'")
+def _l2_bias(centroids: jnp.ndarray) -> jnp.ndarray:
+    """Per-centroid term added to `f · c` so that the nearest centroid (L2) is an argmax of the sum:
+    argmin_c ||f − c||² = argmax_c (f · c − ||c||²/2) (||f||² is the same for every c; halving and
+    negating are exact in float, so ties are those of ||c||² − 2 f·c)."""
+    return -0.5 * jnp.sum(centroids * centroids, axis=1)
 
 
 def _chunked_argmax(
@@ -262,32 +256,6 @@ def cluster_sizes(labels: jax.Array, num_clusters: int, mesh: Mesh) -> jax.Array
     )(labels)
 
 
-@functools.partial(jax.jit, static_argnames=("mesh", "metric", "chunk_rows"))
-def assign_labels(
-    bank: jax.Array,
-    centroids: jax.Array,
-    mesh: Mesh,
-    *,
-    metric: str = "dot",
-    chunk_rows: int | None = None,
-) -> jax.Array:
-    """Label of each bank row `[N]` int32 sharded `P('data')`.
-
-    metric 'dot': argmax_c centroids[c] · f, the code's online label (`update_samples_memory`,
-    un-normalised centroids); 'l2': argmin_c ||f − centroids[c]||², the k-means assignment. Ties →
-    smallest c. Scores are formed `chunk_rows` rows at a time (default: ≤ 16M scores per chunk).
-    """
-    rows = _check_bank(bank, mesh)
-    chunk = _default_chunk(rows, centroids.shape[0], chunk_rows)
-
-    def local(bank, centroids):
-        return _chunked_argmax(bank, centroids, _label_bias(centroids, metric), chunk)
-
-    return jax.shard_map(local, mesh=mesh, in_specs=(ROWS, P()), out_specs=LABELS, check_vma=False)(
-        bank, centroids
-    )
-
-
 @functools.partial(jax.jit, static_argnames=("mesh",))
 def centroids_from_bank(
     bank: jax.Array, labels: jax.Array, old_centroids: jax.Array, mesh: Mesh
@@ -329,9 +297,8 @@ def fix_small_clusters(
     the row chunks holding small-cluster members (chunks without any are skipped), then per small
     cluster 2·split_iters + 3 masked passes over the local bank (the 2-means on the largest
     cluster's rows: `[N/n, 2]` distances and `[2, D]` sums per iteration, psum'd), i.e. about
-    S · (2·split_iters + 3) · 4·N/n·D flops for S small clusters, memory-bound: on the shared 2-core
-    CPU host ≈ 0.5-0.6 s per split for N = 128,000, D = 128 on 1 or 8 simulated devices (a GPU
-    streams such a pass in well under 1 ms).
+    S · (2·split_iters + 3) · 4·N/n·D flops for S small clusters, memory-bound (seconds a split
+    on CPU at N = 128,000: docs/performance.md).
     """
     rows = _check_bank(bank, mesh)
     chunk = _default_chunk(rows, centroids.shape[0], chunk_rows)
@@ -388,7 +355,7 @@ def kmeans(
         centroids = _row_at(bank, init_rows)
 
         def assign(centroids):
-            return _chunked_argmax(bank, centroids, _label_bias(centroids, "l2"), chunk)
+            return _chunked_argmax(bank, centroids, _l2_bias(centroids), chunk)
 
         def lloyd(_, centroids):
             return _local_means(bank, assign(centroids), centroids)
