@@ -872,7 +872,7 @@ SHIMS = {
             "`model_dict[name](width=width)`, networks/resnet.py:413-426); :23-29, :59",
             "the ImageNet ResNet-50 (`2048·width` pooled features, no `fc`); `dim_in = "
             "int(2048·width)` for the 'mlp' head and `JigsawHead`",
-            "`model_dict['ours']` our torchvision `resnet18` (`harness.torchvision_resnet`: our "
+            "`model_dict['ours']` our torchvision `resnet18` (`common.torchvision_resnet`: our "
             "config's stem, 3 channels and width; `fc` the identity: the pooled features, as "
             "networks/resnet.py:220-221 returns them) for the online and the EMA model; "
             "`_parse_width` gives `feature_dim / 2048`, so `dim_in` is our feature dim (256): the "

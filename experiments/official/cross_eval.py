@@ -3,7 +3,7 @@
     python experiments/official/cross_eval.py \
         --cell=cpu_long_variants.fashion_mnist.mocoring+keybn64+epochlr.s0
 
-An official cell's features come from `harness.features` (torch, the torchvision-named ResNet in
+An official cell's features come from `common.features` (torch, the torchvision-named ResNet in
 eval mode); ours from `run_features.extract_features` (JAX, our eval input). Both are scored by
 the same probe and kNN. This takes a finished cell of ours (its config as it trained, its last
 checkpoint), exports its backbone through `export.torchvision_state_dict` into the harness's
@@ -25,7 +25,7 @@ sys.path.insert(0, ROOT)
 import numpy as np  # noqa: E402
 
 from experiments import campaign, grids  # noqa: E402
-from experiments.official import harness, runner  # noqa: E402
+from experiments.official import common, runner  # noqa: E402
 
 
 def main(argv=None) -> None:
@@ -46,7 +46,7 @@ def main(argv=None) -> None:
     exp, state = campaign.finished_state(config, workdir)
     variables = {"params": state.params, "batch_stats": state.batch_stats}
     numbers = runner.numbers(config, method)
-    model = harness.torchvision_resnet(
+    model = common.torchvision_resnet(
         numbers["width"], numbers["stem"], numbers["channels"], num_classes=10
     )
     sd = export.torchvision_state_dict(load_encoder(workdir))
@@ -63,7 +63,7 @@ def main(argv=None) -> None:
         ("test", config.data.eval_test_split),
     ):
         ours = run_features.extract_features(exp, variables, name, batch_size=k.batch_size)
-        theirs = harness.features(model, numbers, split)
+        theirs = common.features(model, numbers, split)
         if not np.array_equal(ours[1], theirs[1]):
             raise SystemExit(f"error: the two paths read {split} in another order")
         diff = np.abs(ours[0] - theirs[0]).max() / np.abs(ours[0]).max()

@@ -11,8 +11,7 @@ or ring draws plus the positive, so our `num_negatives` draws are k = num_negati
 bank's `m` is our `bank_momentum`, MoCoRing's `m` our EMA; `bank_init='normal'` (ours) replaces
 `MemoryBank._create`'s uniform rows by normalize(randn), 'uniform' keeps the code's.
 
-Imported by `harness.py` for its `METHODS`; the trainers read the harness's helpers when they run
-(the import sits at the end, so either module may be imported first).
+Imported by `harness.py` for its `METHODS`; the shared helpers are `common.py`'s.
 """
 
 from __future__ import annotations
@@ -23,6 +22,8 @@ import sys
 import types
 
 import numpy as np
+
+from experiments.official import common
 
 RING_METHODS = ("ir", "iring", "iring+official", "mocoring", "mocoring+ourviews")
 
@@ -129,13 +130,13 @@ def official_datasets(datasets, numbers: dict):
     import torch
 
     n = numbers
-    images, labels = harness.read_subset(n)
+    images, labels = common.read_subset(n)
     if n.get("views_file"):  # a `+ourviews` cell: our pipeline's views, then ToTensor, Normalize
         views = np.load(n["views_file"], mmap_mode="r")
-        pil = harness.StoredViews(views, labels, harness.ops_to_transforms([], n["mean"], n["std"]))
+        pil = common.StoredViews(views, labels, common.ops_to_transforms([], n["mean"], n["std"]))
     else:
-        pil = harness.PILDataset(
-            images, labels, harness.ops_to_transforms(n["ops"], n["mean"], n["std"])
+        pil = common.PILDataset(
+            images, labels, common.ops_to_transforms(n["ops"], n["mean"], n["std"])
         )
     pil.targets = list(labels)  # what systems.py:68 reads of torchvision's CIFAR10
 
@@ -161,7 +162,7 @@ def normal_rows(utils):
 
 
 def pooled(model):
-    """The query encoder's pooled backbone as `harness.features` reads an encoder (an `fc` it sets
+    """The query encoder's pooled backbone as `common.features` reads an encoder (an `fc` it sets
     aside while it runs): `CustomResNet.features` (src/models/resnet2.py:21), flattened."""
     import torch
 
@@ -181,9 +182,9 @@ def train(path: str, numbers: dict, base_encoder=None):
     query encoder's pooled backbone as `encoder_q` beside the trained `system`, the loss curve,
     {"thres_outer_per_epoch": the outer fraction at each epoch's first step}, none for IR)."""
     n, curve = numbers, []
-    make_encoder = harness.encoder_factory(n, base_encoder)
-    with stand_ins(curve, harness.LOG_EVERY):
-        systems, callbacks, datasets, resnet2, memory, utils, run = harness.import_official(
+    make_encoder = common.encoder_factory(n, base_encoder)
+    with stand_ins(curve, common.LOG_EVERY):
+        systems, callbacks, datasets, resnet2, memory, utils, run = common.import_official(
             path,
             "src.systems.systems",
             "src.utils.callbacks",
@@ -235,6 +236,3 @@ def train(path: str, numbers: dict, base_encoder=None):
                 system.global_step += 1
     model = types.SimpleNamespace(encoder_q=pooled(system.model), system=system)
     return model, curve, ({"thres_outer_per_epoch": outer} if outer else {})
-
-
-from experiments.official import harness  # noqa: E402  (after the trainers: see the docstring)

@@ -16,7 +16,7 @@ import sys
 
 import numpy as np
 
-from experiments.official import checkouts, harness, ring
+from experiments.official import checkouts, common, harness, ring
 
 DEFAULT_PYTHON = os.path.join(os.path.dirname(checkouts.ROOT), "official_venv", "bin", "python")
 
@@ -215,7 +215,7 @@ def write_our_views(numbers: dict, path: str, reads: int) -> None:
     from ssl_jax.data import augment
     from ssl_jax.data.recipe_ops import num_draws
 
-    images, _ = harness.read_subset(numbers)
+    images, _ = common.read_subset(numbers)
     recipe, x = numbers["ops"], tf.constant(images[..., None])
     tmp = path + ".tmp.npy"
     out = np.lib.format.open_memmap(tmp, "w+", np.uint8, (reads, *images.shape))
@@ -230,7 +230,7 @@ def write_our_views(numbers: dict, path: str, reads: int) -> None:
 
 
 def write_images(config, path: str) -> None:
-    """Our data set's train and test splits as the .npz `harness.read_split` reads
+    """Our data set's train and test splits as the .npz `common.read_split` reads
     (`train_x`, `train_y`, `test_x`, `test_y`; uint8 `[N, H, W, 3]`): the images our cells
     train and are scored on (color_fashion_mnist as generated, `datasets.load_arrays`)."""
     from ssl_jax.data import datasets

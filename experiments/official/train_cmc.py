@@ -19,6 +19,8 @@ import types
 
 import numpy as np
 
+from experiments.official import common
+
 # The one edit that makes train_CMC.py compile under Python 3.7+ (`async` became a keyword).
 ASYNC_EDIT = ("index.cuda(async=True)", "index.cuda(non_blocking=True)")
 
@@ -56,9 +58,7 @@ class InstanceDataset:
         self.images, self.labels = images, labels
 
     def __call__(self, root, transform=None):
-        from experiments.official import harness
-
-        self.data = harness.PILDataset(self.images, self.labels, transform)
+        self.data = common.PILDataset(self.images, self.labels, transform)
         return self
 
     def __len__(self) -> int:
@@ -119,15 +119,13 @@ def cmc_shims(numbers: dict, resnet_module, transforms_module, base_encoder=None
     official `Normalize`), `RandomResizedCrop` at our size. Undone on exit."""
     import torch
 
-    from experiments.official import harness
-
     ViewEncoder = view_encoder_class()
 
     def resnet18(pretrained=False, in_channel=3, width=1, low_dim=128):
         if base_encoder is not None:
             trunk = base_encoder(in_channel, numbers["out_dim"])
         else:
-            trunk = harness.torchvision_resnet(
+            trunk = common.torchvision_resnet(
                 numbers["width"] / 2, numbers["stem"], in_channel, numbers["out_dim"]
             )
         return ViewEncoder(trunk, resnet_module.Normalize(2))
@@ -186,14 +184,12 @@ def train_cmc(path: str, numbers: dict, base_encoder=None):
 
     import torch
 
-    from experiments.official import harness
-
-    harness.import_torchvision()
+    common.import_torchvision()
     n = numbers
     random.seed(n["seed"])
     torch.manual_seed(n["seed"])
     train_cmc_module = load_train_cmc(path)
-    images, labels = harness.read_subset(n)
+    images, labels = common.read_subset(n)
     resnet_module = sys.modules["models.resnet"]
     train_cmc_module.ImageFolderInstance = InstanceDataset(images, labels)
     with cmc_shims(n, resnet_module, train_cmc_module.transforms, base_encoder):
@@ -202,14 +198,14 @@ def train_cmc(path: str, numbers: dict, base_encoder=None):
         args = options(n, epochs)
         train_loader, n_data = train_cmc_module.get_train_loader(args)
         model, contrast, criterion_ab, criterion_l = train_cmc_module.set_model(args, n_data)
-        logged = LoggedSum(criterion_l, criterion_ab, harness.LOG_EVERY)
+        logged = LoggedSum(criterion_l, criterion_ab, common.LOG_EVERY)
         optimizer = train_cmc_module.set_optimizer(args, model)
         for epoch in range(1, epochs + 1):  # main(), train_CMC.py:270-280
             train_cmc_module.adjust_learning_rate(epoch, args, optimizer)
             batches = min(per_epoch, n["steps"] - (epoch - 1) * per_epoch)
             train_cmc_module.train(
                 epoch,
-                harness.Cut(train_loader, batches),
+                common.Cut(train_loader, batches),
                 model,
                 contrast,
                 logged.loss_l,

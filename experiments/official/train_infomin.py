@@ -28,6 +28,8 @@ import types
 
 import numpy as np
 
+from experiments.official import common
+
 # The checkout's code folder (the repository root holds docs and `pycontrast/`).
 CODE = "pycontrast"
 # `--method InfoMin` (options/base_options.py:19): modal, jigsaw, mem, aug, head, nce_t.
@@ -152,13 +154,11 @@ def command_line(n: dict, epochs: int, folder: str) -> list[str]:
         method = ["--method", "Customize", "--modal", "RGB", "--mem", "moco", "--aug", "D"]
         method += ["--head", "mlp", "--nce_t", str(n["temperature"])]
         method += ["--jigsaw"] if n["jigsaw"] else []
-    from experiments.official import harness
-
     return [
         "main_contrast.py",
         *method,
         *("--data_folder", folder, "--model_path", folder, "--tb_path", folder),
-        *("--print_freq", str(harness.LOG_EVERY), "--batch_size", str(n["batch"]), "-j", "0"),
+        *("--print_freq", str(common.LOG_EVERY), "--batch_size", str(n["batch"]), "-j", "0"),
         *("--epochs", str(epochs), "--learning_rate", str(n["lr"]), "--cosine"),
         *("--weight_decay", str(n["weight_decay"]), "--momentum", str(n["momentum"])),
         *("--arch", "ours", "--feat_dim", str(n["out_dim"]), "--nce_k", str(n["queue"])),
@@ -240,7 +240,7 @@ def instance_dataset(dataset_module, images: list, labels, transform, jigsaw):
 
 class EpochCut:
     """The loader `main_worker` iterates each epoch and its sampler (main_contrast.py:67-72):
-    `set_epoch(e)` (e from 1) cuts epoch e at the step budget's remaining batches (`harness.Cut`);
+    `set_epoch(e)` (e from 1) cuts epoch e at the step budget's remaining batches (`common.Cut`);
     its length is the full epoch's."""
 
     def __init__(self, loader, steps: int):
@@ -253,9 +253,7 @@ class EpochCut:
         return len(self.loader)
 
     def __iter__(self):
-        from experiments.official import harness
-
-        return iter(harness.Cut(self.loader, self.n))
+        return iter(common.Cut(self.loader, self.n))
 
 
 class OneGpuTorch:
@@ -298,7 +296,7 @@ def pycontrast_shims(modules: dict, numbers: dict, build_loader, make_encoder, c
     import torch
     import torch.distributed as dist
 
-    from experiments.official import harness, train_interclr
+    from experiments.official import train_interclr
 
     main, trainer = modules["main_contrast"], modules["learning.contrast_trainer"]
     backbone = modules["networks.build_backbone"]
@@ -317,7 +315,7 @@ def pycontrast_shims(modules: dict, numbers: dict, build_loader, make_encoder, c
     def logged(logits, target, criterion):  # contrast_trainer.py:284-288: the loss stepped on
         losses, accuracies = official(logits, target, criterion)
         step[0] += 1
-        if step[0] % harness.LOG_EVERY == 0:
+        if step[0] % common.LOG_EVERY == 0:
             value = float(losses[0].detach())
             if len(losses) == 2:
                 value = (1 - beta) * value + beta * float(losses[1].detach())
@@ -358,7 +356,7 @@ def train_infomin(path: str, numbers: dict, base_encoder=None):
     (1 − β)·CE + β·CE_jig, {"encoder": its backbone, "lr_per_epoch": the lr each epoch ran})."""
     import torch
 
-    from experiments.official import harness, train_ressl
+    from experiments.official import train_ressl
 
     n = numbers
     if n["hidden"] != n["feature_dim"]:
@@ -368,7 +366,7 @@ def train_infomin(path: str, numbers: dict, base_encoder=None):
     random.seed(n["seed"])
     np.random.seed(n["seed"])  # noqa: NPY002 (JigsawCrop, GaussianBlur, RandAugment draw from it)
     torch.manual_seed(n["seed"])
-    total = n["train_subset"] or len(harness.read_subset(n)[1])
+    total = n["train_subset"] or len(common.read_subset(n)[1])
     per_epoch = total // n["batch"]
     epochs = math.ceil(n["steps"] / per_epoch)
     logged = {}
@@ -376,7 +374,7 @@ def train_infomin(path: str, numbers: dict, base_encoder=None):
     modules = dict(
         zip(
             MODULES,
-            harness.import_official(
+            common.import_official(
                 os.path.join(path, CODE), *MODULES, stubs={"tensorboard_logger": stub}
             ),
             strict=True,
@@ -385,7 +383,7 @@ def train_infomin(path: str, numbers: dict, base_encoder=None):
     util, dataset_module = modules["datasets.util"], modules["datasets.dataset"]
     transform = view_transform(util, modules["datasets.RandAugment"], n)
     jigsaw = jigsaw_transform(util, n) if n["jigsaw"] else None
-    make = harness.encoder_factory(n, base_encoder)
+    make = common.encoder_factory(n, base_encoder)
 
     def make_encoder():  # networks/resnet.py's ResNet: pooled features, no fc
         encoder = make(1)
@@ -393,7 +391,7 @@ def train_infomin(path: str, numbers: dict, base_encoder=None):
         return encoder
 
     def build_loader(opt, ngpus_per_node):  # datasets/util.py:339-373 with our images
-        loader = harness.seeded_loader(
+        loader = common.seeded_loader(
             n,
             None,
             wrap=lambda data: instance_dataset(

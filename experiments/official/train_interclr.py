@@ -28,6 +28,8 @@ import sys
 import tempfile
 import types
 
+from experiments.official import common
+
 # The official files the harness imports, in dependency order (utils first: `from mmselfsup.utils
 # import ...` resolves a name through `package_stubs`' lazy `mmselfsup.utils`).
 MODULES = (
@@ -342,19 +344,17 @@ class Runner:
                 getattr(hook, stage)(self)
 
     def run(self, loader, steps: int) -> None:
-        from experiments.official import harness
-
         per_epoch = len(loader)
         self.call_hook("before_run")
         for epoch in range(self.max_epochs):
             self.model.train()
             self.call_hook("before_train_epoch")
-            for batch in harness.Cut(loader, min(per_epoch, steps - epoch * per_epoch)):
+            for batch in common.Cut(loader, min(per_epoch, steps - epoch * per_epoch)):
                 self.call_hook("before_train_iter")
                 self.outputs = self.model.train_step(batch, self.optimizer)
                 self.call_hook("after_train_iter")
                 self.iter += 1
-                if self.iter % harness.LOG_EVERY == 0:
+                if self.iter % common.LOG_EVERY == 0:
                     log = self.outputs["log_vars"]
                     self.curve.append([self.iter, round(float(log["loss"]), 5)])
                     print(
@@ -478,8 +478,6 @@ def train_interclr(path: str, numbers: dict, base_encoder=None):
     import numpy as np
     import torch
 
-    from experiments.official import harness
-
     n = numbers
     try:
         import faiss
@@ -489,11 +487,11 @@ def train_interclr(path: str, numbers: dict, base_encoder=None):
         ) from None
     # set_random_seed (apis/train.py): the official code draws from numpy's global RNG
     np.random.seed(n["seed"])  # noqa: NPY002
-    view = harness.ops_to_transforms(n["ops"], n["mean"], n["std"])
-    loader = harness.seeded_loader(n, lambda image: (view(image), view(image)), wrap=MultiView)
-    plain = harness.ops_to_transforms([], n["mean"], n["std"])
-    extract_set = single_view(harness.read_subset(n)[0], plain)
-    make = harness.encoder_factory(n, base_encoder)
+    view = common.ops_to_transforms(n["ops"], n["mean"], n["std"])
+    loader = common.seeded_loader(n, lambda image: (view(image), view(image)), wrap=MultiView)
+    plain = common.ops_to_transforms([], n["mean"], n["std"])
+    extract_set = single_view(common.read_subset(n)[0], plain)
+    make = common.encoder_factory(n, base_encoder)
 
     class OurResNet(torch.nn.Module):  # the config's backbone: ours, its pooled map as a 1-tuple
         def __init__(self):
@@ -505,7 +503,7 @@ def train_interclr(path: str, numbers: dict, base_encoder=None):
             return (self.net(x)[:, :, None, None],)
 
     stubs = {**mmcv_stubs(), **package_stubs(path, build_dataloader)}
-    modules = dict(zip(MODULES, harness.import_official(path, *MODULES, stubs=stubs)))
+    modules = dict(zip(MODULES, common.import_official(path, *MODULES, stubs=stubs)))
     for name in (
         "mmselfsup.models.algorithms.interclr_moco",
         "mmselfsup.models.memories.interclr_memory",
@@ -520,7 +518,7 @@ def train_interclr(path: str, numbers: dict, base_encoder=None):
     with tempfile.TemporaryDirectory() as work_dir, cuda_identity(), one_process_group(work_dir):
         model = builder.build_algorithm(model_cfg(n))
         model.init_weights()
-        optimizer = harness.sgd(model, n)
+        optimizer = common.sgd(model, n)
         runner = Runner(model, optimizer, work_dir, epochs, per_epoch)
         runner.register_hook(CosineLr(), PRIORITY["lr"])
         runner.register_hook(hooks.build(dict(type="DistOptimizerHook")), PRIORITY["optimizer"])

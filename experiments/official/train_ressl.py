@@ -14,6 +14,8 @@ import math
 import sys
 import types
 
+from experiments.official import common, train_moco
+
 
 @contextlib.contextmanager
 def script_argv(argv: list[str]):
@@ -61,14 +63,12 @@ def train_ressl(path: str, numbers: dict, base_encoder=None):
     ReSSL module, the loss curve, {"encoder": the query backbone})."""
     import torch
 
-    from experiments.official import harness
-
     n = numbers
     steps_per_epoch = n["train_subset"] // n["batch"]
     epochs = math.ceil(n["steps"] / steps_per_epoch)
     argv = ["ressl.py", f"--epochs={epochs}", f"--lr={n['lr']}", f"--t={n['temperature_m']}"]
     with script_argv(argv + ["--backbone=resnet18"]):
-        ressl, network_ressl, backbone = harness.import_official(
+        ressl, network_ressl, backbone = common.import_official(
             path,
             "ressl",
             "network.ressl",
@@ -76,13 +76,13 @@ def train_ressl(path: str, numbers: dict, base_encoder=None):
             stubs={"mc": types.ModuleType("mc")},  # data/imagenet.py:5, the memcached client
         )
     ressl.warm_up = 0  # ressl.py:24 (5 epochs): our config has none (`runner.numbers` refuses one)
-    weak, strong = (harness.ops_to_transforms(ops, n["mean"], n["std"]) for ops in n["view_ops"])
-    train_loader = harness.seeded_loader(
+    weak, strong = (common.ops_to_transforms(ops, n["mean"], n["std"]) for ops in n["view_ops"])
+    train_loader = common.seeded_loader(
         n, lambda image: (strong(image), weak(image)), wrap=ViewPairs
     )
     if len(train_loader) != steps_per_epoch:
         raise SystemExit(f"error: {len(train_loader)} batches an epoch, not {steps_per_epoch}")
-    make = harness.encoder_factory(n, base_encoder)
+    make = common.encoder_factory(n, base_encoder)
 
     def net():  # the backbone's trunk (network/backbone.py:23): ours, pooled features out
         module = make(1)
@@ -96,7 +96,7 @@ def train_ressl(path: str, numbers: dict, base_encoder=None):
     curve = []
     meter = recording_meter(ressl.AverageMeter, curve)
     ressl.AverageMeter = meter
-    with harness.moco_shims(network_ressl):
+    with train_moco.moco_shims(network_ressl):
         model = network_ressl.ReSSL(
             backbone="resnet18", dim=n["out_dim"], K=n["queue"], m=n["momentum_ema"]
         )
@@ -110,7 +110,7 @@ def train_ressl(path: str, numbers: dict, base_encoder=None):
         for epoch in range(epochs):  # ressl.py:138-140, without the sampler and checkpoint
             batches = min(steps_per_epoch, n["steps"] - epoch * steps_per_epoch)
             # the cut last epoch keeps its full length: `train` reads it for the lr schedule
-            loader = harness.Cut(train_loader, batches, length=steps_per_epoch)
+            loader = common.Cut(train_loader, batches, length=steps_per_epoch)
             ressl.train(loader, model, None, 0, criterion, optimizer, n["lr"], epoch)
     return model, curve, {"encoder": model.encoder_q.net}
 
@@ -118,8 +118,6 @@ def train_ressl(path: str, numbers: dict, base_encoder=None):
 def recording_meter(average_meter, curve: list):
     """`util.meter.AverageMeter` that also keeps every `LOG_EVERY`-th value of the 'Loss' meter
     (`losses.update(loss.item(), ...)`, ressl.py:72) in `curve` (measurement only)."""
-    from experiments.official import harness
-
     step = {"n": 0}
 
     class RecordingMeter(average_meter):
@@ -127,7 +125,7 @@ def recording_meter(average_meter, curve: list):
             super().update(val, n)
             if self.name == "Loss":
                 step["n"] += 1
-                if step["n"] % harness.LOG_EVERY == 0:
+                if step["n"] % common.LOG_EVERY == 0:
                     curve.append([step["n"], round(float(val), 5)])
 
     return RecordingMeter

@@ -19,6 +19,8 @@ import math
 import os
 import types
 
+from experiments.official import common
+
 
 def trunk(width: float, stem: str, channels: int):
     """The trunk `hydra.utils.instantiate` builds for the online and the momentum network (in
@@ -26,9 +28,7 @@ def trunk(width: float, stem: str, channels: int):
     ResNet-18, its `fc` the identity as `create_resnet` leaves it for `num_classes=0`."""
     import torch
 
-    from experiments.official import harness
-
-    model = harness.torchvision_resnet(width, stem, channels, num_classes=1)
+    model = common.torchvision_resnet(width, stem, channels, num_classes=1)
     model.fc = torch.nn.Identity()
     return model
 
@@ -65,8 +65,6 @@ def lightning_steps(model, loader, optimizer, scheduler, steps: int, curve: list
     model's `on_train_batch_end` (the EMA of trunk and projector, the next momentum) and the
     step-interval scheduler; epochs until `steps` batches. The loss is kept every `LOG_EVERY`
     steps (measurement only)."""
-    from experiments.official import harness
-
     model.train()
     step = 0
     while step < steps:
@@ -80,7 +78,7 @@ def lightning_steps(model, loader, optimizer, scheduler, steps: int, curve: list
             model.on_train_batch_end(outputs, batch, batch_idx)
             scheduler["scheduler"].step()
             step += 1
-            if step % harness.LOG_EVERY == 0:
+            if step % common.LOG_EVERY == 0:
                 value = round(float(outputs["loss"].detach()), 5)
                 curve.append([step, value])
                 print(f"step {step} | loss {value:.4f}", flush=True)
@@ -92,10 +90,8 @@ def train_scce(path: str, numbers: dict):
     linear-warm-up cosine scheduler stepped per iteration, constant momentum), with our numbers
     and our trunk (`trunk`, by name, as the config's `_target_`). Returns (the SCE module, the loss curve, {"encoder": its trunk})."""
 
-    from experiments.official import harness
-
     n = numbers
-    siamese, base, dict_dataset = harness.import_official(
+    siamese, base, dict_dataset = common.import_official(
         path,
         "sce.models.siamese.sce",
         "sce.models.siamese.base",
@@ -111,11 +107,11 @@ def train_scce(path: str, numbers: dict):
     multi_crop = load_file(path, "sce/transforms/multi_crop_transform.py", "sce_multi_crop")
     transform = multi_crop.MultiCropTransform(
         [
-            {"transform": harness.ops_to_transforms(ops, n["mean"], n["std"]), "num_views": 1}
+            {"transform": common.ops_to_transforms(ops, n["mean"], n["std"]), "num_views": 1}
             for ops in n["view_ops"]
         ]
     )
-    train_loader = harness.seeded_loader(n, transform, wrap=dict_dataset.DictDataset)
+    train_loader = common.seeded_loader(n, transform, wrap=dict_dataset.DictDataset)
     per_epoch = len(train_loader)
     trunk_cfg = {
         "_target_": f"{__name__}.trunk",

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from experiments import campaign, grids
-from experiments.official import checkouts, harness, runner
+from experiments.official import checkouts, common, harness, runner, train_moco
 from tests.data.data_helpers import make_fashion_dir
 
 FAKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_official", "moco")
@@ -74,7 +74,7 @@ def _tiny_encoder(torch, monkeypatch):
         x = (torch.from_numpy(np.asarray(image, np.float32) / 255)[None] - 0.286) / 0.353
         return x + 0.5 * torch.randn(x.shape)
 
-    monkeypatch.setattr(harness, "ops_to_transforms", lambda ops, mean, std: to_tensor)
+    monkeypatch.setattr(common, "ops_to_transforms", lambda ops, mean, std: to_tensor)
     for name in [n for n in sys.modules if n.split(".")[0] in ("moco", "main_moco")]:
         monkeypatch.delitem(sys.modules, name)
     return Encoder
@@ -87,7 +87,7 @@ def test_the_shims_run_the_official_entry_points_on_one_cpu_process(tmp_path, mo
     Encoder = _tiny_encoder(torch, monkeypatch)
     cuda, module_cuda = torch.Tensor.cuda, torch.nn.Module.cuda
     numbers = _numbers(fashion)
-    model, curve, extra = harness.train_mocov2(FAKE, numbers, base_encoder=Encoder)
+    model, curve, extra = train_moco.train_mocov2(FAKE, numbers, base_encoder=Encoder)
     # 40 images, batch 8: 5 steps an epoch, 6 steps = 2 epochs (the second cut at one batch)
     assert int(model.queue_ptr) == (6 * 8) % 16
     assert torch.allclose(model.queue.norm(dim=0), torch.ones(16), atol=1e-5)
@@ -99,12 +99,12 @@ def test_the_shims_run_the_official_entry_points_on_one_cpu_process(tmp_path, mo
     assert torch.Tensor.cuda is cuda and torch.nn.Module.cuda is module_cuda
     builder = sys.modules["moco.builder"]
     assert builder.concat_all_gather.__name__ == "concat_all_gather"
-    assert sys.modules["main_moco"].accuracy is harness.topk_accuracy
+    assert sys.modules["main_moco"].accuracy is train_moco.topk_accuracy
     if not torch.cuda.is_available():
         with pytest.raises((AssertionError, RuntimeError)):
             torch.zeros(1).cuda()
     # features: the pooled backbone (the --mlp head set aside, then put back), every image once
-    x, y = harness.features(model.encoder_q, numbers, "test")
+    x, y = common.features(model.encoder_q, numbers, "test")
     assert (
         x.shape == (10, 8)
         and y.shape == (10,)
@@ -120,11 +120,11 @@ def test_the_jcl_shims_run_its_entry_points_with_m_plus_one_views(tmp_path, monk
     torch = pytest.importorskip("torch")
     fashion = make_fashion_dir(str(tmp_path / "fashion"), num_train=40, num_test=10)
     Encoder = _tiny_encoder(torch, monkeypatch)
-    harness.train_mocov2(FAKE, _numbers(fashion), base_encoder=Encoder)
-    monkeypatch.setattr(harness, "LOG_EVERY", 2)
+    train_moco.train_mocov2(FAKE, _numbers(fashion), base_encoder=Encoder)
+    monkeypatch.setattr(common, "LOG_EVERY", 2)
     cuda = torch.Tensor.cuda
     numbers = _numbers(fashion, method="jcl", steps=7, num_keys=3, lam=2.0)
-    model, curve, extra = harness.train_jcl(FAKE_JCL, numbers, base_encoder=Encoder)
+    model, curve, extra = train_moco.train_jcl(FAKE_JCL, numbers, base_encoder=Encoder)
     assert sys.modules["moco"].__file__.startswith(FAKE_JCL)
     assert type(model).__name__ == "MoCoUnlimitedKeysDefault"
     assert model.keys_per_query == [3] * 7  # M' = 3 key crops a query, every step
@@ -138,7 +138,7 @@ def test_the_jcl_shims_run_its_entry_points_with_m_plus_one_views(tmp_path, monk
     jcl = sys.modules["moco.moco_unlimit_key_default"]
     assert jcl.concat_all_gather.__name__ == "concat_all_gather"
     assert sys.modules["main_moco"].logger is not None
-    x, y = harness.features(model.encoder_q, numbers, "train")
+    x, y = common.features(model.encoder_q, numbers, "train")
     assert x.shape == (40, 8) and y.shape == (40,)
 
 
@@ -146,8 +146,8 @@ def test_the_jcl_curve_is_of_the_loss_the_optimiser_steps_on(monkeypatch):
     """`LoggedLoss` with JCL's `extra`: the logged value is ce + jcl_loss, the returned loss the
     criterion's alone (the trainer adds jcl_loss itself)."""
     torch = pytest.importorskip("torch")
-    monkeypatch.setattr(harness, "LOG_EVERY", 1)
-    logged = harness.LoggedLoss(torch.nn.CrossEntropyLoss(), lambda: torch.tensor(0.25))
+    monkeypatch.setattr(common, "LOG_EVERY", 1)
+    logged = common.LoggedLoss(torch.nn.CrossEntropyLoss(), lambda: torch.tensor(0.25))
     output, target = torch.tensor([[2.0, 0.0]]), torch.tensor([0])
     ce = float(torch.nn.functional.cross_entropy(output, target))
     assert float(logged(output, target)) == pytest.approx(ce)
@@ -163,7 +163,7 @@ def _marked_views(torch, monkeypatch):
             torch.from_numpy(np.asarray(image, np.float32) / 255)[None] + 10 * len(ops)
         )
 
-    monkeypatch.setattr(harness, "ops_to_transforms", transform)
+    monkeypatch.setattr(common, "ops_to_transforms", transform)
 
 
 WEAK_STRONG = dict(
@@ -186,7 +186,7 @@ def test_the_sce_shims_run_its_entry_points_weak_view_to_the_target(tmp_path, mo
     fashion = make_fashion_dir(str(tmp_path / "fashion"), num_train=40, num_test=10)
     Encoder = _tiny_encoder(torch, monkeypatch)
     _marked_views(torch, monkeypatch)
-    monkeypatch.setattr(harness, "LOG_EVERY", 2)
+    monkeypatch.setattr(common, "LOG_EVERY", 2)
 
     def tiny_trunk(width, stem, channels):
         module = Encoder(num_classes=1)
@@ -206,7 +206,7 @@ def test_the_sce_shims_run_its_entry_points_weak_view_to_the_target(tmp_path, mo
     assert not torch.equal(q["conv.weight"], k["conv.weight"])
     assert [step for step, _ in curve] == [2, 4, 6] and all(np.isfinite(v) for _, v in curve)
     assert extra["encoder"] is model.trunk
-    x, y = harness.features(extra["encoder"], numbers, "test")
+    x, y = common.features(extra["encoder"], numbers, "test")
     assert x.shape == (10, 8) and y.shape == (10,)
 
 
@@ -220,7 +220,7 @@ def test_the_ressl_shims_run_its_train_with_the_strong_view_online(tmp_path, mon
     fashion = make_fashion_dir(str(tmp_path / "fashion"), num_train=40, num_test=10)
     Encoder = _tiny_encoder(torch, monkeypatch)
     _marked_views(torch, monkeypatch)
-    monkeypatch.setattr(harness, "LOG_EVERY", 2)
+    monkeypatch.setattr(common, "LOG_EVERY", 2)
     cuda, argv = torch.Tensor.cuda, list(sys.argv)
     numbers = _numbers(fashion, method="ressl", steps=7, train_subset=40, **WEAK_STRONG)
     model, curve, extra = train_ressl.train_ressl(FAKE_RESSL, numbers, base_encoder=Encoder)
@@ -274,7 +274,7 @@ def test_our_recipe_becomes_the_transform_classes_in_order():
         {"op": "color_jitter", "p": 0.8, "brightness": 0.4, "contrast": 0.4},
         {"op": "grayscale", "p": 0.2},
     ]
-    name, (steps,), _ = harness.ops_to_transforms(ops, [0.5], [0.25], transforms=_Recorder())
+    name, (steps,), _ = common.ops_to_transforms(ops, [0.5], [0.25], transforms=_Recorder())
     assert name == "Compose"
     assert steps[0] == ("RandomResizedCrop", (28,), {"scale": (0.2, 1.0)})
     assert steps[1] == ("RandomHorizontalFlip", (), {"p": 0.5})
@@ -282,7 +282,7 @@ def test_our_recipe_becomes_the_transform_classes_in_order():
     assert steps[3] == ("RandomGrayscale", (), {"p": 0.2})
     assert steps[4:] == [("ToTensor", (), {}), ("Normalize", (), {"mean": [0.5], "std": [0.25]})]
     with pytest.raises(SystemExit, match="gaussian_blur"):
-        harness.ops_to_transforms([{"op": "gaussian_blur"}], [0], [1], transforms=_Recorder())
+        common.ops_to_transforms([{"op": "gaussian_blur"}], [0], [1], transforms=_Recorder())
 
 
 @pytest.mark.parametrize(
@@ -448,7 +448,7 @@ def test_the_ring_systems_train_as_lightning_steps_them(tmp_path, monkeypatch):
     torch = pytest.importorskip("torch")
     fashion = make_fashion_dir(str(tmp_path / "fashion"), num_train=40, num_test=10)
     _tiny_encoder(torch, monkeypatch)
-    monkeypatch.setattr(harness, "LOG_EVERY", 2)
+    monkeypatch.setattr(common, "LOG_EVERY", 2)
     encoder = lambda num_classes: _Pooled(torch, num_classes)  # noqa: E731
     numbers = _ring_numbers(fashion, "iring", steps=7, linear_anneal=True, bank_init="normal")
     model, curve, extra = harness.METHODS["iring"][1](FAKE_RING, numbers, base_encoder=encoder)
@@ -463,7 +463,7 @@ def test_the_ring_systems_train_as_lightning_steps_them(tmp_path, monkeypatch):
     memory = sys.modules["src.objectives.memory"]
     assert memory.MemoryBank._create.__qualname__.startswith("normal_rows")
     assert "pytorch_lightning" not in sys.modules and "cv2" not in sys.modules
-    x, y = harness.features(model.encoder_q, numbers, "test")
+    x, y = common.features(model.encoder_q, numbers, "test")
     assert x.shape == (10, 8) and y.shape == (10,)
 
     numbers = _ring_numbers(fashion, "mocoring", steps=6)
@@ -488,14 +488,14 @@ def test_the_ring_data_path_gives_the_recipes_views(tmp_path, monkeypatch):
     fashion = make_fashion_dir(str(tmp_path / "fashion"), num_train=40, num_test=10)
     _tiny_encoder(torch, monkeypatch)
     asked = []
-    transform = harness.ops_to_transforms
-    monkeypatch.setattr(harness, "ops_to_transforms", lambda *a: asked.append(a) or transform(*a))
+    transform = common.ops_to_transforms
+    monkeypatch.setattr(common, "ops_to_transforms", lambda *a: asked.append(a) or transform(*a))
     numbers = _ring_numbers(fashion, "iring", ops=[{"op": "horizontal_flip"}])
     with ring.stand_ins([], 20):
-        (datasets,) = harness.import_official(FAKE_RING, "src.datasets.datasets")
+        (datasets,) = common.import_official(FAKE_RING, "src.datasets.datasets")
     get_datasets = ring.official_datasets(datasets, numbers)
     assert asked == [(numbers["ops"], numbers["mean"], numbers["std"])]
-    images, labels = harness.read_subset(numbers)
+    images, labels = common.read_subset(numbers)
     one, no_val = get_datasets(None, "cifar10")
     assert no_val is None and len(one) == 32 == len(images)
     index, view, label = one[5]
@@ -510,7 +510,7 @@ def test_stored_views_are_read_in_order_and_never_past_the_last():
     """`StoredViews`: image i's r-th read is its stored view r through the transform; a read past
     the stored views is an error, not a reused view."""
     views = np.random.default_rng(0).integers(0, 256, (3, 4, 28, 28), dtype=np.uint8)
-    stored = harness.StoredViews(views, np.arange(4), lambda image: np.asarray(image))
+    stored = common.StoredViews(views, np.arange(4), lambda image: np.asarray(image))
     assert len(stored) == 4
     for r in range(3):
         view, label = stored[2]
@@ -529,7 +529,7 @@ def test_our_views_are_our_pipelines_recipe_on_each_image(tmp_path):
     numbers = _numbers(fashion, ops=[{"op": "horizontal_flip", "p": 1.0}])
     path = str(tmp_path / "views.npy")
     runner.write_our_views(numbers, path, reads=2)
-    images, _ = harness.read_subset(numbers)
+    images, _ = common.read_subset(numbers)
     views = np.load(path)
     assert views.shape == (2, 32, 28, 28) and views.dtype == np.uint8
     assert np.array_equal(views[0], images[:, :, ::-1]) and np.array_equal(views[1], views[0])
@@ -549,13 +549,13 @@ def test_a_ourviews_ring_cell_reads_the_stored_views(tmp_path, monkeypatch):
     fashion = make_fashion_dir(str(tmp_path / "fashion"), num_train=40, num_test=10)
     asked = []
     to_array = lambda image: torch.from_numpy(np.asarray(image, np.float32))  # noqa: E731
-    monkeypatch.setattr(harness, "ops_to_transforms", lambda *a: asked.append(a) or to_array)
+    monkeypatch.setattr(common, "ops_to_transforms", lambda *a: asked.append(a) or to_array)
     views = np.random.default_rng(1).integers(0, 256, (4, 32, 28, 28), dtype=np.uint8)
     np.save(tmp_path / "views.npy", views)
     numbers = _ring_numbers(fashion, "mocoring", views_file=str(tmp_path / "views.npy"))
     numbers["ops"] = [{"op": "horizontal_flip"}]
     with ring.stand_ins([], 20):
-        (datasets,) = harness.import_official(FAKE_RING, "src.datasets.datasets")
+        (datasets,) = common.import_official(FAKE_RING, "src.datasets.datasets")
     two, _ = ring.official_datasets(datasets, numbers)(None, "cifar10_2views")
     assert asked == [([], numbers["mean"], numbers["std"])]  # the recipe is not run again
     for epoch in range(2):
@@ -859,7 +859,7 @@ def test_the_interclr_shims_run_mmselfsups_model_memory_and_hooks(tmp_path, monk
     # the shims are undone: no CUDA, no process group, no mmcv stand-ins left
     assert torch.Tensor.cuda is cuda and torch.nn.Module.cuda is module_cuda
     assert not dist.is_initialized() and "mmcv" not in sys.modules
-    x, y = harness.features(extra["encoder"], numbers, "test")
+    x, y = common.features(extra["encoder"], numbers, "test")
     assert x.shape == (10, 8) and y.shape == (10,)
 
 
@@ -959,7 +959,7 @@ def test_the_cmc_shims_run_train_cmc_with_its_one_edit(tmp_path, monkeypatch, lo
     from experiments.official import train_cmc
 
     images = _colour_images(tmp_path / "images.npz", 48, 6)
-    monkeypatch.setattr(harness, "LOG_EVERY", 4)
+    monkeypatch.setattr(common, "LOG_EVERY", 4)
     numbers = _cmc_numbers(images, cmc_loss=loss)
     cuda, sync = torch.Tensor.cuda, torch.cuda.synchronize
     model, curve, extra = train_cmc.train_cmc(FAKE_CMC, numbers, _view_encoder(torch))
@@ -1031,8 +1031,8 @@ def test_the_colour_cells_hand_the_harness_our_numbers_or_refuse():
 
 
 def test_the_colour_images_reach_the_harness_as_our_source_gives_them(tmp_path, monkeypatch):
-    """`runner.write_images` writes our data set's splits, `harness.read_split` reads them back
-    (RGB) and `harness.features` scores 3-channel images or a trainer's `embed`."""
+    """`runner.write_images` writes our data set's splits, `common.read_split` reads them back
+    (RGB) and `common.features` scores 3-channel images or a trainer's `embed`."""
     torch = pytest.importorskip("torch")
     from ssl_jax.data import datasets
 
@@ -1045,15 +1045,15 @@ def test_the_colour_images_reach_the_harness_as_our_source_gives_them(tmp_path, 
     path = str(tmp_path / "images.npz")
     runner.write_images(types.SimpleNamespace(data=None), path)
     numbers = dict(images_file=path, train_subset=5, mean=[0.5] * 3, std=[0.25] * 3)
-    images, labels = harness.read_subset(numbers)
+    images, labels = common.read_subset(numbers)
     np.testing.assert_array_equal(images, splits["train"][0][:5])
     np.testing.assert_array_equal(labels, splits["train"][1][:5])
     encoder = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(192, 3))
     encoder.fc = torch.nn.Identity()
-    x, y = harness.features(encoder, numbers, "test")
+    x, y = common.features(encoder, numbers, "test")
     expected = encoder(
         (torch.from_numpy(splits["test"][0]).float().div(255).permute(0, 3, 1, 2) - 0.5) / 0.25
     )
     np.testing.assert_allclose(x, expected.detach().numpy(), rtol=1e-5, atol=1e-6)
-    x, _ = harness.features(None, numbers, "test", embed=lambda b: b.reshape(len(b), -1)[:, :2])
+    x, _ = common.features(None, numbers, "test", embed=lambda b: b.reshape(len(b), -1)[:, :2])
     assert x.shape == (4, 2) and x.dtype == np.float32

@@ -15,7 +15,7 @@ import sys
 import numpy as np
 import pytest
 
-from experiments.official import checkouts, harness
+from experiments.official import checkouts, common
 from tests.experiments.test_official import _numbers
 
 FAKE_ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_official")
@@ -114,7 +114,7 @@ def test_the_pycontrast_shims_run_main_on_one_cpu_process_and_are_undone(tmp_pat
     from experiments.official import train_infomin
 
     _fresh(monkeypatch)
-    monkeypatch.setattr(harness, "LOG_EVERY", 2)
+    monkeypatch.setattr(common, "LOG_EVERY", 2)
     path = _pinned_fake(monkeypatch)
     saved = (torch.Tensor.cuda, torch.nn.Module.cuda, torch.backends.cudnn.benchmark, sys.argv)
     environ = os.environ.get("PYTHONWARNINGS")
@@ -156,7 +156,7 @@ def test_the_pycontrast_shims_run_main_on_one_cpu_process_and_are_undone(tmp_pat
     if not torch.cuda.is_available():
         with pytest.raises((AssertionError, RuntimeError)):
             torch.zeros(1).cuda()
-    x, y = harness.features(extra["encoder"], numbers, "test")
+    x, y = common.features(extra["encoder"], numbers, "test")
     assert x.shape == (10, 8) and y.shape == (10,)
 
 
@@ -167,7 +167,7 @@ def test_the_infomin_curve_is_of_the_loss_the_optimiser_steps_on(tmp_path, monke
     from experiments.official import train_infomin
 
     _fresh(monkeypatch)
-    monkeypatch.setattr(harness, "LOG_EVERY", 1)
+    monkeypatch.setattr(common, "LOG_EVERY", 1)
     numbers = _infomin_numbers(tmp_path, train_subset=32, steps=5)
     _, curve, _ = train_infomin.train_infomin(FAKE, numbers, base_encoder=_encoder(torch))
     stepped = sys.modules["learning.contrast_trainer"].INSTANCES[-1].stepped
@@ -194,7 +194,7 @@ def test_aug_d_and_the_jigsaw_transform_are_the_official_classes_at_our_sizes(mo
     from experiments.official import train_infomin
 
     _fresh(monkeypatch)
-    util, rand_augment = harness.import_official(
+    util, rand_augment = common.import_official(
         FAKE + "/pycontrast", "datasets.util", "datasets.RandAugment"
     )
     numbers = dict(size=8, ops=OPS, mean=[0.5, 0.4, 0.3], std=[0.3, 0.3, 0.3], **JIGSAW)
