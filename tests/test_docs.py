@@ -20,6 +20,8 @@ HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
 def markdown_files(root: str) -> list[str]:
     files = [os.path.join(root, "README.md")]
     files += glob.glob(os.path.join(root, "docs", "**", "*.md"), recursive=True)
+    for wing in ("experiments", "benchmarks"):  # the studies' own READMEs
+        files += glob.glob(os.path.join(root, wing, "**", "README.md"), recursive=True)
     return sorted(f for f in files if os.path.isfile(f))
 
 
