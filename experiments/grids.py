@@ -493,9 +493,9 @@ that our host pipeline made (`runner.write_our_views`) in the place of torchvisi
 CMC_STEP_LR = "optim.schedule=step optim.schedule_unit=epoch optim.decay_epochs=(10,13,17)"
 # InfoMin's (PyContrast `--cosine`, base_trainer.py:66-79): cosine per epoch, epochs from 1, to
 # lr·0.1³; its MLP head as wide as the feature (build_backbone.py); one process's key BN over the
-# whole batch (contrast_trainer.py:157-200 on one GPU).
+# whole batch (contrast_trainer.py:157-200 on one GPU: the shuffle permutes one BN group).
 INFOMIN_OFFICIAL = (
-    "model.projector.hidden_dims=(256,) method_config.key_bn_group_size=0 "
+    f"model.projector.hidden_dims=(256,) {KEY_BN64} "
     "optim.schedule_unit=epoch optim.epoch_offset=1.0 optim.final_lr=6e-05"
 )
 COLOUR_TWIN_METHODS = (

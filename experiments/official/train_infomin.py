@@ -110,8 +110,11 @@ def infomin_numbers(config, method: str) -> dict:
     if len(views) != (3 if hp.jigsaw else 2) or views[0] != views[1]:
         _refuse(f"two crops of one transform{' and the jigsaw view' if hp.jigsaw else ''}: {views}")
     check_aug_d([dict(op) for op in data.recipes[views[0]]])
-    if not hp.shuffle_bn:
-        _refuse("the keys' BN is always shuffled (contrast_trainer.py:157-200)")
+    if hp.key_bn_group_size not in (0, config.global_batch_size):
+        _refuse(
+            "one process computes the keys' BN over the whole batch (contrast_trainer.py:157-200: "
+            "the shuffle permutes one group): method_config.key_bn_group_size=0"
+        )
     if model.backbone != "resnet18":
         _refuse(f"the harness builds torchvision's resnet18, not {model.backbone}")
     head, width = model.projector, feature_dim(18, model.width)

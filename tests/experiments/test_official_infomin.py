@@ -228,6 +228,7 @@ def _config(jigsaw: bool = True):
     config.optim.update(
         schedule_unit="epoch", epoch_offset=1.0, final_lr=config.optim.base_lr / 1000
     )
+    config.method_config.update(key_bn_group_size=0, shuffle_bn=False)  # one process: one key BN
     return config
 
 
@@ -262,7 +263,7 @@ def test_infomin_numbers_are_our_configs_or_one_error_line():
     )
     changes = {
         "the 'mlp' head": lambda c: c.model.projector.update(hidden_dims=(512,)),
-        "always shuffled": lambda c: c.method_config.update(shuffle_bn=False),
+        "the whole batch": lambda c: c.method_config.update(key_bn_group_size=32),
         "GaussianBlur draws": lambda c: c.data.recipes.update(
             infomin=tuple(
                 {**op, "sigma": (0.1, 1.0)} if op["op"] == "gaussian_blur" else op
