@@ -14,6 +14,7 @@ README_MAX_LINES = 200
 
 LINK = re.compile(r"!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 FENCE = re.compile(r"^\s*(```|~~~)")
+CODE_SPAN = re.compile(r"`[^`]*`")
 HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
 
 
@@ -64,7 +65,7 @@ def broken_links(root: str) -> list[str]:
     problems = []
     for path in markdown_files(root):
         for number, line in _prose_lines(open(path, encoding="utf-8").read()):
-            for target in LINK.findall(line):
+            for target in LINK.findall(CODE_SPAN.sub("", line)):  # a code span links nothing
                 if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # http:, https:, mailto:
                     continue
                 file_part, _, anchor = target.partition("#")
@@ -91,7 +92,7 @@ def test_the_link_check_finds_a_dead_file_and_a_dead_anchor(tmp_path):
     (tmp_path / "docs" / "a.md").write_text("# A page\n\n## Some section: here\n")
     (tmp_path / "README.md").write_text(
         "[ok](docs/a.md) [ok](docs/a.md#some-section-here) [web](https://example.com/x)\n"
-        "```\n[in code](docs/nowhere.md)\n```\n"
+        "```\n[in code](docs/nowhere.md)\n```\n`f[x](docs/nowhere.md)` in a code span\n"
         "[dead](docs/nowhere.md) ![dead picture](docs/b.png) [dead anchor](docs/a.md#nothing)\n"
     )
     problems = broken_links(str(tmp_path))

@@ -231,8 +231,9 @@ each method's lr schedule the official code's (its grid's text says which).
 
 def shim_table(name: str) -> list[str]:
     rows = ["| official code | what it does there | what runs here instead |", "|---|---|---|"]
-    rows += [
-        f"| `{where}` | {what} | {instead} |" for where, what, instead in checkouts.SHIMS[name]
+    rows += [  # a file:line with code spans of its own is not wrapped in one
+        f"| {where if '`' in where else f'`{where}`'} | {what} | {instead} |"
+        for where, what, instead in checkouts.SHIMS[name]
     ]
     return rows
 

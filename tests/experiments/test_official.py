@@ -702,7 +702,8 @@ def test_each_finding_is_under_its_methods_section_of_the_page(tmp_path, monkeyp
     assert names, "no findings files"
     sections = {  # the methods the page gives a section (a '+ourviews' row is a side of one)
         m
-        for s in grids.GRIDS["official_cpu_long"].sections
+        for official, _ in page.PAIRS
+        for s in grids.GRIDS[official].sections
         for m, _ in s.methods
         if not m.endswith(runner.OUR_VIEWS)
     }
