@@ -209,7 +209,6 @@ def write_our_views(numbers: dict, path: str, reads: int) -> None:
     """`reads` views of each training image by our host pipeline's ops (`augment.apply_ops_uint8`
     on the recipe `numbers["ops"]`, uniforms seeded by the cell's seed and the read), saved as
     `[reads, N, H, W]` uint8 `.npy` at `path`: what a `+ourviews` cell's trainer reads."""
-    import numpy as np
     import tensorflow as tf
 
     from ssl_jax.data import augment
@@ -267,7 +266,6 @@ def harness_numbers(config, method: str, workdir: str) -> dict:
 def run_cell(config, method: str, workdir: str, official_root: str = "") -> dict:
     """Trains the official `method` on `config`'s recipe in `workdir` (a finished run's features
     are reused), scores its features; returns the record's official fields and scores."""
-    import numpy as np
 
     from ssl_jax.evaluate.evaluators import probe_and_knn, probe_args
 
