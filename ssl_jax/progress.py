@@ -15,11 +15,14 @@ Printed by process 0 only (every process runs the same phases). Imports nothing 
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib.util
 import os
 import sys
 import tempfile
+import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from typing import NoReturn
 
@@ -39,12 +42,28 @@ _INTERRUPTED: list[str] = []  # the innermost phase a KeyboardInterrupt left, on
 _CTRL_C: list[int] = []  # SIGINTs that `interrupt` received
 
 
-def interrupt(signum, frame) -> NoReturn:
+def interrupt(signum, frame) -> None:
     """A job's SIGINT handler (`signal.signal(SIGINT, progress.interrupt)`): `KeyboardInterrupt`
-    at once, and again at the end of the running phase if that one was swallowed (raised inside
-    a `__del__` or a weakref callback, where Python prints it and goes on)."""
+    at once. Python prints and drops an exception raised inside a gc callback, a `__del__` or a
+    weakref callback (a traceback on the console, and the job goes on): where the signal lands in
+    one of those (`frame`'s callers), the signal is sent again 50 ms later instead, and a Ctrl-C
+    swallowed all the same is raised again at the end of the running phase (`running`)."""
     _CTRL_C.append(signum)
+    if _in_a_swallowing_callback(frame):
+        threading.Timer(0.05, os.kill, (os.getpid(), signum)).start()
+        return
     raise KeyboardInterrupt
+
+
+def _in_a_swallowing_callback(frame) -> bool:
+    """Whether `frame` or a caller is a gc callback, a `__del__` or a weakref callback."""
+    callbacks = {getattr(cb, "__code__", None) for cb in gc.callbacks}
+    while frame is not None:
+        code = frame.f_code
+        if code in callbacks or code.co_name == "__del__" or code.co_filename == weakref.__file__:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def current() -> str | None:

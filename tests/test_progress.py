@@ -1,5 +1,10 @@
 """ssl_jax.progress: a start line and a timed end line per phase; nothing after a failure."""
 
+import gc
+import signal
+import sys
+import time
+
 import pytest
 
 from ssl_jax import progress
@@ -57,3 +62,27 @@ def test_a_swallowed_ctrl_c_is_raised_again_when_its_phase_ends(fresh_interrupts
         reached = True
     assert reached and progress.current() == "pictures: t-SNE"
     assert capsys.readouterr().out.splitlines() == ["pictures: t-SNE ..."]  # no duration line
+
+
+def test_a_ctrl_c_landing_in_a_gc_callback_comes_again_at_once(fresh_interrupts):
+    """A SIGINT handled inside a gc callback (jax registers one) would be printed and dropped:
+    the handler sends it again instead, and it stops the code that runs next, within a second."""
+    inside = []
+
+    def callback(phase, info):
+        if not inside:
+            inside.append(progress._in_a_swallowing_callback(sys._getframe()))
+            progress.interrupt(signal.SIGINT, sys._getframe())  # returns: sent again in 50 ms
+
+    previous = signal.signal(signal.SIGINT, progress.interrupt)
+    gc.callbacks.append(callback)
+    began = time.perf_counter()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            gc.collect()
+            time.sleep(5)
+    finally:
+        gc.callbacks.remove(callback)
+        signal.signal(signal.SIGINT, previous)
+    assert inside == [True] and time.perf_counter() - began < 1.0
+    assert not progress._in_a_swallowing_callback(sys._getframe())
