@@ -1,12 +1,19 @@
 """Shared set-up of the timing tools (`benchmarks/`) and the studies (`experiments/`): simulated
 devices, a TensorFlow stand-in, config loading, ImageNet-sized photos and the peer comparison's
-MoCo v2 config. A script run by path puts the repository root on `sys.path`, then imports this."""
+MoCo v2 config, imported as `benchmarks._common` (the install provides the `benchmarks` package)."""
 
 from __future__ import annotations
 
 import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def checkout_env() -> dict[str, str]:
+    """This process's environment with the repository root ahead on `PYTHONPATH`: for a child
+    python of another venv (the official code's, the peer's) where the checkout is not installed."""
+    path = os.pathsep.join(filter(None, (ROOT, os.environ.get("PYTHONPATH", ""))))
+    return {**os.environ, "PYTHONPATH": path}
 
 
 def simulate_devices(count: int) -> None:

@@ -38,22 +38,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from benchmarks._common import (  # noqa: E402
+from benchmarks._common import (
     load_config,
     simulate_devices,
     stub_tensorflow_if_missing,
     write_photos,
 )
 
-CONFIGS = ("mocov2_imagenet", "scce_imagenet", "jcl_imagenet", "interclr_imagenet")
+CONFIGS = ("mocov2_imagenet", "sce_imagenet", "jcl_imagenet", "interclr_imagenet")
 RESNET50_GMAC = 4.1  # multiply-adds of one 224-px ResNet-50 forward (torchvision's "4.1 GFLOPs")
 MiB = 2**20
 # Timed runs: a config's pod-sized batch (SCE's 4,096) on a few devices only measures memory pressure

@@ -1,6 +1,6 @@
 """Host vs device augmentation: where SCE's colour ops (jitter, grayscale, blur, solarize) run.
 
-    python benchmarks/augment_placement.py [--config=configs/scce_cifar10.py] [--batch=64]
+    python benchmarks/augment_placement.py [--config=configs/sce_cifar10.py] [--batch=64]
         [--steps=20] [--local-data] [--set model.width=0.25 ...]
 
 `data.device_ops=False`: the whole recipe runs in tf.data on the host. `data.device_ops=True`: tf.data
@@ -21,12 +21,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 import jax  # noqa: E402
 
@@ -72,7 +69,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
-    parser.add_argument("--config", default="configs/scce_cifar10.py")
+    parser.add_argument("--config", default="configs/sce_cifar10.py")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--local-data", action="store_true", help="Fashion-MNIST, 3 channels")

@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
+from benchmarks._common import simulate_devices
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-from benchmarks._common import simulate_devices  # noqa: E402
 
 IMAGENET_TRAIN = 1_281_167
 

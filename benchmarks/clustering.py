@@ -19,14 +19,9 @@ Each entry: compile + one warm-up call, then the median of `--repeats` calls (`b
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-
-from benchmarks._common import simulate_devices  # noqa: E402
+from benchmarks._common import simulate_devices
 
 IMAGENET_TRAIN = 1_281_167
 

@@ -21,16 +21,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import jax
+import jax.numpy as jnp
+import numpy as np
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-
-import ssl_jax  # noqa: E402, F401  (its XLA:CPU flags, before jax.devices() starts the backend)
+import ssl_jax  # noqa: F401  (its XLA:CPU flags, before jax.devices() starts the backend)
 
 
 def best_ms(fn, *args, repeats: int = 3, number: int = 10) -> float:

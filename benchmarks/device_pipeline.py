@@ -2,7 +2,7 @@
 img/s of the step alone and of the whole loop, each pipeline's loop / step, the ratios device /
 tfdata, and the minutes 200 epochs of a 60,000-image set take at each loop's rate.
 
-    python benchmarks/device_pipeline.py [--config=configs/scce_fashion_mnist.py] [--steps=20]
+    python benchmarks/device_pipeline.py [--config=configs/sce_fashion_mnist.py] [--steps=20]
         [--rounds=2] [--batch=0] [--dtype=] [--override model.width=0.5 ...] [--torch]
     # on a GPU (the figure): MoCo v2, ResNet-18 CIFAR stem, 32 px, batch 512, bf16
     python benchmarks/device_pipeline.py --config=configs/mocov2_color_fashion_mnist.py \
@@ -34,7 +34,6 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
 
@@ -116,7 +115,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
-    parser.add_argument("--config", default="configs/scce_fashion_mnist.py")
+    parser.add_argument("--config", default="configs/sce_fashion_mnist.py")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--batch", type=int, default=0, help="global batch (0: the config's)")

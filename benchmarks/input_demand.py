@@ -22,21 +22,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 from benchmarks._common import load_config, write_photos  # noqa: E402
 
 CONFIGS = (
     "mocov2_imagenet",
     "jcl_imagenet",
-    "scce_imagenet",
-    "scce_imagenet_multicrop",
+    "sce_imagenet",
+    "sce_imagenet_multicrop",
     "infomin_imagenet",
     "cmc_imagenet",
 )

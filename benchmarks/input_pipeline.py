@@ -32,7 +32,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from ssl_jax.data import augment, recipe_ops, recipes  # noqa: E402
+from ssl_jax.data import recipe_ops, recipes  # noqa: E402
+from ssl_jax.data.host import augment  # noqa: E402
 
 SOURCE_SIZE = {32: (32, 32), 224: (256, 320)}
 _plain = tf.autograph.experimental.do_not_convert
@@ -47,7 +48,8 @@ def synthetic_images(n: int, hw: tuple[int, int], seed: int = 0) -> np.ndarray:
 
 
 def fashion_images(n: int, hw: tuple[int, int]) -> np.ndarray:
-    from ssl_jax.data import datasets, fashion_mnist
+    from ssl_jax.data import datasets
+    from ssl_jax.data.sources import fashion_mnist
 
     images, _ = fashion_mnist.read_split(*datasets._fashion_paths({}, "train"))
     images = np.repeat(images[:n], 3, axis=-1).astype(np.float32)

@@ -15,12 +15,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-from benchmarks._common import simulate_devices  # noqa: E402
+from benchmarks._common import simulate_devices
 
 
 def parse_args() -> argparse.Namespace:

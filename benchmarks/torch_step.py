@@ -16,20 +16,29 @@ from __future__ import annotations
 
 import argparse
 import copy
+import importlib.util
 import os
-import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def torch_resnet() -> type:
+    """`TorchResNet` of `tests/torch_resnet.py`, loaded from its file: the tests are no package,
+    and this script also runs where only torch is installed (`benchmarks/train_step.py` uses it
+    too)."""
+    path = os.path.join(ROOT, "tests", "torch_resnet.py")
+    spec = importlib.util.spec_from_file_location("torch_resnet", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.TorchResNet
 
 
 def img_per_sec(args, mode: str) -> float:
     import torch
     from torch import nn
 
-    sys.path.insert(0, os.path.join(ROOT, "tests"))
-    from torch_resnet import TorchResNet
-
+    TorchResNet = torch_resnet()
     device = torch.device(args.device)
     dtype = {"bfloat16": torch.bfloat16, "float32": torch.float32}[args.dtype]
     trunk = TorchResNet(18, "cifar", args.width, 3)

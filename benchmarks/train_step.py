@@ -25,16 +25,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
 
 from benchmarks._common import simulate_devices  # noqa: E402
+from benchmarks.torch_step import torch_resnet  # noqa: E402
 
 
 def view_size(config) -> int:
@@ -46,12 +44,12 @@ def view_size(config) -> int:
 def synthetic_batch(config, seed: int = 0) -> dict:
     """A random host batch shaped as the pipeline's: uint8 views at the recipe's size, or with
     `data.device_crops` the canvases with crop boxes inside a 375 × 500 (ImageNet-typical) image."""
-    from ssl_jax.data import device_augment
+    from ssl_jax.data.device.checks import device_crop_side
 
     size, b = view_size(config), config.global_batch_size
     rng = np.random.default_rng(seed)
     rows = {"index": np.arange(b, dtype=np.int32), "label": np.zeros(b, np.int32)}
-    side, views = device_augment.device_crop_side(config.data), len(config.data.views)
+    side, views = device_crop_side(config.data), len(config.data.views)
     channels = config.data.channels
     if not side:
         shape = (b, size, size, channels)
@@ -142,9 +140,7 @@ def torch_img_per_sec(config, steps: int, threads: int) -> float:
     import torch
     from torch import nn
 
-    sys.path.insert(0, os.path.join(ROOT, "tests"))
-    from torch_resnet import TorchResNet
-
+    TorchResNet = torch_resnet()
     torch.set_num_threads(threads)
     depth = int(config.model.backbone.removeprefix("resnet"))
     trunk = TorchResNet(depth, config.model.stem, config.model.width, config.data.channels)

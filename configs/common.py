@@ -12,6 +12,7 @@ code (`ssl_jax/`) never imports this package.
 from __future__ import annotations
 
 import ast
+import sys
 import types
 
 import ml_collections
@@ -103,7 +104,7 @@ def fashion_mnist_data(c: ml_collections.ConfigDict, *, channels: int = 1) -> No
 
 
 def color_fashion_mnist_data(c: ml_collections.ConfigDict, *, size: int = 32) -> None:
-    """color_fashion_mnist (Fashion-MNIST items on skimage photos, `ssl_jax/data/
+    """color_fashion_mnist (Fashion-MNIST items on skimage photos, `ssl_jax/data/sources/
     color_fashion_mnist.py`) generated at `size` (32 or 64) px: evaluation on 'test' without a
     centre crop, RGB mean/std of the default generation, splits cached in host memory. The
     generator's options are `c.data.color_fashion_mnist` (defaults in `ssl_jax.configs`)."""
@@ -180,10 +181,10 @@ def colour_ops_on_device(c: ml_collections.ConfigDict) -> None:
 
     On ImageNet-sized photos also `data.device_crops=IMAGENET_CANVAS`: the host only decodes, and
     the step cuts each view's crop, resize and flip from the image sent once on a 512-px canvas
-    (`device_augment.cut_views`, within a grey level of the host's views), which turns MoCo v2's
+    (`data/device/canvas.cut_views`, within a grey level of the host's views), which turns MoCo v2's
     whole loop from input-bound to step-bound (docs/performance.md, "The whole loop on one H100");
-    images over 512 px on a side are shrunk to fit before they are cropped (`augment.fit_canvas`),
-    the one difference from host crops; `device_crops=0` gives the host's crops. On Fashion-MNIST
+    images over 512 px on a side are shrunk to fit before they are cropped
+    (`data/host/geometry.fit_canvas`), the one difference from host crops; `device_crops=0` gives the host's crops. On Fashion-MNIST
     (the `:runlocal` data) a 32-px canvas runs the same path on CPU."""
     c.data.device_ops = True
     fashion = c.data.name in ("fashion_mnist", "color_fashion_mnist")
@@ -466,3 +467,32 @@ def jcl_from_mocov2(c: ml_collections.ConfigDict, num_keys: int) -> ml_collectio
     )
     c.data.views = jcl_views(c.data.views[0], num_keys)
     return c
+
+
+# The old file names of SCE's configs (`scce_X.py`, now `sce_X.py`), kept one release: old → new.
+RENAMED = {
+    f"scce_{name}": f"sce_{name}"
+    for name in (
+        "cifar10",
+        "cifar100",
+        "color_fashion_mnist",
+        "fashion_mnist",
+        "imagenet",
+        "imagenet100",
+        "imagenet_multicrop",
+        "stl10",
+        "tiny_imagenet",
+    )
+}
+
+
+def renamed(new, arg: str | None) -> ml_collections.ConfigDict:
+    """`new.get_config(arg)` (`new` the module `configs.sce_X`) for its old file name in `RENAMED`,
+    with one stderr line that gives the new name."""
+    name = new.__name__.rpartition(".")[2]
+    old = next(o for o, n in RENAMED.items() if n == name)
+    print(
+        f"configs/{old}.py is renamed configs/{name}.py; the old name goes in the next release",
+        file=sys.stderr,
+    )
+    return new.get_config(arg)

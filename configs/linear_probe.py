@@ -22,11 +22,11 @@ pretrained on one of `SMALL_DATA` (its first lines say which; override the block
 - 'fast': cached features (small data), full-batch L-BFGS multinomial logistic regression on
   standardised features (`probe.solver='lbfgs'`, the default job's probe table) or closed-form
   ridge regression onto one-hot labels (`'ridge'`); the L2 penalty is picked on a held-out 10% of
-  the training features from `probe.l2_grid` (empty: `linear_probe.L2_GRIDS[solver]`).
+  the training features from `probe.l2_grid` (empty: `probe_fit.L2_GRIDS[solver]`).
 
 `probe.features` (every preset): what is probed. 'pooled' (default): the last stage's global average
 pool (512-d for a ResNet-18), the papers' protocol. 'stages': every stage's pool, concatenated
-(960-d for a ResNet-18). The default job's probe table (`configs/scce_fashion_mnist.py`) probes
+(960-d for a ResNet-18). The default job's probe table (`configs/sce_fashion_mnist.py`) probes
 'stages', so its pretrained row is this job's 'fast' preset with `--config.probe.features=stages`
 (same solver, l2 grid, held-out split and 60k / 10k images); 'pooled' gives a lower number there.
 The job's first and last lines and `probe_result.json` name the features.
@@ -106,7 +106,7 @@ def probe_block(preset: str, runlocal: bool) -> ml_collections.ConfigDict:
     p.num_train = -1  # >0: only the first N training images
     p.num_test = -1  # >0: only the first N test images
     # fast: the default job's probe-table solver and grid ('lbfgs' logistic regression | 'ridge'
-    # closed form; an empty grid is the solver's own, `linear_probe.L2_GRIDS`)
+    # closed form; an empty grid is the solver's own, `probe_fit.L2_GRIDS`)
     probe_table = configs.base_config().evals.probe_table
     p.solver = probe_table.solver
     p.l2_grid = tuple(probe_table.l2_grid)

@@ -1,5 +1,5 @@
 """MoCo v2 on Fashion-MNIST: a small job that runs on 2 CPU cores in minutes (the default job is SCE's,
-`scce_fashion_mnist.py`).
+`sce_fashion_mnist.py`).
 
 Not from a paper: `mocov2_cifar10.py`, built by its `get_config`, at the small budget
 (`common.small_budget`): MoCo v2's loss and state (τ 0.2, m 0.99 for the short run, queue 4096, shuffle-BN with

@@ -1,6 +1,6 @@
 """SCE on Fashion-MNIST: the small default SCE job that runs on 2 CPU cores in minutes.
 
-Not from the paper: `scce_cifar10.py`, built by its `get_config`, for SCE's CIFAR-10 method settings
+Not from the paper: `sce_cifar10.py`, built by its `get_config`, for SCE's CIFAR-10 method settings
 (official code: asymmetric loss with the weak
 view → target, τ 0.1, τ_m 0.05, λ 0.5, shuffle-BN as SplitBN with 8 groups on the target
 trunk's BN only, as the official code), SCE's CIFAR projector layout (no hidden bias, BN, ReLU,
@@ -24,14 +24,14 @@ docs/experiments/cpu_speedrun.md.
 
 import ml_collections
 
-from configs import common, scce_cifar10
+from configs import common, sce_cifar10
 from ssl_jax.data import recipes
 
 
 def get_config(arg=None):
     # crop_min: the random resized crops' smallest area fraction, both views (a speedrun lever)
     a = common.parse_arg(arg, crop_min=0.2)
-    c = scce_cifar10.get_config(common.parent_arg(arg, "crop_min", "runlocal"))
+    c = sce_cifar10.get_config(common.parent_arg(arg, "crop_min", "runlocal"))
     c.method_config.key_bn_group_size = 8  # 8 groups at batch 64
 
     common.fashion_mnist_data(c, channels=1)

@@ -23,7 +23,7 @@ optimiser and transform yamls it names); the paper agrees on every number unless
   run in tf.data, the colour ops (jitter, grayscale, blur, solarize) on the accelerator inside the
   jitted step (`data.device_ops=True`) with per-example keys, as the official pipeline does them on
   the GPU with Kornia; `data.device_ops=False` runs them on the host (same distributions,
-  tests/data/test_device_augment_sce.py). `scce_imagenet_multicrop.py` adds the 4 local crops.
+  tests/data/device/test_device_colour_sce.py). `sce_imagenet_multicrop.py` adds the 4 local crops.
   kNN monitor every 5000 steps on the first 100,000 training images (ours). `:runlocal` keeps the
   layer layout at width 1/8 (heads of 64 hidden / 32 output units) and trains a few steps on
   Fashion-MNIST (3 channels) at 28 px with a 256-entry queue and the blur kernel at 10% of the side.

@@ -1,8 +1,8 @@
-"""SCE on STL-10 (96 px): the official CIFAR-10 config (`scce_cifar10.py`) on STL-10.
+"""SCE on STL-10 (96 px): the official CIFAR-10 config (`sce_cifar10.py`) on STL-10.
 
 The paper's STL-10 hyper-parameters are only in its supplementary material, which is not available
 here, and neither the CEA-LIST/SCE nor the eztorch code has an STL-10 run config. So every value is
-the CIFAR-10 one, the config built by `scce_cifar10.py`'s `get_config` (ResNet-18 with the CIFAR stem, 512-512-128 projector, soft → target / strong →
+the CIFAR-10 one, the config built by `sce_cifar10.py`'s `get_config` (ResNet-18 with the CIFAR stem, 512-512-128 projector, soft → target / strong →
 online, τ 0.1, τ_m 0.05, λ 0.5, queue 4096, momentum 0.99, SplitBN 8 groups, SGD lr 0.06 wd 5e-4, 5
 warm-up epochs, batch 256, 200 epochs), the recipes at 96 px (the strong view's blur keeps the
 CIFAR recipe's 13-tap kernel). From the SCE code's STL-10 datamodule (`common.stl10_unlabelled_data`): pretraining on the 100k
@@ -14,13 +14,13 @@ on the labelled 'train' (5k) and 'test' (8k) splits; kNN monitor every 4000 step
 
 import ml_collections
 
-from configs import common, scce_cifar10
+from configs import common, sce_cifar10
 from ssl_jax.data import recipes
 
 
 def get_config(arg=None):
     a = common.parse_arg(arg)
-    c = scce_cifar10.get_config(arg)
+    c = sce_cifar10.get_config(arg)
     if a.runlocal:
         return c
     common.stl10_unlabelled_data(c)

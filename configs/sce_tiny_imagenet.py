@@ -3,7 +3,7 @@
 The paper's Tiny-ImageNet hyper-parameters are only in its supplementary material, which is not
 available here, and neither the CEA-LIST/SCE nor the eztorch code has a Tiny-ImageNet run config
 (the SCE code only has a folder datamodule). So every value starts from the CIFAR-10 config
-(`scce_cifar10.py`, built by its `get_config`: ResNet-18 with the CIFAR stem, 512-512-128 projector, soft → target / strong →
+(`sce_cifar10.py`, built by its `get_config`: ResNet-18 with the CIFAR stem, 512-512-128 projector, soft → target / strong →
 online, τ 0.1, τ_m 0.05, λ 0.5, queue 4096, momentum 0.99, SplitBN 8 groups, SGD lr 0.06 wd 5e-4, 5
 warm-up epochs, batch 256, 200 epochs), with the recipes at 64 px and the ImageNet mean/std (our
 choice). Check the supplementary table before comparing numbers.
@@ -17,13 +17,13 @@ into `val/<wnid>/` first, otherwise the kNN monitor / probe have no labelled tes
 
 import ml_collections
 
-from configs import common, scce_cifar10
+from configs import common, sce_cifar10
 from ssl_jax.data import recipes
 
 
 def get_config(arg=None):
     a = common.parse_arg(arg)
-    c = scce_cifar10.get_config(arg)
+    c = sce_cifar10.get_config(arg)
     if a.runlocal:
         return c
     common.image_folder_data(c, test_split="val")  # the tiny-imagenet-200 folder

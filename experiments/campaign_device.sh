@@ -29,7 +29,7 @@ prepare)
   mkdir -p .data/fashion_mnist
   cp "${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}"/*-ubyte.gz .data/fashion_mnist/
   # the tree travels without .git: the cells name the commit read here (run this just before)
-  .venv/bin/python -c "from experiments import campaign; print(campaign.commit())" >.data/COMMIT
+  .venv/bin/python -c "from experiments import campaign_runner; print(campaign_runner.commit())" >.data/COMMIT
   echo "commit $(cat .data/COMMIT)"
   ls -la .whl .data/fashion_mnist
   ;;
@@ -37,7 +37,8 @@ run)
   grid="${2:?grid}" minutes="${3:?minutes}"
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl
-  export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=2
+  # the tree is not installed there: the repository root on PYTHONPATH gives ssl_jax, configs, experiments
+  export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=2
   SSL_JAX_COMMIT="$(cat .data/COMMIT 2>/dev/null || echo unknown)"
   export SSL_JAX_COMMIT
   nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true

@@ -34,16 +34,14 @@ import argparse
 import json
 import math
 import os
-import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
 
 from experiments.grids import CPU600_BUDGET, SUBSET  # noqa: E402
-from ssl_jax.data import color_fashion_mnist as cfm  # noqa: E402
+from ssl_jax.data.sources import color_fashion_mnist as cfm  # noqa: E402
 
 CPU600_SETS = (*CPU600_BUDGET, SUBSET)  # the cpu600 grid's budget for the colour section's cells
 GREY = 0.5  # the flat background of `item_only`
@@ -215,7 +213,7 @@ def recipe_override(scale=(0.2, 1.0), hue: float = 0.1, jitter_p: float = 0.8) -
 
 
 def _items(split: str):
-    from ssl_jax.data import fashion_mnist
+    from ssl_jax.data.sources import fashion_mnist
 
     paths = fashion_mnist.split_paths(fashion_mnist.FASHION_MNIST_DIR, split, cfm.NAME)
     return fashion_mnist.read_split(*paths)
@@ -244,18 +242,17 @@ def _features(fn, variables, images: np.ndarray, batch: int = 500) -> np.ndarray
 
 
 def diagnose_main(args) -> None:
-    from compare_methods import load_config
-
+    from experiments.compare_methods import load_config
     from ssl_jax import train
     from ssl_jax.evaluate.evaluators import probe_and_knn, probe_args
     from ssl_jax.evaluate.run_features import features_fn
 
     if args.cell:  # a campaign cell: its config as it trained, its newest checkpoint
-        from experiments import campaign
+        from experiments import campaign_cells, campaign_runner
 
-        config, cell_run, _ = campaign.trained_cell(args.cell)
+        config, cell_run, _ = campaign_cells.trained_cell(args.cell)
         args.run = args.run or cell_run
-        exp, state = campaign.finished_state(config, args.run)
+        exp, state = campaign_runner.finished_state(config, args.run)
     else:
         config = load_config(args.config, [*CPU600_SETS, *args.set], args.seed)
         state = train.train_and_evaluate(config, args.run)  # restores the finished run
@@ -355,7 +352,6 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if args.command == "diagnose" and not (args.run or args.cell):
         parser.error("diagnose needs --run or --cell")
-    sys.path.insert(0, os.path.join(ROOT, "experiments"))
     {"crops": crops_main, "diagnose": diagnose_main}[args.command](args)
 
 

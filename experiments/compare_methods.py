@@ -2,7 +2,7 @@
 evidence tables of docs/experiments/ (SCE vs ReSSL vs MoCo v2, JCL vs MoCo v2).
 
     python experiments/compare_methods.py --workdir=runs/compare --seeds=0,1,2 \
-        --configs=configs/scce_fashion_mnist.py,configs/ressl_fashion_mnist.py,configs/mocov2_fashion_mnist.py \
+        --configs=configs/sce_fashion_mnist.py,configs/ressl_fashion_mnist.py,configs/mocov2_fashion_mnist.py \
         [--config='configs/interclr_fashion_mnist.py method_config.sampler=hard' ...] \
         [--set=model.width=0.5 --set=total_steps=900 ...]
 
@@ -27,12 +27,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
 

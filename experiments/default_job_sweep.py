@@ -5,7 +5,7 @@ the pictures) per variant, a row per variant in `WORKDIR/sweep.md`.
         --variant 'default:' \
         --variant 'half_width: model.width=0.5 total_steps=3000' \
         --variant 'mocov2: config=configs/mocov2_fashion_mnist.py total_steps=1800' \
-        [--config=configs/scce_fashion_mnist.py] [--set KEY=VALUE ...]
+        [--config=configs/sce_fashion_mnist.py] [--set KEY=VALUE ...]
 
 A variant is `'NAME: KEY=VALUE KEY=VALUE ...'`: each `KEY=VALUE` becomes `--config.KEY=VALUE` of
 that run (no spaces inside a value: `data.crop_scale=(0.2,1.0)`), except `config=PATH[:ARG]`, which
@@ -34,7 +34,7 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_CONFIG = "configs/scce_fashion_mnist.py"
+DEFAULT_CONFIG = "configs/sce_fashion_mnist.py"
 RESULT_FILE = "sweep_result.json"
 LOG_FILE = "sweep.log"
 TABLE_FILE = "sweep.md"

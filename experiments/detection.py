@@ -1,7 +1,7 @@
 """Detection cells of the campaign (grids with `Grid.detection`) and their page.
 
-A cell of such a grid is pretrained (or initialised) and probed as any other (`campaign.run_cell`),
-then `finetune` exports its encoder (`python -m ssl_jax.export --format=detectron2`) and runs
+A cell of such a grid is pretrained (or initialised) and probed as any other
+(`campaign_runner.run_cell`), then `finetune` exports its encoder (`python -m ssl_jax.export --format=detectron2`) and runs
 `python -m ssl_jax.detection` on the grid's Detectron2 config in a child process
 (`<workdir>/detectron2`, `--resume`: a stopped fine-tune goes on from its last checkpoint), and
 records AP, AP50, AP75 (`COCOEvaluator`, in %), the AP curve over iterations, the fine-tune's wall
@@ -20,11 +20,9 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+from experiments import grids
 
-from experiments import grids  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 METRICS = ("AP", "AP50", "AP75")
 PICTURE_IMAGES = 4

@@ -7,15 +7,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
+
+from experiments import campaign_cells, campaign_page, grids
+from experiments.detection import METRICS, PICTURE_IMAGES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-
-from experiments import campaign, grids  # noqa: E402
-from experiments.detection import METRICS, PICTURE_IMAGES  # noqa: E402
-
 PAGE = os.path.join(ROOT, "docs", "experiments", "detection.md")
 # Hand-written reading of the cells (numbers copied from them), dated; rewrite it when cells change.
 FINDINGS = """
@@ -39,7 +35,7 @@ def _stats(fractions: list[float]) -> str:
     """'**mean ± std** (every seed)' in %, '—' for none."""
     if not fractions:
         return "—"
-    text = campaign.summary(fractions)
+    text = campaign_page.summary(fractions)
     return f"**{text[: text.index(' (')]}**{text[text.index(' (') :]}" if " (" in text else text
 
 
@@ -71,7 +67,7 @@ def _curve_table(rows: dict[str, list[dict]], order: list[str]) -> list[str]:
     lines.append("")
     for m in order[1:]:
         if rows[m]:
-            verdicts = [campaign.verdict(at(m, i), at("random_init", i)) for i in points]
+            verdicts = [campaign_page.verdict(at(m, i), at("random_init", i)) for i in points]
             said = (
                 verdicts[0]
                 if len(set(verdicts)) == 1 and verdicts[0].startswith("not judged")
@@ -116,10 +112,10 @@ def _curve_figure(rows: dict[str, list[dict]], path: str) -> None:
 ROW_NAMES = {"random_init": "random init", "scce": "SCE", "mocov2": "MoCo v2"}
 
 
-def page(grid: grids.Grid, results_dir: str = campaign.RESULTS_DIR, path: str = PAGE) -> str:
+def page(grid: grids.Grid, results_dir: str = campaign_cells.RESULTS_DIR, path: str = PAGE) -> str:
     """`docs/experiments/detection.md` from the grid's cells: the table (AP, AP50, AP75, the probe
     and kNN, every seed), the orderings, the AP curves and the pictures of predicted boxes."""
-    done = campaign.read_cells(results_dir, grid)
+    done = campaign_cells.read_cells(results_dir, grid)
     section = grid.sections[0]
     order = ["random_init", *(m for m, _ in section.methods)]
     rows = {
@@ -129,7 +125,7 @@ def page(grid: grids.Grid, results_dir: str = campaign.RESULTS_DIR, path: str = 
     figure = os.path.join(os.path.dirname(path), f"{grid.name}_ap.png")
     if any(rows.values()):
         _curve_figure({ROW_NAMES.get(m, m): r for m, r in rows.items() if r}, figure)
-    # fractions (AP / 100) for campaign.summary / verdict, which print percents
+    # fractions (AP / 100) for campaign_page.summary / verdict, which print percents
     values = lambda m, key: [r[key] if key.endswith("top1") else r[key] / 100 for r in rows[m]]
     lines = [
         "# Detection transfer on CPU: Detectron2 fine-tuned from our encoders",
@@ -176,14 +172,15 @@ def page(grid: grids.Grid, results_dir: str = campaign.RESULTS_DIR, path: str = 
     for m in order[1:]:
         lines.append(
             f"- {ROW_NAMES.get(m, m)} over random init (AP): "
-            + campaign.verdict(values(m, "ap"), values("random_init", "ap"))
+            + campaign_page.verdict(values(m, "ap"), values("random_init", "ap"))
         )
     lines.append(
-        "- SCE over MoCo v2 (AP): " + campaign.verdict(values("scce", "ap"), values("mocov2", "ap"))
+        "- SCE over MoCo v2 (AP): "
+        + campaign_page.verdict(values("scce", "ap"), values("mocov2", "ap"))
     )
     lines.append(
         "- supervised over SCE (AP): "
-        + campaign.verdict(values("supervised", "ap"), values("scce", "ap"))
+        + campaign_page.verdict(values("supervised", "ap"), values("scce", "ap"))
     )
     lines += [
         "",
@@ -241,7 +238,7 @@ def main(argv=None) -> None:
         default="detection_cpu",
         choices=sorted(n for n, g in grids.GRIDS.items() if g.detection),
     )
-    parser.add_argument("--results-dir", default=campaign.RESULTS_DIR)
+    parser.add_argument("--results-dir", default=campaign_cells.RESULTS_DIR)
     args = parser.parse_args(argv)
     print(f"wrote {page(grids.GRIDS[args.grid], args.results_dir)}")
 

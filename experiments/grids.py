@@ -20,6 +20,17 @@ the changed grid a new name instead, so that finished cells always mean what the
 from __future__ import annotations
 
 import dataclasses
+import os
+
+TEXT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "grid_text")
+
+
+def prose(name: str) -> str:
+    """The Markdown a grid or a section prints on the page: `grid_text/<name>.md` (`<grid>.md`,
+    `<grid>.<section>.md`), kept out of the code; its links are relative to `docs/`, the page's
+    folder."""
+    with open(os.path.join(TEXT_DIR, f"{name}.md"), encoding="utf-8") as f:
+        return f.read()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,8 +152,9 @@ BANK = "method_config.bank_size=10000"
 FASHION_TITLE = "Fashion-MNIST (28 px, grey)"
 COLOUR_TITLE = "color_fashion_mnist (32 px, tinted items on photo backgrounds)"
 # every method with a Fashion-MNIST config, as (cell name, config) at the config's own numbers
+# (SCE's cells keep the key `scce` their recorded results have; its configs are `sce_*`)
 FASHION_METHODS = tuple(
-    (method, f"configs/{method}_fashion_mnist.py")
+    (method, f"configs/{'sce' if method == 'scce' else method}_fashion_mnist.py")
     for method in ("mocov2", "scce", "ressl", "jcl", "ir", "interclr", "iring", "mocoring")
 )
 
@@ -163,21 +175,7 @@ CPU600_BUDGET = (
 CPU600 = Grid(
     name="cpu600",
     title="600 steps on a 2-core CPU",
-    text="""
-ResNet-18 with the ImageNet stem (28 → 7 px before the first stage: cheap CPU steps), batch 64,
-600 steps of SGD at lr 0.06 with cosine decay, on the first 10,000 training images (each seen ~4
-times), tf.data input, float32. Short runs: differences smaller than the seeds' spread do not
-order the methods, and a paper's ordering is not expected to show at this budget.
-
-These are the tables of 2026-11-24 (commit `e2aed01`) run again through the runner on 2026-11-27;
-times per cell are wall times with other work on the machine, not a speed comparison. A run is
-deterministic (`fashion_mnist.mocov2.s0` twice: the same probe, kNN and curves to the last digit,
-and `e2aed01` still gives its table's 78.77 / 71.55 for it), but the code between changed
-XLA:CPU's convolutions and fusions, hence the rounding: the first logged loss agrees to 3e-4
-(step 20: 6.1590 vs 6.1593), then the runs drift apart as different seeds would. The means moved by
-less than the old seeds' std in 19 of the 24 probe / kNN columns, by at most 2.72 points (CMC's
-probe, std 2.36); every cell beside its old value: `docs/results/cpu600/against_2026-11-24.md`.
-""",
+    text=prose("cpu600"),
     device="the 2-core CPU development machine",
     sets=CPU600_BUDGET,
     curve_points=4,
@@ -186,15 +184,11 @@ probe, std 2.36); every cell beside its old value: `docs/results/cpu600/against_
         Section(
             key="fashion_mnist",
             title=FASHION_TITLE,
-            text="""
-Every method at ResNet-18 width 1/2 with its config's views, head, temperature and queue or bank;
-EMA 0.99 where the method has a key encoder. Banks hold the 10,000 images (IR, IRing, InterCLR).
-InterCLR: `:subset=10000` (80 clusters, 128 negatives from a pool of 1,024, online labels).
-""",
+            text=prose("cpu600.fashion_mnist"),
             sets=("model.width=0.5",),
             methods=(
                 ("mocov2", f"configs/mocov2_fashion_mnist.py {SUBSET}"),
-                ("scce", f"configs/scce_fashion_mnist.py {SUBSET}"),
+                ("scce", f"configs/sce_fashion_mnist.py {SUBSET}"),
                 ("ressl", f"configs/ressl_fashion_mnist.py {SUBSET}"),
                 ("jcl", f"configs/jcl_fashion_mnist.py {SUBSET}"),
                 ("ir", f"configs/ir_fashion_mnist.py {SUBSET} {BANK}"),
@@ -206,13 +200,7 @@ InterCLR: `:subset=10000` (80 clusters, 128 negatives from a pool of 1,024, onli
         Section(
             key="color_fashion_mnist",
             title=COLOUR_TITLE,
-            text="""
-The methods with a `color_fashion_mnist` config on 2026-11-24, each with its own model: MoCo v2
-and InfoMin a ResNet-18 at width 1/2 on RGB; CMC and CMCRing two ResNet-18s at width 1/4 on L and
-ab, their features concatenated for the probe. The random-init row is MoCo v2's encoder, and CMC
-and CMCRing are read against their own two encoders at random init (`random_init_cmc`); raw
-pixels are RGB.
-""",
+            text=prose("cpu600.color_fashion_mnist"),
             methods=(
                 ("mocov2", f"configs/mocov2_color_fashion_mnist.py {SUBSET}"),
                 ("cmc", f"configs/cmc_color_fashion_mnist.py {SUBSET} {BANK}"),
@@ -246,13 +234,7 @@ GPU_BUDGET = (
 GPU = Grid(
     name="gpu",
     title="5 epochs on one GPU",
-    text="""
-ResNet-18 width 1 with the CIFAR stem, batch 512, 585 steps (5 epochs of the 60,000 training
-images), SGD at lr 0.12 (0.06 × 512 / 256) with cosine decay, bfloat16 compute, the device-resident
-input pipeline with each method's own augmentation recipe. Banks hold all 60,000 images. The
-logistic probe on the pooled last stage (the papers' protocol) and the weighted kNN (k 200,
-τ 0.07) on all 60k / 10k images; the kNN curve on all images, 5 points per run.
-""",
+    text=prose("gpu"),
     device="one NVIDIA H100",
     command="bash experiments/campaign_device.sh run gpu 9   # on the lent machine",
     sets=GPU_BUDGET,
@@ -267,14 +249,10 @@ logistic probe on the pooled last stage (the papers' protocol) and the weighted 
         Section(
             key="color_fashion_mnist",
             title=COLOUR_TITLE,
-            text="""
-Every method on RGB (CMC and CMCRing: two encoders of half the width on L and ab, their features
-concatenated for the probe). The random-init row is MoCo v2's encoder, and CMC and CMCRing are read
-against their own two encoders at random init (`random_init_cmc`); raw pixels are RGB.
-""",
+            text=prose("gpu.color_fashion_mnist"),
             methods=(
                 ("mocov2", "configs/mocov2_color_fashion_mnist.py"),
-                ("scce", "configs/scce_color_fashion_mnist.py"),
+                ("scce", "configs/sce_color_fashion_mnist.py"),
                 ("ressl", "configs/ressl_color_fashion_mnist.py"),
                 ("jcl", "configs/jcl_color_fashion_mnist.py"),
                 ("ir", "configs/ir_color_fashion_mnist.py"),
@@ -294,12 +272,7 @@ against their own two encoders at random init (`random_init_cmc`); raw pixels ar
 CPU_LONG = Grid(
     name="cpu_long",
     title="3,000 steps on a 2-core CPU (background, low priority)",
-    text="""
-`cpu600`'s budget at five times the steps: ResNet-18 width 1/2 with the ImageNet stem, batch 64,
-3,000 steps of SGD at lr 0.06 with cosine decay on the first 10,000 training images (~19 epochs),
-tf.data input, float32; run with `nice` while the machine does untimed work, a few cells at a
-time. Evidence of a second kind: a longer CPU budget, not the `gpu` grid's.
-""",
+    text=prose("cpu_long"),
     device="the 2-core CPU development machine",
     command="nice -n 19 python experiments/campaign.py --grid=cpu_long --minutes=60",
     sets=(*CPU600_BUDGET[:2], "total_steps=3000", *CPU600_BUDGET[3:], "model.width=0.5"),
@@ -328,24 +301,12 @@ SPEEDRUN_BUDGET = (
 )
 STRIDE2 = "model.stem=stride2 model.width=0.5"
 CIFAR_STEM = "model.stem=cifar model.width=0.25"
-SCCE = "configs/scce_fashion_mnist.py"
+SCCE = "configs/sce_fashion_mnist.py"
 
 CPU_SPEEDRUN = Grid(
     name="cpu_speedrun",
     title="the CPU speedrun: recipes against CPU minutes on all 60,000 images",
-    text="""
-Every cell pretrains on all 60,000 Fashion-MNIST training images and is scored on all 60k / 10k;
-a row is a recipe: the previous default job's (`scce`: SCE, ResNet-18 width 1 with the ImageNet stem,
-batch 64, 2,400 steps of SGD at lr 0.06 with cosine decay, m 0.99, queue 4,096) with one or two
-levers moved (`+stride2`: a 3×3 stride-2 stem without max-pool at width 1/2; `+cifar`: the CIFAR
-stem at width 1/4; `+crop0.5`: random resized crops of at least half the image in both views;
-`+steps4800`: 4,800 steps; `+lr0.12`: lr 0.12; `+ema0.98`: target momentum 0.98; `+queue16k`: a
-queue of 16,384 keys; `+tau0.2`: τ 0.2; `+nojitter`: both views crop and flip only). A recipe with another stem is read against its own random init. Each cell
-records its CPU seconds (`cpu_s`, `pretrain_cpu_s`: user + system time of the process) beside its
-wall time; the curve of probe and kNN against CPU minutes is in
-[experiments/cpu_speedrun.md](experiments/cpu_speedrun.md). Run at low priority beside other
-work: the wall times are not a speed comparison, the CPU seconds are closer to one.
-""",
+    text=prose("cpu_speedrun"),
     device="the 2-core CPU development machine",
     command="nice -n 19 python experiments/campaign.py --grid=cpu_speedrun --minutes=60",
     sets=SPEEDRUN_BUDGET,
@@ -403,13 +364,7 @@ work: the wall times are not a speed comparison, the CPU seconds are closer to o
 CPU_SPEEDRUN_METHODS = Grid(
     name="cpu_speedrun_methods",
     title="every Fashion-MNIST method at the CPU speedrun's best recipe",
-    text="""
-`cpu_speedrun`'s best recipe so far for every Fashion-MNIST method: all 60,000 training images,
-ResNet-18 width 1/2 with the 3×3 stride-2 stem (no max-pool: 14 px before stage 1, 2 px at the
-last), batch 64, 2,400 steps of SGD at lr 0.06 with cosine decay, each method's own numbers
-otherwise (its config). Read against its own random init (the same network) and raw pixels. Run at
-low priority beside other work (CPU seconds recorded).
-""",
+    text=prose("cpu_speedrun_methods"),
     device="the 2-core CPU development machine",
     command="nice -n 19 python experiments/campaign.py --grid=cpu_speedrun_methods --minutes=60",
     sets=(*SPEEDRUN_BUDGET, *STRIDE2.split()),
@@ -440,15 +395,7 @@ KEY_BN64 = "method_config.key_bn_group_size=0 method_config.shuffle_bn=False"
 OFFICIAL_CPU_LONG = Grid(
     name="official_cpu_long",
     title="the official implementations at cpu_long's budget",
-    text="""
-Each method's official code (`experiments/official/`: the pinned checkout, trained as its own
-trainer calls it, with only what cannot run on a 2-core CPU replaced, each replacement listed with
-its file:line in [experiments/official.md](experiments/official.md)) on `cpu_long`'s data and
-budget with our config's network, recipe and numbers; its query encoder's pooled last stage is
-scored by our probe and kNN. Read beside `cpu_long`'s rows of the same method (its random-init and
-raw-pixel rows are those of `cpu_long`). `mocoring+ourviews` is the official MoCoRing reading views
-that our host pipeline made (`runner.write_our_views`) in the place of torchvision's transforms.
-""",
+    text=prose("official_cpu_long"),
     device="the 2-core CPU development machine",
     command="nice -n 19 python experiments/campaign.py --grid=official_cpu_long --minutes=60",
     sets=CPU_LONG.sets,
@@ -474,7 +421,7 @@ that our host pipeline made (`runner.write_our_views`) in the place of torchvisi
                 ),
                 ("mocoring", f"configs/mocoring_fashion_mnist.py {SUBSET}"),
                 ("mocoring+ourviews", f"configs/mocoring_fashion_mnist.py {SUBSET}"),
-                ("scce", f"configs/scce_fashion_mnist.py {SUBSET}"),
+                ("scce", f"configs/sce_fashion_mnist.py {SUBSET}"),
                 ("ressl", f"configs/ressl_fashion_mnist.py {SUBSET}"),
                 ("interclr", "configs/interclr_fashion_mnist.py:subset=10000"),
                 (
@@ -502,19 +449,7 @@ COLOUR_TWIN_METHODS = (
     ("infomin", f"configs/infomin_color_fashion_mnist.py {SUBSET} {INFOMIN_OFFICIAL}"),
     ("cmc", f"configs/cmc_color_fashion_mnist.py {SUBSET} {BANK} {CMC_STEP_LR}"),
 )
-COLOUR_TWIN_TEXT = """
-`cpu_long`'s budget (ResNet-18 width 1/2 with the ImageNet stem, batch 64, 3,000 steps of SGD at lr
-0.06, the first 10,000 training images, ~19 epochs) on color_fashion_mnist at 32 px as generated
-(each image its own photo crop and tint, fixed: the official trainers read a fixed image set, so
-item views, composited anew at each read, have no official form). CMC: two ResNet-18s at width 1/4
-on L and ab, linear heads to 128, NCE against two banks of the 10,000 images (K 4096, momentum
-0.5), and the official code's lr schedule on both sides: × 0.1 after epochs 10, 13 and 17
-(`train_CMC.py`'s 120/160/200 of 240, scaled), stepped per epoch. InfoMin: ResNet-18 width 1/2 on
-RGB, aug "D" (RandAugment n2 m10) on two crops and the jigsaw branch (nine 9-px patches of a 36-px
-crop, β 0.5), τ 0.15, a queue of 4,096, EMA 0.99, an MLP head 256-256-128, the keys' BN over the
-whole batch (the official code in one process) and PyContrast's cosine per epoch (epochs from 1,
-to lr·0.1³) on both sides. The random-init row is InfoMin's encoder, CMC has its own.
-"""
+COLOUR_TWIN_TEXT = prose("colour_twin")
 CPU_LONG_COLOR = Grid(
     name="cpu_long_color",
     title="CMC and InfoMin on color_fashion_mnist at cpu_long's budget (ours)",
@@ -537,12 +472,7 @@ CPU_LONG_COLOR = Grid(
 OFFICIAL_CPU_LONG_COLOR = Grid(
     name="official_cpu_long_color",
     title="the official CMC and InfoMin on color_fashion_mnist at cpu_long's budget",
-    text=COLOUR_TWIN_TEXT
-    + """
-Each method's official code (`experiments/official/`, shims in
-[experiments/official.md](experiments/official.md)) on the same images, read beside
-`cpu_long_color`'s rows of the same method.
-""",
+    text=COLOUR_TWIN_TEXT + "\n" + prose("official_cpu_long_color"),  # its own paragraph after
     device="the 2-core CPU development machine",
     command="nice -n 19 python experiments/campaign.py --grid=official_cpu_long_color --minutes=60",
     sets=CPU_LONG.sets,
@@ -560,22 +490,7 @@ Each method's official code (`experiments/official/`, shims in
 CPU_LONG_VARIANTS = Grid(
     name="cpu_long_variants",
     title="cpu_long's MoCo v2 and MoCoRing with the official runs' settings; IRing at the Ring code's; SCE with its own target init",
-    text="""
-Our MoCo v2 and MoCoRing at `cpu_long`'s budget with the official runs' settings
-([experiments/official.md](experiments/official.md)), one at a time and together: `+keybn64` computes the key
-encoder's BN over the whole batch of 64 without the shuffle (what the official code does in one
-process), `+epochlr` steps the cosine lr once per epoch as `main_moco.py`'s `adjust_learning_rate`
-and the Ring code's `MoCoLRScheduler`; `+keybn64+epochlr` both. Read beside `cpu_long`'s
-`mocov2` and `mocoring` rows and the official ones. `iring+official` is our IRing at the
-Ring code's own IR settings (bank momentum 0, 4,095 ring draws, uniform bank init), read beside the
-official code at the same settings. `scce+independent` is our SCE with its target network drawn on
-its own instead of copied from the online one, as CEA-LIST/SCE instantiates its momentum networks
-(`sce/models/siamese/momentum_base.py:53-54`). `interclr+offline` is our InterCLR with offline
-labels (k-means of the re-embedded training images every 10 epochs, the hook's `online_labels=False`
-mode), read beside the official code's; `interclr+keybn64+epochlr` our InterCLR with both settings
-of the official run in one process (mmselfsup's runner steps the cosine lr once per epoch), and
-`interclr+offline+keybn64+epochlr` the same with offline labels.
-""",
+    text=prose("cpu_long_variants"),
     device="the 2-core CPU development machine",
     command="nice -n 19 python experiments/campaign.py --grid=cpu_long_variants --minutes=60",
     sets=CPU_LONG.sets,
@@ -615,7 +530,7 @@ of the official run in one process (mmselfsup's runner steps the cosine lr once 
                 ),
                 (
                     "scce+independent",
-                    f"configs/scce_fashion_mnist.py {SUBSET} ema.target_init=independent",
+                    f"configs/sce_fashion_mnist.py {SUBSET} ema.target_init=independent",
                 ),
                 (
                     "interclr+offline",
@@ -644,22 +559,13 @@ of the official run in one process (mmselfsup's runner steps the cosine lr once 
 # views (each training view composited anew from the item) take the shared cues out of the views.
 COLOR_METHODS = (
     ("mocov2", "configs/mocov2_color_fashion_mnist.py"),
-    ("scce", "configs/scce_color_fashion_mnist.py"),
+    ("scce", "configs/sce_color_fashion_mnist.py"),
 )
 CUE_FREE = "data.color_fashion_mnist.background_crop=1.0 data.color_fashion_mnist.tint=background"
 COLOR_SPEEDRUN = Grid(
     name="color_speedrun",
     title="color_fashion_mnist at the CPU speedrun's recipe, with and without the cues",
-    text="""
-The colour study ([experiments/color_fashion_mnist.md](experiments/color_fashion_mnist.md)) at
-`cpu_speedrun_methods`' recipe (all 60,000 training images, ResNet-18 width 1/2 with the 3×3
-stride-2 stem, batch 64, 2,400 steps): on the data set as generated (each item on its own crop of a
-photo, its own random tint) and on its cue-free variant (`background_crop=1.0`: the whole photo
-behind every item; `tint=background`: the tint tied to the photo, 8 in all), where the two views
-can no longer be matched through the tint or the background crop alone; and with item views
-(`data.color_fashion_mnist.views=item`), where each training view is composited anew, so that the
-two views share only the item.
-""",
+    text=prose("color_speedrun"),
     device="the 2-core CPU development machine",
     command="nice -n 19 python experiments/campaign.py --grid=color_speedrun --minutes=60",
     sets=CPU_SPEEDRUN_METHODS.sets,  # the same recipe
@@ -682,18 +588,7 @@ two views share only the item.
         Section(
             key="color_fashion_mnist_item_views",
             title="color_fashion_mnist with item views (each view its own photo crop and tint)",
-            text="""
-The data set as generated, but every training view is composited anew from the item
-(`data.color_fashion_mnist.views=item`): its own photo crop and its own random tint, then the view's
-recipe, so the two views share only the item. The probe, the kNN and the baselines read the generated
-images, the same as the as-generated section's (its random-init and raw-pixel rows repeat those).
-`mocov2+keybn64+epochlr` is MoCo v2 with the official MoCo code's one-process settings (the keys' BN
-over the whole batch, the lr stepped per epoch), which on grey images remove its late loss rise
-(`cpu_long_variants`). `mocov2+tau0.1` is MoCo v2 at SCE's temperature (0.1 for 0.2); `scce+coeff1` is SCE with λ = 1,
-its loss the one-hot InfoNCE alone (no relational target) with SCE's views, head and τ;
-`+strongkey` gives its target the strong view too (MoCo v2's two views of one recipe), `+mocohead`
-gives it MoCo v2's head (512 wide with bias, no BN).
-""",
+            text=prose("color_speedrun.color_fashion_mnist_item_views"),
             methods=(
                 *COLOR_METHODS,
                 (
@@ -705,17 +600,17 @@ gives it MoCo v2's head (512 wide with bias, no BN).
                     "configs/mocov2_color_fashion_mnist.py method_config.temperature=0.1",
                 ),
                 # SCE with λ = 1: its one-hot InfoNCE alone (no relational target), its views, head
-                ("scce+coeff1", "configs/scce_color_fashion_mnist.py method_config.coeff=1.0"),
+                ("scce+coeff1", "configs/sce_color_fashion_mnist.py method_config.coeff=1.0"),
                 # and which of SCE's other parts MoCo v2 lacks: both views strong (as MoCo v2's),
                 # or MoCo v2's head (512 wide, no BN)
                 (
                     "scce+coeff1+strongkey",
-                    "configs/scce_color_fashion_mnist.py method_config.coeff=1.0 "
+                    "configs/sce_color_fashion_mnist.py method_config.coeff=1.0 "
                     "data.views=('strong','strong')",
                 ),
                 (
                     "scce+coeff1+mocohead",
-                    "configs/scce_color_fashion_mnist.py method_config.coeff=1.0 "
+                    "configs/sce_color_fashion_mnist.py method_config.coeff=1.0 "
                     "model.projector.use_bn=False model.projector.hidden_bias=True "
                     "model.projector.hidden_dims=(512,)",
                 ),
@@ -735,10 +630,7 @@ def method_key(method: str) -> str:
 TINY = Grid(
     name="tiny",
     title="two :runlocal steps (the runner's check)",
-    text="""
-Two steps of a `:runlocal` config through the device pipeline, as the `gpu` grid runs (and, in its
-test, without TensorFlow): checks that the cells run, the numbers mean nothing.
-""",
+    text=prose("tiny"),
     device="any",
     sets=(
         "data.pipeline=device",
@@ -785,16 +677,7 @@ DETECTION_CPU_FINETUNE = (
 DETECTION_CPU = Grid(
     name="detection_cpu",
     title="detection transfer on one CPU core",
-    text="""
-Faster R-CNN R18-FPN (Detectron2's own builder, `configs/detectron2/fashion_mnist_det_R18_FPN.yaml`)
-fine-tuned on `fashion_mnist_det` from each row's encoder: 800 iterations of 4 canvases (about 1.6
-passes over the 2,000 training canvases), all layers trained, BN in the backbone and heads, AP /
-AP50 / AP75 from `COCOEvaluator` on the 300 test canvases every 200 iterations. Every encoder is a
-ResNet-18 with the ImageNet stem at width 1 on one grey channel (what Detectron2 builds), trained
-800 steps of 64 images (SGD lr 0.06, cosine) on the 60,000 training images, exported with
-`python -m ssl_jax.export --format=detectron2`; the random-init row fine-tunes the same network
-from its initialisation, the supervised row is the ceiling (the same encoder trained on the labels).
-""",
+    text=prose("detection_cpu"),
     device="the 2-core CPU development machine, one core per cell (taskset, nice)",
     sets=DETECTION_CPU_BUDGET,
     curve_points=0,
@@ -804,12 +687,9 @@ from its initialisation, the supervised row is the ceiling (the same encoder tra
         Section(
             key="fashion_mnist_det",
             title="fashion_mnist_det (Fashion-MNIST items on 128-px grey canvases)",
-            text="""
-SCE and MoCo v2 with their `fashion_mnist` configs' views, heads, temperatures and queues (EMA 0.99),
-the supervised ceiling a linear classifier on the pooled backbone (`configs/supervised_fashion_mnist.py`).
-""",
+            text=prose("detection_cpu.fashion_mnist_det"),
             methods=(
-                ("scce", "configs/scce_fashion_mnist.py"),
+                ("scce", "configs/sce_fashion_mnist.py"),
                 ("mocov2", "configs/mocov2_fashion_mnist.py"),
                 ("supervised", "configs/supervised_fashion_mnist.py"),
             ),

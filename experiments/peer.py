@@ -29,11 +29,12 @@ numbers.
 cores; XLA and tf.data use all cores on their own.
 
 One side alone: `--side=jax` (run with ssl_jax's python) or `--side=lightly --numbers='{...}'` (the
-peer's python); `--what=step,loop` picks the measurements. The numbers are the ssl_jax config's
+peer's python, with the repository root on `PYTHONPATH`: nothing of ours is installed there; the
+side-by-side run sets it for its workers); `--what=step,loop` picks the measurements. The numbers are the ssl_jax config's
 (`config_numbers`, also on the `--side=jax --serve` worker's READY line); `--print-numbers` prints
 them for `--shape` with ssl_jax's python (no torch or lightly import, no compilation) and exits:
 
-    ../peer_venv/bin/python experiments/peer.py --side=lightly --shape=color32 \
+    PYTHONPATH=. ../peer_venv/bin/python experiments/peer.py --side=lightly --shape=color32 \
         --numbers="$(.venv/bin/python experiments/peer.py --print-numbers --shape=color32)"
 
 Shapes (`SHAPES`): `fashion28` is Fashion-MNIST 28 px grayscale (1 channel) with the ImageNet stem
@@ -74,7 +75,7 @@ round first runs `--warmup` untimed steps that drain them.
 whole loop (compilation excluded: the step is already compiled), or `--probe-steps=N` for N steps
 of it (accuracy at equal steps: the methods apart from the libraries' speeds), extracts backbone
 features (eval-mode BN, no augmentation) of `--probe-train` train images and the whole test split,
-and fits the same probe on both (`ssl_jax.evaluate.linear_probe.fit_linear_probe`, in the ssl_jax
+and fits the same probe on both (`ssl_jax.evaluate.probe_fit.fit_linear_probe`, in the ssl_jax
 worker). Differences
 that remain: ssl_jax's cosine lr schedule over the config's epochs vs lightly's constant lr (the
 first minutes of a cosine are near its peak), and ssl_jax's shuffle-BN of the keys in groups of 32
@@ -98,12 +99,12 @@ import types
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
 
 from benchmarks._common import PEER_NUMBERS as COMMON  # noqa: E402
 from benchmarks._common import PEER_SHAPES as SHAPES  # noqa: E402
+from benchmarks._common import checkout_env  # noqa: E402
 from benchmarks._common import peer_config as jax_config  # noqa: E402
 
 PEERS = ("lightly",)
@@ -190,8 +191,8 @@ class JaxSide:
 
 
 def fit_probe(path: str) -> dict:
-    """`linear_probe.fit_linear_probe` (L-BFGS, its l2 grid on a held-out tenth) on saved features."""
-    from ssl_jax.evaluate.linear_probe import fit_linear_probe
+    """`probe_fit.fit_linear_probe` (L-BFGS, its l2 grid on a held-out tenth) on saved features."""
+    from ssl_jax.evaluate.probe_fit import fit_linear_probe
 
     with np.load(path) as f:
         r = fit_linear_probe(f["train"], f["train_label"], f["test"], f["test_label"])
@@ -200,7 +201,7 @@ def fit_probe(path: str) -> dict:
 
 def _source_arrays(datasets, data_config, split: str) -> tuple[np.ndarray, np.ndarray]:
     """A split's uint8 images [N, H, W, C] and labels, as `datasets` reads them."""
-    from ssl_jax.data import color_fashion_mnist, fashion_mnist, source
+    from ssl_jax.data.sources import color_fashion_mnist, fashion_mnist, source
 
     paths = datasets._fashion_paths(data_config, split)
     if data_config.name == "fashion_mnist":
@@ -451,8 +452,13 @@ def pretrain(side, budget: str) -> dict:
 class Worker:
     def __init__(self, name: str, argv: list[str]):
         self.name = name
-        self.proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT
+        self.proc = subprocess.Popen(  # the peer's venv has no ssl_jax: the checkout on PYTHONPATH
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env=checkout_env(),
         )
         self.info = json.loads(self._read("READY"))
 

@@ -5,7 +5,7 @@ run's random init, in one table.
     python experiments/probe_stages.py --workdir=runs/default [--num-train=20000] [--num-test=10000]
 
 Features: `ResNet(stages=True)`'s output (every stage's global average, concatenated) sliced per
-stage; the probe: `linear_probe.fit_linear_probe` (multinomial logistic regression by L-BFGS on
+stage; the probe: `probe_fit.fit_linear_probe` (multinomial logistic regression by L-BFGS on
 standardised features, l2 from `--l2-grid` chosen on a held-out 10% of train), on the first
 `--num-train` / `--num-test` images of the run's eval splits. The random init is the run's own
 (`train.init_or_restore` without a checkpoint: the probe table's 'random init' row). The default
@@ -16,19 +16,15 @@ job's choice of `evals.probe_table.features='stages'` came from this table (docs
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from ssl_jax import train  # noqa: E402
-from ssl_jax.evaluate.encoder import load_encoder, split_features  # noqa: E402
-from ssl_jax.evaluate.linear_probe import fit_linear_probe  # noqa: E402
-from ssl_jax.evaluate.run_features import features_fn  # noqa: E402
-from ssl_jax.models import resnet  # noqa: E402
+from ssl_jax import train
+from ssl_jax.evaluate.encoder import load_encoder, split_features
+from ssl_jax.evaluate.probe_fit import fit_linear_probe
+from ssl_jax.evaluate.run_features import features_fn
+from ssl_jax.models import resnet
 
 
 def stage_dims(config) -> list[int]:

@@ -13,13 +13,10 @@ the losses and is not drawn.
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 
 import matplotlib
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 

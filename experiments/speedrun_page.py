@@ -9,16 +9,13 @@ the probe; pixels on kNN).
 from __future__ import annotations
 
 import os
-import sys
 import time
 
+import numpy as np
+
+from experiments import campaign_cells, campaign_page, compare_methods, grids
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-
-import numpy as np  # noqa: E402
-
-from experiments import campaign, grids  # noqa: E402
-
 PAGE = os.path.join(ROOT, "docs", "experiments", "cpu_speedrun.md")
 FIGURE = os.path.join(ROOT, "docs", "experiments", "cpu_speedrun.png")
 
@@ -26,7 +23,7 @@ FIGURE = os.path.join(ROOT, "docs", "experiments", "cpu_speedrun.png")
 def recipes(grid: grids.Grid, section: grids.Section, done: dict) -> list[dict]:
     """One entry per trained recipe with cells: its name, command, seeds' probe / kNN and the
     median CPU minutes of its pretraining."""
-    rows = campaign._rows(grid, section, done)
+    rows = campaign_page.section_rows(grid, section, done)
     out = []
     for method, spec in section.methods:
         records = rows.get(method, [])
@@ -38,7 +35,7 @@ def recipes(grid: grids.Grid, section: grids.Section, done: dict) -> list[dict]:
             for r in records
             if r.get("pretrain_cpu_s") and not r.get("resumed_from_step")
         ]
-        _, path, own = campaign.compare_methods.parse_entry(spec)
+        _, path, own = compare_methods.parse_entry(spec)
         sets = {}  # the effective overrides: a later value of a key replaces the earlier one
         for item in [*grid.sets, *section.sets, *own]:
             key, _, value = item.partition("=")
@@ -127,10 +124,12 @@ def figure(entries: list[dict], pixels: dict, path: str) -> None:
 
 def write(path: str = PAGE) -> None:
     grid = grids.CPU_SPEEDRUN
-    expected = campaign.grid_protocol(grid)
-    done, _ = campaign.protocol_cells(campaign.read_cells(campaign.RESULTS_DIR, grid), grid)
+    expected = campaign_cells.grid_protocol(grid)
+    done, _ = campaign_cells.protocol_cells(
+        campaign_cells.read_cells(campaign_cells.RESULTS_DIR, grid), grid
+    )
     section = grid.sections[0]
-    rows = campaign._rows(grid, section, done)
+    rows = campaign_page.section_rows(grid, section, done)
     entries = recipes(grid, section, done)
     raw = rows.get("raw_pixels", [])
     pixels = {"probe": raw[0]["probe_top1"], "knn": raw[0]["knn_top1"]} if raw else {}
@@ -150,15 +149,15 @@ def write(path: str = PAGE) -> None:
     for e in entries:
         base = rows.get(e["random"], [])
         base_text = (
-            f"{campaign.summary([r['probe_top1'] for r in base])} / "
-            f"{campaign.summary([r['knn_top1'] for r in base])}"
+            f"{campaign_page.summary([r['probe_top1'] for r in base])} / "
+            f"{campaign_page.summary([r['knn_top1'] for r in base])}"
             if base
             else "–"
         )
         minutes = "–" if e["cpu_min"] is None else f"{e['cpu_min']:.1f}"
         out.append(
-            f"| `{e['method']}` | {minutes} | {campaign.summary(e['probe'])} "
-            f"| {campaign.summary(e['knn'])} | {len(e['probe'])} | {base_text} |"
+            f"| `{e['method']}` | {minutes} | {campaign_page.summary(e['probe'])} "
+            f"| {campaign_page.summary(e['knn'])} | {len(e['probe'])} | {base_text} |"
         )
     if pixels:
         out.append(

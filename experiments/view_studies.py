@@ -57,12 +57,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
 
@@ -111,7 +109,8 @@ def view_pairs(config, split: str, critic, seed: int):
     import jax
     import jax.numpy as jnp
 
-    from ssl_jax.data import device_augment, pipeline, train_input
+    from ssl_jax.data import pipeline, train_input
+    from ssl_jax.data.device import canvas
     from ssl_jax.models import compute_dtype
 
     c = type(config)(config.to_dict())
@@ -122,7 +121,7 @@ def view_pairs(config, split: str, critic, seed: int):
     c.seed = seed
     rng, dtype = jax.random.PRNGKey(seed), compute_dtype(c.model.dtype)  # as the step makes them
     for i, batch in enumerate(pipeline.train_iterator(c)):
-        raw = device_augment.batch_views(c.data, batch)
+        raw = canvas.batch_views(c.data, batch)
         views = [
             jnp.asarray(v, jnp.float32)
             for v in train_input.prepare_views(c, raw, jax.random.fold_in(rng, i), dtype)
@@ -482,7 +481,7 @@ def patches(study, seeds, sets, workdir: str) -> str:
     """Ex. 1: contrastive learning on patch pairs at offset d; I_NCE on the held-out photos' pairs,
     probe + kNN of the critic's embeddings of color_fashion_mnist (the data, probe and sizes of
     `cmc_config`)."""
-    from ssl_jax.data import color_fashion_mnist
+    from ssl_jax.data.sources import color_fashion_mnist
     from ssl_jax.evaluate.evaluators import probe_and_knn, probe_args, raw_pixels
 
     pc = study.patches
@@ -597,9 +596,9 @@ class Scenes:
 
 
 def ridge_error(train_x, train_y, test_x, test_y, l2: float) -> float:
-    """Mean Euclidean error of a ridge regression (`linear_probe.ridge_fitter`, l2 per row) of
+    """Mean Euclidean error of a ridge regression (`probe_fit.ridge_fitter`, l2 per row) of
     `train_y` on features standardised with the training statistics."""
-    from ssl_jax.evaluate.linear_probe import ridge_fitter, standardisation
+    from ssl_jax.evaluate.probe_fit import ridge_fitter, standardisation
 
     mu, sd = standardisation(train_x)
     head = ridge_fitter((train_x - mu) / sd, train_y)(np.arange(len(train_x)), l2)
@@ -609,7 +608,8 @@ def ridge_error(train_x, train_y, test_x, test_y, l2: float) -> float:
 
 def task_dependence(study, seeds, sets, workdir: str) -> str:
     """Table 4: which factors v1 and v2 share decides what the encoder f1 (the critic's) keeps."""
-    from ssl_jax.data import color_fashion_mnist, datasets, fashion_mnist
+    from ssl_jax.data import datasets
+    from ssl_jax.data.sources import color_fashion_mnist, fashion_mnist
     from ssl_jax.evaluate.evaluators import probe_and_knn, probe_args
 
     td = study.task_dependence

@@ -9,5 +9,5 @@ data_dir=""
 if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then data_dir=$1; shift; fi
 bash launch/setup.sh ${data_dir:+"$data_dir"}
 export TF_CPP_MIN_LOG_LEVEL=2
-exec .venv/bin/python -m ssl_jax.main --config=configs/scce_fashion_mnist.py --workdir="${WORKDIR:-runs/default}" \
+exec .venv/bin/python -m ssl_jax.main --config=configs/sce_fashion_mnist.py --workdir="${WORKDIR:-runs/default}" \
   ${data_dir:+--config.data.data_dir="$data_dir"} "$@"

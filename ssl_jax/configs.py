@@ -68,7 +68,7 @@ def base_config() -> ml_collections.ConfigDict:
     # size and mtime); one tf cannot decode stops the run before anything compiles, naming it
     # ('error'), or is left out with a warning line ('skip')
     c.data.bad_images = "error"
-    # The generator of name='color_fashion_mnist' (data/color_fashion_mnist.py; ignored otherwise):
+    # The generator of name='color_fashion_mnist' (data/sources/color_fashion_mnist.py; ignored otherwise):
     # native size 32 or 64 px, seed, tint 'independent' | 'background' | 'fixed' (hue, turns), the
     # skimage photos used as backgrounds (() = all), the fraction of a photo's side a crop covers,
     # the folder of the cached splits ('' = $XDG_CACHE_HOME/ssl_jax or ~/.cache/ssl_jax); and the
@@ -167,7 +167,7 @@ def base_config() -> ml_collections.ConfigDict:
     # random init vs raw pixels, the same probe for every row: multinomial logistic regression by
     # L-BFGS on standardised features ('lbfgs'; 'ridge' = closed-form ridge onto one-hot labels),
     # l2 chosen on a held-out 10% of train from `l2_grid` (empty: the solver's own grid,
-    # `linear_probe.L2_GRIDS`); a weighted kNN column (k `knn_k`, τ `knn_temperature`; 0: none).
+    # `probe_fit.L2_GRIDS`); a weighted kNN column (k `knn_k`, τ `knn_temperature`; 0: none).
     # `features`: what the encoder rows are probed on: 'pooled' (the backbone's pooled output, the
     # papers' protocol) or 'stages' (every stage's pooled output, concatenated: 960-d for a
     # ResNet-18; the same for the pretrained and the random-init rows).

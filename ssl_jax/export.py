@@ -149,9 +149,9 @@ def detectron2_checkpoint(encoder) -> dict:
             "Detectron2 feeds grey (INPUT.FORMAT L) or 3-channel images; this run was trained on "
             f"config.data.channels={data.channels}. Export --format=torchvision."
         )
-    from ssl_jax.data import device_augment
+    from ssl_jax.data.device.eval_input import eval_ops
 
-    ops = device_augment.eval_ops(data)
+    ops = eval_ops(data)
     if ops:
         raise ExportError(
             f"this run's encoder reads {ops[-1]['op']} input, which Detectron2's preprocessing "
@@ -186,10 +186,11 @@ def facts_path(out: str) -> str:
 
 def _model_input(encoder, lo: int, hi: int) -> dict:
     """Channels `[lo, hi)` of the model input: what they are, their mean/std and layout."""
-    from ssl_jax.data import color, device_augment
+    from ssl_jax.data import color
+    from ssl_jax.data.device.eval_input import eval_ops
 
     data = encoder.config.data
-    ops = device_augment.eval_ops(data)
+    ops = eval_ops(data)
     if not ops:
         return {
             "input": "pixels",
@@ -210,7 +211,8 @@ def _model_input(encoder, lo: int, hi: int) -> dict:
             "std": list(space.std[lo:hi]),
             "layout": (
                 f"NCHW float32, channels {lo}:{hi} of {space.name} normalised by its mean / std "
-                f"(ssl_jax.data.color.convert(RGB pixels / 255, {space.name!r})): {by_ssl_jax}"
+                f"(ssl_jax.data.device.color_spaces.convert(RGB pixels / 255, {space.name!r})): "
+                f"{by_ssl_jax}"
             ),
         }
     return {

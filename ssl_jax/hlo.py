@@ -32,11 +32,6 @@ def nbytes(dtype: str, shape: tuple[int, ...]) -> int:
     return BYTES[dtype] * int(np.prod(shape, dtype=np.int64))
 
 
-def collective_bytes(hlo: str) -> int:
-    """Bytes produced by all the collectives of one device's program (one step)."""
-    return sum(nbytes(dtype, shape) for _, dtype, shape in collectives(hlo))
-
-
 def moves_rows(
     moved, table_shape: tuple[int, ...], num_devices: int
 ) -> list[tuple[str, str, tuple[int, ...]]]:

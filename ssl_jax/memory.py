@@ -8,7 +8,8 @@ Searching a bank by similarity (top-k, quantiles, sampling in a band) is `method
 
 The public functions here (and in `methods/negatives/`) are `jax.jit`-ted with their sizes, flags and
 mesh static: inside a train step they inline; called eagerly (tests, set-up code, notebooks) they
-compile once per shape instead of running their `shard_map` op by op (~6× slower on CPU).
+compile once per shape instead of running their `shard_map` op by op, several times slower on CPU
+(docs/performance.md).
 """
 
 from __future__ import annotations

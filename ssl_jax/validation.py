@@ -8,7 +8,7 @@ It checks the keys that belong to no one module (job, seed, batch, steps, data s
 name) and calls the modules that own the rest, which keep their allowed values beside the code that
 uses them: `models.check_config`, `optim.check_config` / `check_ema_config`, `state.BUFFER_DTYPES`,
 `image_folder.bad_images_policy`, `color_fashion_mnist.check_config` / `check_views`,
-`device_augment.check_device_crops`, `device_pipeline.check_config`, the method's `Hparams`
+`device/checks.check_device_crops`, `device_pipeline.check_config`, the method's `Hparams`
 (`methods.common.method_hparams`: `config.method_config`'s keys, types and ranges),
 `evaluators.checked_entries` (`config.evals`), and for a probe or kNN job `jobs.validate_eval_job`.
 The checks that need the data (a batch larger than the split, a method's `check_config` against
@@ -22,13 +22,9 @@ import ml_collections
 
 from ssl_jax import models, optim, state, writers
 from ssl_jax.config_checks import ConfigError, Validated, check_allowed, check_range
-from ssl_jax.data import (
-    color_fashion_mnist,
-    datasets,
-    device_augment,
-    device_pipeline,
-    image_folder,
-)
+from ssl_jax.data import datasets, device_pipeline
+from ssl_jax.data.device.checks import check_device_crops
+from ssl_jax.data.sources import color_fashion_mnist, image_folder
 from ssl_jax.evaluate import evaluators, jobs
 from ssl_jax.methods import METHODS
 from ssl_jax.methods.common import method_hparams
@@ -96,7 +92,7 @@ def validate(
             raise ConfigError(
                 f"config.data.views names recipe {view!r}; allowed: {sorted(data.recipes)}"
             )
-    device_augment.check_device_crops(data)
+    check_device_crops(data)
     device_pipeline.check_config(data)
     evals = evaluators.checked_entries(config, num_devices=num_devices, num_processes=num_processes)
     if config.method not in METHODS:

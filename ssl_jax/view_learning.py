@@ -17,10 +17,10 @@ numbers); each side has its own Adam state over its own parameters, so neither s
 the other's. One critic step and one generator step per iteration, on the same batch.
 
 The input space X is RGB (standardised with `data.mean/std`) or a CMC colour space (`base`, e.g.
-'ydbdr', normalised as `data/color.py`). `data.flow_views.save_flow` writes g with its input space
-and the per-channel mean/std of g(X) on training images; the device op `{'op': 'learned_flow',
-'path': ...}` (`device_augment.learned_flow`) reads it, so a CMC config whose recipe ends with it
-trains on g's views (`configs/cmc_color_fashion_mnist.py:flow=PATH`). Run:
+'ydbdr', normalised as `data/color.py`). `data.device.flow_views.save_flow` writes g with its input
+space and the per-channel mean/std of g(X) on training images; the device op `{'op':
+'learned_flow', 'path': ...}` (`data.device.colour.learned_flow`) reads it, so a CMC config whose
+recipe ends with it trains on g's views (`configs/cmc_color_fashion_mnist.py:flow=PATH`). Run:
 
     python -m ssl_jax.view_learning --config=configs/views/color_fashion_mnist.py \
         --workdir=runs/views/semi [--config.mode=unsupervised|supervised|semi|raw]
@@ -51,7 +51,7 @@ from flax import linen as nn
 from flax import traverse_util
 
 from ssl_jax.data import color
-from ssl_jax.data.flow_views import FlowViews, apply_flow, load_flow, save_flow, to_base
+from ssl_jax.data.device.flow_views import FlowViews, apply_flow, load_flow, save_flow, to_base
 from ssl_jax.models.flow import PixelFlow
 
 MODES = ("unsupervised", "supervised", "semi")
@@ -268,7 +268,9 @@ def _batches(config, subset: int, seed_offset: int):
     """Endless (model input in g's base space, labels) batches of RRC + flip crops of the first
     `subset` training images (0: all), from the library's input pipeline (with
     `config.data.pipeline = 'device'`: `pipeline.device_train_iterator`, without TensorFlow)."""
-    from ssl_jax.data import device_augment, device_pipeline, pipeline
+    from ssl_jax.data import device_pipeline, pipeline
+    from ssl_jax.data.device import canvas
+    from ssl_jax.data.device import recipe as device_recipe
 
     c = ml_collections.ConfigDict(config.to_dict())
     c.data.train_subset = subset
@@ -286,8 +288,8 @@ def _batches(config, subset: int, seed_offset: int):
     on_device = device_pipeline.resolve(c) == "device"
     batches = pipeline.device_train_iterator(c) if on_device else pipeline.train_iterator(c)
     for batch in batches:
-        view = device_augment.batch_views(c.data, batch)[0]
-        rgb = device_augment.normalize(view, (0.0,) * 3, (1.0,) * 3)
+        view = canvas.batch_views(c.data, batch)[0]
+        rgb = device_recipe.normalize(view, (0.0,) * 3, (1.0,) * 3)
         yield to_base(rgb, config.base, config.data.mean, config.data.std), batch["label"]
 
 

@@ -201,18 +201,22 @@ def np_ce0(logits) -> float:
     return float(np.mean(lse - logits[:, 0]))
 
 
+def config_names() -> list[str]:
+    """The run configs' names (`configs/X.py` → X), sorted: not `__init__` and `common`, nor the old
+    names kept one release (`common.RENAMED`)."""
+    names = (os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, "configs", "*.py")))
+    return sorted(n for n in names if n not in ("__init__", "common", *common.RENAMED))
+
+
 @functools.cache
 def runlocal_configs() -> dict[str, ml_collections.ConfigDict]:
     """`{file name: its ':runlocal' config}` of every pretraining file in `configs/` (the eval jobs
-    and `common.py` left out), loaded once per pytest run: read them, load again to change one."""
+    left out), loaded once per pytest run: read them, load again to change one."""
     out = {}
-    for path in sorted(glob.glob(os.path.join(ROOT, "configs", "*.py"))):
-        name = os.path.basename(path)
-        if name in ("__init__.py", "common.py"):
-            continue
-        config = configs.load(path + ":runlocal")
+    for name in config_names():
+        config = configs.load(os.path.join(ROOT, "configs", f"{name}.py:runlocal"))
         if config.job == "pretrain":
-            out[name] = config
+            out[f"{name}.py"] = config
     return out
 
 

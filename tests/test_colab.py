@@ -95,7 +95,7 @@ def test_notebook_runs(name, kernel_env):
 
 
 # Registered in the kernel before the notebook's first cell (an IPython startup file): the one
-# stand-in, as in tests/data/test_tfds_prepare.py, tfds' registered checksum of the real archive
+# stand-in, as in tests/data/sources/test_tfds_prepare.py, tfds' registered checksum of the real archive
 # replaced by the fake's, so that tfds' own prepare takes the archive from manual_dir.
 CHECKSUM_STARTUP = """
 import tensorflow_datasets as tfds
@@ -114,7 +114,7 @@ def test_the_quickstarts_cifar10_branch_runs_through_the_tfds_prepare_path(kerne
     pytest.importorskip("ipykernel")
     import numpy as np
 
-    from tests.data.test_tfds_prepare import _cifar_archive
+    from tests.data.sources.test_tfds_prepare import _cifar_archive
 
     manual = tmp_path / "manual"
     manual.mkdir()

@@ -148,8 +148,8 @@ def test_one_device_shuffle_changes_the_key_bn_statistics():
     [  # the official runs' BN (the configs' comments cite the files)
         ("mocov2_imagenet.py", dict(query=32, key=32, scope="all", shuffle=True)),
         ("jcl_imagenet.py", dict(query=32, key=128, scope="all", shuffle=True)),
-        ("scce_imagenet.py", dict(query=0, key=0, scope="all", shuffle=False)),
-        ("scce_cifar10.py", dict(query=0, key=32, scope="backbone", shuffle=True)),
+        ("sce_imagenet.py", dict(query=0, key=0, scope="all", shuffle=False)),
+        ("sce_cifar10.py", dict(query=0, key=32, scope="backbone", shuffle=True)),
     ],
 )
 def test_official_bn_settings(name, expected):
@@ -168,7 +168,7 @@ def test_official_bn_settings(name, expected):
 def test_group_scope_reaches_the_named_layers(scope, grouped_bns):
     """`common.forward` groups every BN (ResNet-18's 20 + the projector's hidden one) or, with
     'backbone' (SplitBN), the trunk's only: counted as [G, N/G, ...] reshapes in the jaxpr."""
-    config = _small("scce_cifar10.py")
+    config = _small("sce_cifar10.py")
     config.method_config.bn_group_scope = scope
     exp = train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()[:1]))
     state = jax.eval_shape(lambda: train.init_or_restore(exp, None))

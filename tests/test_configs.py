@@ -16,8 +16,8 @@ from ssl_jax import config_checks, configs, validation
 
 
 def test_load_applies_the_config_argument():
-    full = configs.load("configs/scce_fashion_mnist.py")
-    local = configs.load("configs/scce_fashion_mnist.py:runlocal")
+    full = configs.load("configs/sce_fashion_mnist.py")
+    local = configs.load("configs/sce_fashion_mnist.py:runlocal")
     assert full.method == local.method == "sce"
     assert local.total_steps < full.total_steps
 
@@ -28,7 +28,7 @@ def test_load_missing_file_is_a_config_error():
 
 
 def test_apply_override_parses_and_casts_like_the_flags():
-    c = configs.load("configs/scce_fashion_mnist.py")
+    c = configs.load("configs/sce_fashion_mnist.py")
     configs.apply_override(c, "optim.base_lr=1")  # int for a float field becomes a float
     configs.apply_override(c, "model.stem=imagenet")  # not a literal: kept as a string
     configs.apply_override(c, "total_steps=123")
@@ -49,7 +49,7 @@ def test_apply_override_parses_and_casts_like_the_flags():
     ],
 )
 def test_apply_override_rejects_bad_input(assignment, message):
-    c = configs.load("configs/scce_fashion_mnist.py")
+    c = configs.load("configs/sce_fashion_mnist.py")
     with pytest.raises(configs.ConfigError, match=message):
         configs.apply_override(c, assignment)
 
@@ -91,7 +91,7 @@ def test_every_config_loads_and_validates(path, arg):
 
 
 def _parent(path):
-    """The config `path` is built on (`from configs import scce_cifar10`), or None; at most one."""
+    """The config `path` is built on (`from configs import sce_cifar10`), or None; at most one."""
     source = open(path).read()
     imported = set(re.findall(r"from configs import (\w+(?:, \w+)*)", source))
     imported = {name for names in imported for name in names.split(", ")}
@@ -104,9 +104,9 @@ def _parent(path):
 @pytest.mark.parametrize("path", CONFIG_FILES, ids=_name)
 def test_config_files_are_flat(path):
     """One file shows one run's numbers, or a parent's `get_config` and the few numbers it changes
-    (`ressl_X` = `scce_X` + the loss, `scce_cifar100` = `scce_cifar10` + the data): no config loads
+    (`ressl_X` = `sce_X` + the loss, `sce_cifar100` = `sce_cifar10` + the data): no config loads
     another by path or puts anything on `sys.path`, and a config is at most two parents away from
-    one built on no other (`ressl_stl10` → `scce_stl10` → `scce_cifar10`)."""
+    one built on no other (`ressl_stl10` → `sce_stl10` → `sce_cifar10`)."""
     source = open(path).read()
     banned = (
         "sibling(",
@@ -126,12 +126,27 @@ def test_config_files_are_flat(path):
     assert not hasattr(configs, "sibling")
 
 
+@pytest.mark.parametrize("old", sorted(common.RENAMED))
+def test_an_old_config_name_gives_the_new_config_and_says_so(old, capsys):
+    """`configs/scce_X.py` (SCE's names before `sce_X.py`), kept one release: the same config,
+    with and without an argument, and one stderr line that gives the new name."""
+    new = common.RENAMED[old]
+    for arg in ("", ":runlocal"):
+        assert configs.load(f"{ROOT}/configs/{old}.py{arg}") == configs.load(
+            f"{ROOT}/configs/{new}.py{arg}"
+        )
+        lines = capsys.readouterr().err.splitlines()
+        assert lines == [
+            f"configs/{old}.py is renamed configs/{new}.py; the old name goes in the next release"
+        ]
+
+
 def test_default_job_configs_run_the_probe_table_and_the_default_job_a_knn_monitor():
-    for name in ("scce", "mocov2", "jcl", "ir", "ressl"):
+    for name in ("sce", "mocov2", "jcl", "ir", "ressl"):
         c = configs.load(f"{ROOT}/configs/{name}_fashion_mnist.py")
         assert c.evals.probe_table.every_steps == 0, name  # only at the last step
         assert c.evals.probe_table.solver == "lbfgs" and c.evals.probe_table.knn_k == 200, name
-        if name == "scce":  # the default job: the kNN monitor 4 times, on 10k / 10k images
+        if name == "sce":  # the default job: the kNN monitor 4 times, on 10k / 10k images
             assert c.total_steps // c.evals.knn.every_steps == 4 and c.total_steps % 4 == 0
             assert (c.evals.knn.num_train, c.evals.knn.num_test) == (10_000, 10_000)
         else:
@@ -177,11 +192,11 @@ def test_ressl_authors_configs_are_the_authors_recipe():
 def test_imagenet100_projector_has_no_bn():
     """SCE Sec. 4.1 / `projector_resnet50_mlp2.yaml`: 2048 → 4096 (bias, ReLU) → 256 (bias), no BN;
     `:imagenet2012` (Sec. 4.2) keeps the 3-layer BN projector."""
-    for name in ("scce_imagenet100", "ressl_imagenet100"):
+    for name in ("sce_imagenet100", "ressl_imagenet100"):
         p = configs.load(f"{ROOT}/configs/{name}.py").model.projector
         assert (p.hidden_dims, p.out_dim) == ((4096,), 256), name
         assert (p.use_bn, p.last_bn, p.hidden_bias, p.last_bias) == (False, False, True, True)
-    p = configs.load(f"{ROOT}/configs/scce_imagenet100.py:imagenet2012").model.projector
+    p = configs.load(f"{ROOT}/configs/sce_imagenet100.py:imagenet2012").model.projector
     assert (p.hidden_dims, p.use_bn, p.last_bn) == ((2048, 2048), True, True)
 
 
@@ -268,9 +283,9 @@ def test_readme_and_docs_name_configs_that_exist():
         # `{jcl,mocov2}_fashion_mnist.py` and plain names in backticks
         for a, b in re.findall(r"configs/\{([a-z0-9_,]+)\}(_[a-z0-9_]+\.py)", text):
             specs |= {f"{x}{b}" for x in a.split(",")}
-        # config names in backticks (`scce_cifar10.py`); other files (`main_lincls.py`) are not ours
+        # config names in backticks (`sce_cifar10.py`); other files (`main_lincls.py`) are not ours
         named = re.findall(
-            r"`((?:mocov2|ir|jcl|scce|ressl)_[a-z0-9_]+\.py(?::[a-z0-9_,=]+)?)`", text
+            r"`((?:mocov2|ir|jcl|sce|ressl)_[a-z0-9_]+\.py(?::[a-z0-9_,=]+)?)`", text
         )
         specs |= set(named)
     known = {os.path.basename(p) for p in CONFIG_FILES}
@@ -288,7 +303,7 @@ def test_readme_and_docs_name_configs_that_exist():
 
 
 def _local():
-    return configs.load(os.path.join(ROOT, "configs/scce_fashion_mnist.py:runlocal"))
+    return configs.load(os.path.join(ROOT, "configs/sce_fashion_mnist.py:runlocal"))
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ torch = pytest.importorskip("torch", reason="torch not installed (bash launch/se
 
 import torch_resnet  # noqa: E402
 
-from configs import cmc_color_fashion_mnist, common, scce_fashion_mnist  # noqa: E402
+from configs import cmc_color_fashion_mnist, common, sce_fashion_mnist  # noqa: E402
 from ssl_jax import export  # noqa: E402
 from ssl_jax.evaluate.encoder import load_encoder  # noqa: E402
 from tests.helpers import save_random_workdir, tiny_config  # noqa: E402
@@ -80,7 +80,7 @@ def runs(tmp_path_factory):
     states with randomised BN, `helpers.save_random_workdir`)."""
     root = tmp_path_factory.mktemp("export_load")
     configs = {
-        "grey": (scce_fashion_mnist.get_config(), 1, 28),
+        "grey": (sce_fashion_mnist.get_config(), 1, 28),
         "rgb": (_rgb_cifar_stem(), 3, 16),
         "cmc_lab": (_cmc_wide_stem(), 3, 32),
     }

@@ -14,11 +14,16 @@ import jax
 import pytest
 
 from ssl_jax import sharding, train
-from ssl_jax.hlo import collective_bytes, collectives, donates_state, moves_rows, step_report
+from ssl_jax.hlo import collectives, donates_state, moves_rows, nbytes, step_report
 from tests.helpers import synthetic_batch, tiny_config
 
 ROWS = 16384
 TABLE = {"mocov2": "queue", "ir": "bank"}
+
+
+def collective_bytes(hlo: str) -> int:
+    """Bytes produced by all the collectives of one device's program (one step)."""
+    return sum(nbytes(dtype, shape) for _, dtype, shape in collectives(hlo))
 
 
 def _config(method):

@@ -18,14 +18,16 @@ PACKAGE = "ssl_jax"
 ROOT = Path(__file__).resolve().parents[1] / PACKAGE
 # The top of the house, highest first: each may be imported only by those above it.
 TOP = ("ssl_jax.main", "ssl_jax.train", "ssl_jax.validation", "ssl_jax.configs")
+# The library, then the timing tools, then the studies: each imports only those before it.
+STUDIES_ORDER = (PACKAGE, "benchmarks", "experiments")
 # Leaves everything may import: they import nothing of the package.
 LEAVES = (
     "ssl_jax.config_checks",
     "ssl_jax.losses",
     "ssl_jax.sharding",
     "ssl_jax.data.color",
-    "ssl_jax.data.fashion_mnist",
-    "ssl_jax.data.source",
+    "ssl_jax.data.sources.fashion_mnist",
+    "ssl_jax.data.sources.source",
 )
 
 
@@ -65,9 +67,12 @@ def _imported(node: ast.AST, module: str, is_package: bool, modules: dict[str, P
 
 
 @functools.cache
-def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
-    """module → the package's modules it imports (anywhere in its source)."""
-    modules = _modules(root)
+def import_graph(root: Path = ROOT, *more: Path) -> dict[str, set[str]]:
+    """module → the package's modules it imports (anywhere in its source); with `more` packages,
+    over all of them together."""
+    modules = {}
+    for package in (root, *more):
+        modules |= _modules(package)
     graph = {}
     for module, path in modules.items():
         tree = ast.parse(path.read_text(), str(path))
@@ -81,7 +86,7 @@ def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
 
 
 def room(module: str) -> str:
-    """`ssl_jax.data.augment` → `ssl_jax.data`; a top-level module is its own room."""
+    """`ssl_jax.data.host.augment` → `ssl_jax.data`; a top-level module is its own room."""
     parts = module.split(".")
     return ".".join(parts[:2]) if (ROOT.parent / Path(*parts[:2])).is_dir() else module
 
@@ -194,6 +199,23 @@ def test_the_graph_sees_every_kind_of_import(tmp_path):
     assert graph["ssl_jax.high"] == {"ssl_jax.sub.leaf"}
     assert graph["ssl_jax.sub.leaf"] == {"ssl_jax.low"}
     assert circles(graph) == [["ssl_jax.high", "ssl_jax.sub.leaf", "ssl_jax.low", "ssl_jax.high"]]
+
+
+def test_the_studies_import_one_way():
+    """`experiments` and `benchmarks`, packages beside `ssl_jax`: no circle among their modules, and
+    each package imports only those before it in `STUDIES_ORDER` (the studies use the timing tools
+    and the library, never the other way round)."""
+    graph = import_graph(ROOT, *(ROOT.parent / name for name in STUDIES_ORDER[1:]))
+    found = circles(graph)
+    assert not found, "imports that run in a circle:\n" + _describe(found)
+    rank = {name: k for k, name in enumerate(STUDIES_ORDER)}
+    wrong = [
+        f"{module} imports {target}"
+        for module, targets in sorted(graph.items())
+        for target in sorted(targets)
+        if rank[target.split(".")[0]] > rank[module.split(".")[0]]
+    ]
+    assert not wrong, f"imports that run back (order {STUDIES_ORDER}):\n" + "\n".join(wrong)
 
 
 def test_configs_imports_no_jax():

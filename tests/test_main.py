@@ -173,7 +173,7 @@ def test_default_job_prints_the_probe_table(tmp_path):
     table = dict(type="probe_table", every_steps=0, num_train=500, batch_size=500)
     workdir = tmp_path / "run"
     proc = _main(
-        f"--config={_config_file(tmp_path, 'scce_fashion_mnist.py:runlocal', table=table)}",
+        f"--config={_config_file(tmp_path, 'sce_fashion_mnist.py:runlocal', table=table)}",
         f"--workdir={workdir}",
         f"--config.data.data_dir={data_dir}",
         "--config.total_steps=2",

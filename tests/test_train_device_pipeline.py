@@ -1,7 +1,6 @@
 """Training with the device pipeline (`config.data.pipeline = 'device'`): exact resume, the same
 losses on 1 and 8 devices, and every method's small-data config (`:runlocal`) end to end."""
 
-import glob
 import os
 
 import jax
@@ -10,7 +9,7 @@ import pytest
 
 from ssl_jax import configs, sharding, train
 from ssl_jax.data import device_pipeline, train_input
-from tests.helpers import fashion_source, tiny_config
+from tests.helpers import config_names, fashion_source, tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STEPS = 6
@@ -94,12 +93,7 @@ def _small_data_configs():
     """Every `*_fashion_mnist` / `*_color_fashion_mnist` config, and `ressl_authors_cifar10`: its
     method has no other small-data config (its `:runlocal` trains on Fashion-MNIST, 3 channels,
     with its CIFAR recipes; CIFAR's own loader is `tests/data/test_load_arrays.py`'s)."""
-    names = ["ressl_authors_cifar10"]
-    for path in sorted(glob.glob(os.path.join(ROOT, "configs", "*.py"))):
-        name = os.path.basename(path)[:-3]
-        if name.endswith("_fashion_mnist"):
-            names.append(name)
-    return names
+    return ["ressl_authors_cifar10", *(n for n in config_names() if n.endswith("_fashion_mnist"))]
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,9 @@ import pytest
 
 from ssl_jax import configs, view_learning
 from ssl_jax.config_checks import ConfigError
-from ssl_jax.data import device_augment, flow_views, recipe_ops
+from ssl_jax.data import recipe_ops
+from ssl_jax.data.device import flow_views
+from ssl_jax.data.device import recipe as device_recipe
 from ssl_jax.models.flow import PixelFlow
 from tests.data.data_helpers import make_fashion_dir
 
@@ -116,7 +118,7 @@ def test_flow_file_and_device_op(tmp_path):
     np.testing.assert_allclose(flow_views.apply_flow(loaded, rgb), expected, atol=1e-6)
     images = jnp.asarray(np.round(np.asarray(rgb) * 255), jnp.uint8)
     op = ({"op": "learned_flow", "path": path},)
-    got = device_augment.to_model_input(images, op, (0.0,) * 3, (1.0,) * 3)
+    got = device_recipe.to_model_input(images, op, (0.0,) * 3, (1.0,) * 3)
     np.testing.assert_allclose(
         got, flow_views.apply_flow(views, images.astype(jnp.float32) / 255), atol=1e-5
     )

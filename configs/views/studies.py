@@ -86,7 +86,7 @@ def get_config(arg=None):
     # v1 = a scene, v2 = a scene sharing `shared` factors with it and drawing the others anew (the
     # paper's v1 is a frame sequence read by an LSTM: ours is one frame). The critic's f1 is the
     # encoder; tasks: item class, background class (logistic probe), item position (ridge, l2
-    # `position_l2` per row: linear_probe.ridge_fitter, error in pixels). Batch 128 as the paper's (B.4).
+    # `position_l2` per row: probe_fit.ridge_fitter, error in pixels). Batch 128 as the paper's (B.4).
     c.task_dependence = ml_collections.ConfigDict(
         dict(
             canvas=48,

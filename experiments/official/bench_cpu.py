@@ -24,11 +24,10 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, ROOT)
+from experiments import campaign_cells, campaign_runner, grids
+from experiments.official import runner
 
-from experiments import campaign, grids  # noqa: E402
-from experiments.official import runner  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 GRIDS = {  # the official grid of each method timed here
     **dict.fromkeys(
@@ -56,7 +55,7 @@ def cell_config(method: str, steps: int):
     """The grid's seed-0 cell config of `method` at `steps` steps, no evaluator during training."""
     grid = grids.GRIDS[GRIDS[method]]
     (cell,) = [c for c in grids.cells(grid) if c.method == method and c.seed == 0]
-    config, _, _ = campaign.cell_config(grid, cell)
+    config, _, _ = campaign_cells.cell_config(grid, cell)
     full = int(config.total_steps)
     config.total_steps = steps
     for name in config.evals:
@@ -77,10 +76,8 @@ def official_cpu_s(method: str, steps: int, workdir: str) -> float:
     """The official harness's `pretrain_cpu_s` at `steps` steps (one torch thread)."""
     config, _ = cell_config(method, steps)
     numbers = runner.harness_numbers(config, method, workdir)
-    harness = os.path.join(ROOT, "experiments", "official", "harness.py")
-    cmd = [runner.official_python(), harness, f"--method={method}", "--threads=1"]
-    cmd += [f"--numbers={json.dumps(numbers)}", f"--out={workdir}"]
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    args = [f"--method={method}", "--threads=1", f"--numbers={json.dumps(numbers)}"]
+    runner.run_harness([*args, f"--out={workdir}"], check=True, stdout=subprocess.DEVNULL)
     with open(os.path.join(workdir, "run.json")) as f:
         return float(json.load(f)["pretrain_cpu_s"])
 
@@ -96,10 +93,10 @@ def child(method: str, steps: int, workdir: str) -> None:
     """Ours in this process: the config, the experiment, compile and `steps` steps."""
     from ssl_jax import train
 
-    cpu0 = campaign.cpu_seconds()
+    cpu0 = campaign_runner.cpu_seconds()
     config, _ = cell_config(method, steps)
     train.train_and_evaluate(config, workdir)
-    print(json.dumps({"cpu_s": round(campaign.cpu_seconds() - cpu0, 2)}), flush=True)
+    print(json.dumps({"cpu_s": round(campaign_runner.cpu_seconds() - cpu0, 2)}), flush=True)
 
 
 def measured_rows(path: str) -> dict:
@@ -132,7 +129,7 @@ def main(argv=None) -> None:
     unknown = sorted(set(methods) - set(METHODS))
     if unknown:
         raise SystemExit(f"error: no such method {unknown}; known: {', '.join(METHODS)}")
-    affinity, code = sorted(os.sched_getaffinity(0)), campaign.commit()  # the code that runs
+    affinity, code = sorted(os.sched_getaffinity(0)), campaign_runner.commit()  # the code that runs
     rows = {}
     for method in methods:
         full = cell_config(method, steps[0])[1]

@@ -6,8 +6,10 @@ Runs with the official venv's python (torch, torchvision; never ssl_jax's requir
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import importlib
+import importlib.machinery
 import os
 import random
 import resource
@@ -174,6 +176,33 @@ class LoggedLoss:
         return loss
 
 
+class CheckoutFinder:
+    """Finds a top-level module in one checkout's folder (`checkout_imports`); a submodule is left
+    to its package's own `__path__`."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def find_spec(self, name, path=None, target=None):
+        if path is not None:
+            return None
+        return importlib.machinery.PathFinder.find_spec(name, [self.path])
+
+
+@contextlib.contextmanager
+def checkout_imports(path: str):
+    """Within the block, top-level imports look in the checkout at `path` first, as if it led
+    `sys.path` (the official modules import one another by their bare names); `sys.path` itself
+    is left as it is. The finder goes just before the path finder in `sys.meta_path`, where a
+    `sys.path` entry is read."""
+    finder = CheckoutFinder(path)
+    sys.meta_path.insert(sys.meta_path.index(importlib.machinery.PathFinder), finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
+
+
 def import_official(path: str, *names: str, stubs=None) -> list[types.ModuleType]:
     """The modules `names` from the checkout at `path`. MoCo's and JCL's checkouts both have a
     `moco` package and a `main_moco`: those of another checkout are dropped from `sys.modules`
@@ -184,11 +213,8 @@ def import_official(path: str, *names: str, stubs=None) -> list[types.ModuleType
         if name.split(".")[0] in tops:
             del sys.modules[name]
     sys.modules.update(stubs or {})
-    sys.path.insert(0, path)
-    try:
+    with checkout_imports(path):
         return [importlib.import_module(name) for name in names]
-    finally:
-        sys.path.remove(path)
 
 
 def read_split(numbers: dict, split: str) -> tuple[np.ndarray, np.ndarray]:

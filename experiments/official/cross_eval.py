@@ -17,15 +17,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
+
+import numpy as np
+
+from experiments import campaign_cells, campaign_runner, grids
+from experiments.official import common, runner
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, ROOT)
-
-import numpy as np  # noqa: E402
-
-from experiments import campaign, grids  # noqa: E402
-from experiments.official import common, runner  # noqa: E402
 
 
 def main(argv=None) -> None:
@@ -33,7 +31,7 @@ def main(argv=None) -> None:
     parser.add_argument("--cell", required=True, help="GRID.SECTION.METHOD.sSEED of ours")
     args = parser.parse_args(argv)
     os.chdir(ROOT)
-    config, workdir, cell = campaign.trained_cell(args.cell)
+    config, workdir, cell = campaign_cells.trained_cell(args.cell)
     method = grids.method_key(cell.method)
 
     import torch
@@ -43,7 +41,7 @@ def main(argv=None) -> None:
     from ssl_jax.evaluate.encoder import load_encoder
     from ssl_jax.evaluate.evaluators import probe_and_knn, probe_args
 
-    exp, state = campaign.finished_state(config, workdir)
+    exp, state = campaign_runner.finished_state(config, workdir)
     variables = {"params": state.params, "batch_stats": state.batch_stats}
     numbers = runner.numbers(config, method)
     model = common.torchvision_resnet(

@@ -6,8 +6,11 @@ python (torch, torchvision; never ssl_jax's requirements):
     ../official_venv/bin/pip install -r experiments/official/requirements-official.txt
     ../official_venv/bin/pip install --no-deps torchvision==0.28.0
 
-    ../official_venv/bin/python experiments/official/harness.py --method=mocov2 \\
+    PYTHONPATH=. ../official_venv/bin/python experiments/official/harness.py --method=mocov2 \\
         --numbers="$(cat numbers.json)" --out=DIR [--official-root=../official]
+
+Nothing of ours is installed in that venv: `experiments.official` is found through `PYTHONPATH`,
+the repository root, which `runner.run_harness` sets for the runs it starts.
 
 `--numbers` (JSON, written by `experiments/official/runner.py` from our config, so both sides read
 one recipe): the images (`fashion_dir`, `train_subset`, `size`, `channels`, `mean`, `std`), the
@@ -34,15 +37,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
-
-from experiments.official import (  # noqa: E402
+from experiments.official import (
     checkouts,
     common,
     ring,

@@ -9,17 +9,14 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import time
 
+import numpy as np
+
+from experiments import campaign_cells, campaign_page, grids
+from experiments.official import bench_cpu, checkouts, harness, runner
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, ROOT)
-
-import numpy as np  # noqa: E402
-
-from experiments import campaign, grids  # noqa: E402
-from experiments.official import bench_cpu, checkouts, harness, runner  # noqa: E402
-
 PAGE = os.path.join(ROOT, "docs", "experiments", "official.md")
 # (official grid, the grid of ours it mirrors)
 PAIRS = (("official_cpu_long", "cpu_long"), ("official_cpu_long_color", "cpu_long_color"))
@@ -32,7 +29,7 @@ def same_or_differs(official: list[float], ours: list[float]) -> str:
     sample stds, else 'differs by X points'; 'not judged' on fewer than 2 seeds a side."""
     if min(len(official), len(ours)) < 2:
         return "not judged yet (fewer than 2 seeds a side)"
-    (mo, so), (mu, su) = campaign.mean_std(official), campaign.mean_std(ours)
+    (mo, so), (mu, su) = campaign_page.mean_std(official), campaign_page.mean_std(ours)
     if abs(mo - mu) <= so + su:
         return f"same within the seeds' spread (official {mo:.2f} ± {so:.2f}, ours {mu:.2f} ± {su:.2f})"
     return (
@@ -118,9 +115,9 @@ def official_row_of(variant: str, official_methods: set[str]) -> str | None:
 
 
 def method_rows(official_grid: grids.Grid, ours_grid: grids.Grid) -> list[str]:
-    found = campaign.read_cells(campaign.RESULTS_DIR, official_grid)
-    mine = campaign.read_cells(campaign.RESULTS_DIR, ours_grid)
-    variants = campaign.read_cells(campaign.RESULTS_DIR, grids.GRIDS[VARIANTS])
+    found = campaign_cells.read_cells(campaign_cells.RESULTS_DIR, official_grid)
+    mine = campaign_cells.read_cells(campaign_cells.RESULTS_DIR, ours_grid)
+    variants = campaign_cells.read_cells(campaign_cells.RESULTS_DIR, grids.GRIDS[VARIANTS])
     out = []
     for section in official_grid.sections:
         for method, _ in section.methods:
@@ -169,8 +166,8 @@ def method_rows(official_grid: grids.Grid, ours_grid: grids.Grid) -> list[str]:
                 cpu = [r.get("pretrain_cpu_s") for r in records if r.get("pretrain_cpu_s")]
                 minutes = f"{np.median(cpu) / 60:.1f}" if cpu else "not recorded"
                 out.append(
-                    f"| {side} | {campaign.summary([r['probe_top1'] for r in records])} "
-                    f"| {campaign.summary([r['knn_top1'] for r in records])} | {len(records)} "
+                    f"| {side} | {campaign_page.summary([r['probe_top1'] for r in records])} "
+                    f"| {campaign_page.summary([r['knn_top1'] for r in records])} | {len(records)} "
                     f"| {minutes} | {late_loss(records)} |"
                 )
             out += [

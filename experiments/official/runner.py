@@ -1,7 +1,8 @@
-"""Our side of an official cell (`campaign.py` calls `run_cell` for a grid with `official=True`):
-the cell's config (the grid's budget, the method's config) as the harness's numbers, the harness
-run with the official venv's python, and its features scored by the same probe and kNN as our
-cells (`evaluators.probe_and_knn` with the config's `evals.probe_table`).
+"""Our side of an official cell (`campaign_runner.run_cell` calls `run_cell` for a grid with
+`official=True`): the cell's config (the grid's budget, the method's config) as the harness's
+numbers, the harness run with the official venv's python (`run_harness`), and its features scored
+by the same probe and kNN as our cells (`evaluators.probe_and_knn` with the config's
+`evals.probe_table`).
 
 The official venv's python: `--official-python` of `campaign.py`, `$SSL_JAX_OFFICIAL_PYTHON`, or
 `../official_venv/bin/python` beside the checkout.
@@ -16,9 +17,11 @@ import sys
 
 import numpy as np
 
+from benchmarks._common import checkout_env
 from experiments.official import checkouts, common, harness, ring
 
 DEFAULT_PYTHON = os.path.join(os.path.dirname(checkouts.ROOT), "official_venv", "bin", "python")
+HARNESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "harness.py")
 
 
 def official_python() -> str:
@@ -29,6 +32,12 @@ def official_python() -> str:
             "experiments/official/harness.py's docstring says, or set $SSL_JAX_OFFICIAL_PYTHON"
         )
     return python
+
+
+def run_harness(args: list[str], **kwargs) -> subprocess.CompletedProcess:
+    """`harness.py args` in the official venv, with the repository root ahead on `PYTHONPATH`
+    (nothing of ours is installed there); `kwargs` go to `subprocess.run`."""
+    return subprocess.run([official_python(), HARNESS, *args], env=checkout_env(), **kwargs)
 
 
 # Methods whose official trainer takes view 0 (weak) to the momentum branch and view 1 (strong)
@@ -136,7 +145,7 @@ COLOUR_DATA = "color_fashion_mnist"
 
 def numbers(config, method: str) -> dict:
     """The harness's numbers from one of our configs (what both sides train with)."""
-    from ssl_jax.data import color_fashion_mnist, fashion_mnist
+    from ssl_jax.data.sources import color_fashion_mnist, fashion_mnist
     from ssl_jax.models import feature_dim
 
     data, model, optim, mc = config.data, config.model, config.optim, config.method_config
@@ -211,7 +220,7 @@ def write_our_views(numbers: dict, path: str, reads: int) -> None:
     `[reads, N, H, W]` uint8 `.npy` at `path`: what a `+ourviews` cell's trainer reads."""
     import tensorflow as tf
 
-    from ssl_jax.data import augment
+    from ssl_jax.data.host import augment
     from ssl_jax.data.recipe_ops import num_draws
 
     images, _ = common.read_subset(numbers)
@@ -273,15 +282,13 @@ def run_cell(config, method: str, workdir: str, official_root: str = "") -> dict
     done = os.path.join(workdir, "features.npz")
     if not os.path.exists(done):
         nums = harness_numbers(config, method, workdir)
-        cmd = [
-            official_python(),
-            os.path.join(os.path.dirname(os.path.abspath(__file__)), "harness.py"),
+        args = [
             f"--method={method}",
             f"--numbers={json.dumps(nums)}",
             f"--out={workdir}",
             f"--official-root={official_root}",
         ]
-        result = subprocess.run(cmd, stdout=sys.stdout, stderr=sys.stderr)
+        result = run_harness(args, stdout=sys.stdout, stderr=sys.stderr)
         if result.returncode:
             raise SystemExit(f"error: the official {method} run failed (exit {result.returncode})")
         for file in (nums.get("views_file"), nums.get("images_file")):

@@ -40,12 +40,9 @@ def load_train_cmc(path: str) -> types.ModuleType:
     spec = importlib.util.spec_from_loader("train_CMC", loader=None, origin=file)
     module = importlib.util.module_from_spec(spec)
     module.__file__ = file
-    sys.path.insert(0, path)
-    try:
+    with common.checkout_imports(path):
         code = compile(source.replace(*ASYNC_EDIT), file, "exec")
         exec(code, module.__dict__)  # noqa: S102 - the pinned official file, one edit
-    finally:
-        sys.path.remove(path)
     sys.modules["train_CMC"] = module
     return module
 

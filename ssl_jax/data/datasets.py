@@ -1,7 +1,7 @@
 """The data sets: their names, sizes, shapes and labels, and each split as a `Source` or as arrays in
 host memory, whichever back-end holds it.
 
-Every split is exposed as a `Source` (`source.py`): its length, whether it has labels, `read(start,
+Every split is exposed as a `Source` (`sources/source.py`): its length, whether it has labels, `read(start,
 end)` (a tf.data stream of the examples at positions `[start, end)` in a fixed order, images possibly
 still encoded) with `decode`, and `lookup(index)` when the split allows random access (in memory, or
 one file per image). The pipeline builds on `open_source`; `load_source` is the plain decoded stream
@@ -13,13 +13,13 @@ Layouts:
   (60000) and 'test' (10000). Headers, dimensions, lengths and labels are checked before use, so a
   truncated or corrupt file raises `DataError` and is never half-read. Always held in host memory.
 - `color_fashion_mnist`: the same IDX files and splits, each item tinted and composited on a crop
-  of a photograph shipped with scikit-image (`color_fashion_mnist.py`: the generative story, the
+  of a photograph shipped with scikit-image (`sources/color_fashion_mnist.py`: the generative story, the
   options `config.data.color_fashion_mnist`), RGB at 32 or 64 px; generated on first use and
   cached as `.npz`. Held in host memory. With `views='item'` training reads `train_source`: the
   items, each view composited anew.
-- `cifar10`, `cifar100`, `stl10`, `imagenet2012`: tfds builders (`tfds_source.py`: where they are
+- `cifar10`, `cifar100`, `stl10`, `imagenet2012`: tfds builders (`sources/tfds_source.py`: where they are
   prepared from, split names, `cache`).
-- `image_folder`: the user's images under `data_dir` (`image_folder.py`: the folder of a split,
+- `image_folder`: the user's images under `data_dir` (`sources/image_folder.py`: the folder of a split,
   labels, formats, the check of unreadable files and `data.bad_images`).
 
 TensorFlow (and tfds) are imported on first use of a tf.data stream: `load_arrays`, `num_examples`
@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ssl_jax.data import color_fashion_mnist, fashion_mnist, image_folder, tfds_source
-from ssl_jax.data.fashion_mnist import DataError
-from ssl_jax.data.source import Source, array_source, cache_key, config_get
+from ssl_jax.data.sources import color_fashion_mnist, fashion_mnist, image_folder, tfds_source
+from ssl_jax.data.sources.fashion_mnist import DataError
+from ssl_jax.data.sources.source import Source, array_source, cache_key, config_get
 
 if TYPE_CHECKING:
     import tensorflow as tf

@@ -4,7 +4,7 @@ The train split's uint8 images are read once on the host (`datasets.load_arrays`
 `color_fashion_mnist`'s `.npz`, tfds `as_numpy`, an image folder of same-size images) and placed
 in device memory, **replicated on every device**: each device gathers its own rows of the global
 batch from its copy with no collective, and the whole recipe runs inside the jitted step
-(`device_augment.device_views`). The limit: a split may take at most `MAX_SPLIT_FRACTION` of one
+(`device/recipe.device_views`). The limit: a split may take at most `MAX_SPLIT_FRACTION` of one
 device's memory (Fashion-MNIST 47 MB, CIFAR-10 154 MB, STL-10's 100k unlabelled 2.8 GB; an H100
 holds 80 GB); a larger one is refused before anything compiles. ImageNet stays on tf.data.
 
@@ -40,7 +40,9 @@ import numpy as np
 
 from ssl_jax import sharding
 from ssl_jax.config_checks import ConfigError
-from ssl_jax.data import color_fashion_mnist, datasets, device_augment, recipe_ops, train_split
+from ssl_jax.data import datasets, recipe_ops, train_split
+from ssl_jax.data.device import recipe as device_recipe
+from ssl_jax.data.sources import color_fashion_mnist
 
 PIPELINES = ("tfdata", "device", "auto")
 # Datasets whose train split `datasets.load_arrays` reads whole (ImageNet: tf.data only).
@@ -59,7 +61,7 @@ _SHUFFLE_TAG = 0
 
 def unsupported_ops(data) -> list[tuple[str, str]]:
     """`(view, op)` pairs of the recipes with no device version."""
-    known = (*device_augment.RECIPE_OPS, *recipe_ops.FLOAT_OPS)
+    known = (*device_recipe.RECIPE_OPS, *recipe_ops.FLOAT_OPS)
     return [
         (v, o) for v in data.views for o in (op["op"] for op in data.recipes[v]) if o not in known
     ]
@@ -82,7 +84,7 @@ def check_config(data) -> None:
     if bad:
         raise ConfigError(
             f"config.data.pipeline='device': recipe {bad[0][0]!r} op {bad[0][1]!r} has no device "
-            f"version (device ops: {tuple(device_augment.RECIPE_OPS)}); use 'tfdata'"
+            f"version (device ops: {tuple(device_recipe.RECIPE_OPS)}); use 'tfdata'"
         )
     for view in data.views:
         recipe_ops.validate_recipe(view, tuple(data.recipes[view]), int(data.channels))
@@ -225,7 +227,7 @@ def index_batches(
 
 def step_views(data, images: jax.Array, index: jax.Array, rng: jax.Array, dtype) -> tuple:
     """Inside the jitted step: the batch's rows of the device table (`images[index]`, each device
-    its own rows), in `data.channels`, and every view's recipe (`device_augment.device_views`)."""
+    its own rows), in `data.channels`, and every view's recipe (`device_recipe.device_views`)."""
     rows = train_split.adapt_channels(images[index], int(data.channels))
     recipes = tuple(tuple(dict(op) for op in data.recipes[v]) for v in data.views)
-    return device_augment.device_views(rows, recipes, rng, tuple(data.mean), tuple(data.std), dtype)
+    return device_recipe.device_views(rows, recipes, rng, tuple(data.mean), tuple(data.std), dtype)

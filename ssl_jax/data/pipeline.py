@@ -6,7 +6,7 @@ Training order and randomness are pure functions of `(config.seed, step)`:
   `[t·G, (t+1)·G)` of it (the remainder is dropped) and process `p` takes rows `[p·b, (p+1)·b)` of
   that batch, `b = G // process_count`.
 - View `v` of example `i` in epoch `e` draws its uniforms from the stateless seed `(seed, e, i, v)`
-  (`augment.draw`), whatever batch or process it lands in; a source that composes each view
+  (`host/augment.draw`), whatever batch or process it lands in; a source that composes each view
   (`Source.compose`: color_fashion_mnist's `views='item'`) draws the view's image from another
   stream of the same `(seed, e, i, v)`.
 So `train_iterator(start_step=s)` yields exactly what `start_step=0` yields after `s` batches.
@@ -21,10 +21,10 @@ Two ways to walk the permutation:
   decoding. Resume is exact for the same `process_count` (and the same TF global seed, which
   ssl_jax never sets: `tf.data` mixes it into the shuffle's seed).
 
-Augmentation runs in two stages (`augment.split_point`): small fixed-size sources (≤ 160² pixels:
-Fashion-MNIST, CIFAR, STL-10) are batched first and augmented by whole-batch ops; large or
-variable-size ones are augmented image by image before batching. With `config.data.device_ops` only
-the geometric ops (`recipe_ops.HOST_OPS`) run here; `device_augment` runs the rest in the jitted step.
+Augmentation runs in two stages (`host/augment.split_point`): small fixed-size sources (≤ 160²
+pixels: Fashion-MNIST, CIFAR, STL-10) are batched first and augmented by whole-batch ops; large or
+variable-size ones are augmented image by image before batching. With `config.data.device_ops`
+only the geometric ops (`recipe_ops.HOST_OPS`) run here; `device/recipe` runs the rest in the step.
 
 TensorFlow is imported on first use of tf.data, never at import: `eval_iterator` of a numpy-held
 set (`datasets.NUMPY_NAMES`) at its native size takes a numpy path with the same batches, and
@@ -40,7 +40,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ssl_jax.data import datasets, device_augment, device_pipeline, recipe_ops, train_split
+from ssl_jax.data import datasets, device_pipeline, recipe_ops, train_split
+from ssl_jax.data.device import recipe as device_recipe
+from ssl_jax.data.device.checks import check_device_crops, device_crop_side
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -91,14 +93,14 @@ def adapt_channels(image: tf.Tensor | np.ndarray, channels: int) -> tf.Tensor | 
         return image
     if isinstance(image, np.ndarray):
         return train_split.adapt_channels(image, channels, xp=np)
-    from ssl_jax.data import augment
+    import tensorflow as tf
+
+    from ssl_jax.data.host import tensors
 
     if have == 1 and channels == 3:
-        import tensorflow as tf
-
         return tf.tile(image, [1, 1, 3])
     if have == 3 and channels == 1:
-        return augment.to_uint8(augment.gray(augment.to_float(image)))
+        return tensors.to_uint8(tensors.gray(tensors.to_float(image)))
     raise ValueError(f"cannot turn {have}-channel images into {channels} channels.")
 
 
@@ -113,14 +115,14 @@ def eval_view(image: tf.Tensor, size: int, crop_fraction: float, channels: int) 
     then centre crop."""
     import tensorflow as tf
 
-    from ssl_jax.data import augment
+    from ssl_jax.data.host import augment, tensors
 
     resize_to = _eval_resize_to(size, crop_fraction)
     height, width = image.shape[:2]
     seed = tf.zeros([2], tf.int64)
     if height is None or width is None or min(height, width) != resize_to:
         image = augment.resize(image, seed, size=resize_to)
-    image = augment.to_uint8(augment.center_crop(image, seed, size=size))
+    image = tensors.to_uint8(augment.center_crop(image, seed, size=size))
     return adapt_channels(image, channels)
 
 
@@ -141,14 +143,12 @@ def _eval_view_numpy(images: np.ndarray, size: int, channels: int) -> np.ndarray
 def _recipes(config: Any) -> list[tuple[str, Sequence[Any]]]:
     """`(name, host recipe)` per view, validated; with `config.data.device_ops` only the geometric
     ops (`recipe_ops.HOST_OPS`) stay on the host; a `color_space` op (`recipe_ops.FLOAT_OPS`) never
-    runs here (`device_augment.to_model_input`)."""
+    runs here (`device/recipe.to_model_input`)."""
     data = config.data
     channels = int(data.channels)
     device_ops = bool(data.get("device_ops", False))
-    if device_augment.device_crop_side(data):
-        device_augment.check_device_crops(
-            data
-        )  # the views are cut on the device: rrc-led recipes only
+    if device_crop_side(data):
+        check_device_crops(data)  # the views are cut on the device: rrc-led recipes only
     out = []
     for name in data.views:
         if name not in data.recipes:
@@ -196,7 +196,7 @@ def train_iterator(
     'label': int32 [b]}` for step `start_step` onwards; `num_parallel_calls` None = AUTOTUNE."""
     import tensorflow as tf
 
-    from ssl_jax.data import augment
+    from ssl_jax.data.host import augment, geometry
 
     _hide_accelerators()
     data = config.data
@@ -216,7 +216,7 @@ def train_iterator(
 
     splits: dict[int, int] = {}
 
-    canvas = device_augment.device_crop_side(data)
+    canvas = device_crop_side(data)
 
     @_plain
     def views(epoch, ex):
@@ -228,11 +228,11 @@ def train_iterator(
             image = adapt_channels(image, channels)
         example_seed = _fold(augment_seed, epoch, ex["index"])
         if canvas:
-            image, height, width = augment.fit_canvas(image, canvas)
+            image, height, width = geometry.fit_canvas(image, canvas)
             boxes, flips = [], []
             for v, (_, recipe) in enumerate(recipes):
                 u = augment.draw(recipe, _fold(example_seed, v))
-                box, flip = augment.crop_and_flip(recipe, u, height, width)
+                box, flip = geometry.crop_and_flip(recipe, u, height, width)
                 boxes.append(box)
                 flips.append(flip)
             return {
@@ -306,7 +306,7 @@ def train_iterator(
                 "center_crop or a resize to an (h, w) pair."
             )
     ds = ds.batch(b, drop_remainder=True)
-    if not canvas:  # with canvases the step cuts the views (device_augment.cut_views)
+    if not canvas:  # with canvases the step cuts the views (device/canvas.cut_views)
         ds = ds.map(finish, num_parallel_calls=parallel, deterministic=True)
     ds = ds.prefetch(tf.data.AUTOTUNE)
     return _to_numpy(ds.with_options(_pipeline_options()))
@@ -318,7 +318,7 @@ def device_train_iterator(
     """`train_iterator`'s batches as `config.data.pipeline = 'device'` draws them, without
     TensorFlow: the split of `datasets.load_arrays` (its first `data.train_subset` rows when > 0)
     in `device_pipeline.index_batches`' order, every view's whole recipe on the device
-    (`device_augment.recipe_view`, uniforms from `(seed, step, view)`), uint8 views before a trailing
+    (`device/recipe.recipe_view`, uniforms from `(seed, step, view)`), uint8 views before a trailing
     normalising op. For pictures and view learning: the train step draws its own views."""
     import jax
 
@@ -336,7 +336,7 @@ def device_train_iterator(
     @jax.jit
     def views(rows, step):
         step_key = jax.random.fold_in(jax.random.fold_in(key, _AUGMENT_TAG), step)
-        return device_augment.uint8_views(rows, recipes, step_key)
+        return device_recipe.uint8_views(rows, recipes, step_key)
 
     batches = device_pipeline.index_batches(
         config,

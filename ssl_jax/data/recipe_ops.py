@@ -1,13 +1,15 @@
-"""What each recipe op is, without TensorFlow or JAX: its keys, the uniforms it reads, and the
-validation of a recipe. The host ops (`augment.py`, tf) and the device ops (`device_augment.py`,
-`device_randaugment.py`, jnp) both read a view's uniforms `u [N, num_draws(recipe)]` in this
-layout (op k reads its own columns), so a recipe means the same on either side and tests can feed
-both the same draws. RandAugment's constants (timm / PyContrast `rand-n2-m10-mstd0.5`) live here
-too: the validation and both implementations read them.
+"""What each recipe op is, without TensorFlow or JAX: its keys, the uniforms it reads, where it
+runs, the validation of a recipe, and the definitions both twins of an op read (RandAugment's op
+table, the jigsaw's cells, the blur's kernel size, a fill's luma).
+
+The host ops (`host/`, tf) and the device ops (`device/`, jnp) both read a view's uniforms
+`u [N, num_draws(recipe)]` in this layout (op k reads its own columns), so a recipe means the same
+on either side and tests can feed both the same draws.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -17,27 +19,50 @@ from ssl_jax.data import color
 
 RRC_ATTEMPTS = 10
 
-# RandAugment (`randaugment.py` on the host, `device_randaugment.py` on the device)
+# RandAugment (timm / PyContrast `rand-n2-m10-mstd0.5`): the validation and both twins
+# (`host/randaugment.py`, `device/randaugment.py`) read its table.
 MAX_LEVEL = 10.0
 IMAGENET_FILL = (124, 116, 104)  # round(255 · ImageNet mean)
+# `ImageEnhance` factor at level m: `ENHANCE_SCALE·m/10 + ENHANCE_BASE` (in [0.1, 1.9]); with
+# `increasing` (timm's later table) `max(ENHANCE_BASE, 1 ± ENHANCE_INCREASING·m/10)`.
+ENHANCE_SCALE = 1.8
+ENHANCE_BASE = 0.1
+ENHANCE_INCREASING = 0.9
+
+
+@dataclasses.dataclass(frozen=True)
+class RandAugmentOp:
+    """One RandAugment op: `fn`, the name of the function that implements it in each twin;
+    `scale`, its argument at level `MAX_LEVEL` (at level m: `scale·m/10`; 0: no magnitude);
+    `signed`, whether the sign draw flips the argument."""
+
+    fn: str
+    scale: float = 0.0
+    signed: bool = False
+
+
+# PyContrast's / timm's level → argument table (`_MAX_LEVEL` 10), in timm's `_RAND_TRANSFORMS`
+# order, `Identity` last.
+RAND_AUGMENT = {
+    "AutoContrast": RandAugmentOp("auto_contrast"),
+    "Equalize": RandAugmentOp("equalize"),
+    "Invert": RandAugmentOp("invert"),
+    "Rotate": RandAugmentOp("rotate", 30.0, signed=True),  # degrees, counter-clockwise
+    "PosterizeTpu": RandAugmentOp("posterize", 4),  # bits kept
+    "Solarize": RandAugmentOp("solarize", 256),  # threshold
+    "SolarizeAdd": RandAugmentOp("solarize_add", 110),  # added to pixels below 128
+    "Color": RandAugmentOp("color", ENHANCE_SCALE),
+    "Contrast": RandAugmentOp("contrast", ENHANCE_SCALE),
+    "Brightness": RandAugmentOp("brightness", ENHANCE_SCALE),
+    "Sharpness": RandAugmentOp("sharpness", ENHANCE_SCALE),
+    "ShearX": RandAugmentOp("shear_x", 0.3, signed=True),  # x shift per row
+    "ShearY": RandAugmentOp("shear_y", 0.3, signed=True),  # y shift per column
+    "TranslateXRel": RandAugmentOp("translate_x_rel", 0.45, signed=True),  # of the width
+    "TranslateYRel": RandAugmentOp("translate_y_rel", 0.45, signed=True),  # of the height
+    "Identity": RandAugmentOp("identity"),
+}
 # timm `_RAND_TRANSFORMS` (PyContrast's aug "D")
-RAND_TRANSFORMS = (
-    "AutoContrast",
-    "Equalize",
-    "Invert",
-    "Rotate",
-    "PosterizeTpu",
-    "Solarize",
-    "SolarizeAdd",
-    "Color",
-    "Contrast",
-    "Brightness",
-    "Sharpness",
-    "ShearX",
-    "ShearY",
-    "TranslateXRel",
-    "TranslateYRel",
-)
+RAND_TRANSFORMS = tuple(name for name in RAND_AUGMENT if name != "Identity")
 # PyContrast `_RAND_TRANSFORMS_CMC` (aug "E", CMCv2): no colour ops.
 RAND_TRANSFORMS_CMC = (
     "AutoContrast",
@@ -49,9 +74,9 @@ RAND_TRANSFORMS_CMC = (
     "TranslateXRel",
     "TranslateYRel",
 )
-RAND_AUGMENT_OPS = (*RAND_TRANSFORMS, "Identity")  # every op name a recipe may list
+RAND_AUGMENT_OPS = tuple(RAND_AUGMENT)  # every op name a recipe may list
 # Ops whose result depends on the sign draw.
-RAND_AUGMENT_SIGNED = ("Rotate", "ShearX", "ShearY", "TranslateXRel", "TranslateYRel")
+RAND_AUGMENT_SIGNED = tuple(name for name, op in RAND_AUGMENT.items() if op.signed)
 # Uniforms per drawn op: which op, applied or not, magnitude (inverse normal CDF), sign.
 DRAWS_PER_OP = 4
 
@@ -94,17 +119,69 @@ PIXEL_OPS = ("horizontal_flip", "center_crop", "jigsaw")
 # Ops whose output is not an image in [0, 1] (normalised colour spaces): last in a recipe, never
 # quantised to uint8; the input pipeline leaves them to the device, where they replace `normalize`.
 FLOAT_OPS = ("color_space", "learned_flow")
-# Ops that run on the host (`augment.py`); `device_augment.apply_recipe` skips them. With
-# `config.data.device_ops` only these run on the host, `device_augment` runs the others.
+# Ops that run on the host (`host/`); `device/recipe.apply_recipe` skips them. With
+# `config.data.device_ops` only these run on the host, `device/` runs the others.
 HOST_OPS = ("random_resized_crop", "resize", "center_crop", "horizontal_flip", "jigsaw")
-# Ops with no `device_augment.DEVICE_OPS` version: a recipe with one cannot use `data.device_ops`.
+# Ops with no `device/colour.DEVICE_OPS` version: a recipe with one cannot use `data.device_ops`.
 HOST_ONLY_OPS = ("rand_augment",)
 LUMA = (0.299, 0.587, 0.114)  # ITU-R 601-2 luma weights (grayscale, saturation, contrast)
 
 
-def _params(op: Mapping[str, Any]) -> dict[str, Any]:
+def op_kwargs(op: Mapping[str, Any]) -> dict[str, Any]:
     """Op dict (or ConfigDict) → keyword arguments, lists turned into tuples."""
     return {k: tuple(v) if isinstance(v, list) else v for k, v in op.items() if k != "op"}
+
+
+def size_pair(size: int | Sequence[int]) -> tuple[int, int]:
+    """An op's `size` (int: square) as `(h, w)`."""
+    if isinstance(size, int):
+        return size, size
+    h, w = size
+    return int(h), int(w)
+
+
+def blur_kernel_size(side: int) -> int:
+    """`gaussian_blur`'s `kernel_size` 0: the odd number nearest to 10% of `side`, at least 3 (23 at
+    224 px, 3 at 32 px)."""
+    return max(3, 2 * round((0.1 * side - 1) / 2) + 1)
+
+
+def jigsaw_cells(height: int, width: int, grid: int, patch: int) -> tuple[int, int]:
+    """The jigsaw op (PIRL / PyContrast `JigsawCrop`) cuts an image into `grid × grid` cells of
+    `side // grid` px (85 at 255) and takes one `patch × patch` crop at a uniform integer offset
+    in each (`randint(0, cell − patch + 1)` per axis; `u [N, 2·grid²]`: row offsets, then column
+    offsets, cell by cell in row-major order), laid out as a `[grid·patch, grid·patch, C]` mosaic,
+    cell (i, j) at block (i, j): the model cuts it back into `grid²` patches. Returns the cell's
+    `(height, width)`; ValueError when the patch does not fit in it."""
+    cell_h, cell_w = height // grid, width // grid
+    if patch > min(cell_h, cell_w):
+        raise ValueError(
+            f"jigsaw: patch={patch} is larger than the {cell_h}×{cell_w} cells of a "
+            f"{height}×{width} image in a {grid}×{grid} grid."
+        )
+    return cell_h, cell_w
+
+
+def fill_values(fill: int | Sequence[int], channels: int) -> tuple[int, ...]:
+    """RandAugment's `fill` as `channels` values; a 3-value fill on 1 channel is its rounded
+    ITU-R 601-2 luma (117 for the ImageNet mean)."""
+    values = (fill,) * channels if isinstance(fill, int) else tuple(fill)
+    if channels == 1 and len(values) == 3:
+        values = (int(LUMA[0] * values[0] + LUMA[1] * values[1] + LUMA[2] * values[2] + 0.5),)
+    if len(values) != channels:
+        raise ValueError(f"fill={fill!r} does not match {channels} channels.")
+    return values
+
+
+def in_table_order(ops: Mapping[str, Any]) -> dict[str, Any]:
+    """A twin's op name → function dict in `OP_KEYS`' order (the order error messages list)."""
+    return {name: ops[name] for name in OP_KEYS if name in ops}
+
+
+def rand_augment_ops(implementations: Mapping[str, Callable]) -> dict[str, Callable]:
+    """RandAugment op name → a twin's function for it, `implementations[RAND_AUGMENT[name].fn]`
+    (a twin passes its module's namespace), in the table's order."""
+    return {name: implementations[op.fn] for name, op in RAND_AUGMENT.items()}
 
 
 def op_draws(op: Mapping[str, Any]) -> int:
@@ -138,7 +215,7 @@ def validate_recipe(name: str, recipe: Sequence[Mapping[str, Any]], channels: in
             raise ValueError(f"{where}: unknown op {kind!r}; allowed: {tuple(OP_KEYS)}.")
         where = f"{where} ({kind})"
         required, optional = OP_KEYS[kind]
-        params = _params(op)
+        params = op_kwargs(op)
         missing = required - set(params)
         unknown = set(params) - required - optional
         if missing:
@@ -236,7 +313,7 @@ def _check_rand_augment(check: Callable[..., None], params: Mapping[str, Any], c
 
 
 def _check_learned_flow(where: str, params: Mapping[str, Any], channels: int, last: bool) -> None:
-    """InfoMin's learned colour space (`device_augment.learned_flow`): the file exists, RGB input,
+    """InfoMin's learned colour space (`device/colour.learned_flow`): the file exists, RGB input,
     last op."""
     if not os.path.isfile(str(params["path"])):
         raise ConfigError(

@@ -1,6 +1,6 @@
 """Standard augmentation recipes as plain data (tuples of op dicts), for configs to import.
 
-Each function takes the view size and returns a tuple of op dicts (see `augment.py` for the ops):
+Each function takes the view size and returns a tuple of op dicts (see `host/augment.py` for the ops):
 `config.data.recipes = {'mocov2': recipes.mocov2(224)}`. Numbers follow the cited papers / code.
 """
 
@@ -245,8 +245,8 @@ def cifar_strong(size: int = 32, kernel_size: int = PIL_BLUR_TAPS) -> Recipe:
 
 
 # --------------------------------------------------------------------------------------------------
-# CMC (Tian et al. 2020): the view is the whole converted image; the model splits its channels with
-# `color.split_channels(x, space)` into the 1-channel and the 2-channel view (L | ab, ...).
+# CMC (Tian et al. 2020): the view is the whole converted image; the model splits its channels at
+# `color.SPACES[space].split` into the 1-channel and the 2-channel view (L | ab, ...).
 # --------------------------------------------------------------------------------------------------
 
 
@@ -284,7 +284,7 @@ def cmc_pycontrast(
 
 # --------------------------------------------------------------------------------------------------
 # InfoMin (Tian et al. 2020, PyContrast `datasets/util.py`): augmentations "D" (InfoMin) and "E"
-# (CMCv2), RandAugment `rand-n2-m10-mstd0.5` from PyContrast's copy of timm (`randaugment.py`).
+# (CMCv2), RandAugment `rand-n2-m10-mstd0.5` from PyContrast's copy of timm (`host/randaugment.py`).
 # --------------------------------------------------------------------------------------------------
 
 

@@ -8,8 +8,8 @@ size and shape (no pixel read), into one mode:
 | mode            | the host sends (per row)            | the step runs                               |
 |-----------------|-------------------------------------|---------------------------------------------|
 | `device_table`  | the row's index and label           | the whole recipe on the split in device memory (`device_pipeline`) |
-| `host_canvases` | a canvas, each view's box and flip  | the crops (`device_augment.cut_views`), the colour ops |
-| `host_crops`    | uint8 views, cropped and flipped    | the colour ops (`device_augment.apply_recipe`) |
+| `host_canvases` | a canvas, each view's box and flip  | the crops (`device/canvas.cut_views`), the colour ops |
+| `host_crops`    | uint8 views, cropped and flipped    | the colour ops (`device/recipe.apply_recipe`) |
 | `host_views`    | uint8 views, the whole recipe run   | the normalisation (or a `color_space` op)   |
 
 The loop then calls `batches(start_step)`, `abstract_batch()`, `shardings()` and
@@ -28,7 +28,10 @@ import jax
 import jax.numpy as jnp
 
 from ssl_jax import sharding
-from ssl_jax.data import datasets, device_augment, device_pipeline, pipeline, train_split
+from ssl_jax.data import datasets, device_pipeline, pipeline, train_split
+from ssl_jax.data.device import canvas
+from ssl_jax.data.device import recipe as device_recipe
+from ssl_jax.data.device.checks import device_crop_side
 
 DEVICE_TABLE = "device_table"
 HOST_CANVASES = "host_canvases"
@@ -44,7 +47,7 @@ def input_mode(config: Any) -> str:
     data = config.data
     if device_pipeline.resolve(config) == "device":
         return DEVICE_TABLE
-    if device_augment.device_crop_side(data):
+    if device_crop_side(data):
         return HOST_CANVASES
     return HOST_CROPS if data.get("device_ops", False) else HOST_VIEWS
 
@@ -67,7 +70,7 @@ def prepare_views(config: Any, views, rng: jax.Array, dtype) -> tuple[jnp.ndarra
     """uint8 views of a tf.data batch → model input in `dtype` as the step makes them
     (`host_crops` with `data.device_ops`, else `host_views`)."""
     data = config.data
-    return device_augment.model_views(
+    return device_recipe.model_views(
         views,
         view_recipes(data),
         rng,
@@ -138,7 +141,7 @@ class TrainInput:
         if self.mode == DEVICE_TABLE:
             return {**labels, "images": device_pipeline.table_spec(self.config, self.mesh)}
         if self.mode == HOST_CANVASES:
-            side = device_augment.device_crop_side(data)
+            side = device_crop_side(data)
             pixels = {
                 "canvas": rows(jnp.uint8, side, side, channels),
                 "boxes": rows(jnp.int32, num_views, 4),
@@ -187,9 +190,7 @@ class TrainInput:
         if "views" in batch:  # cut on the host (or synthetic views, which any host mode takes)
             uint8 = tuple(batch["views"])
         else:  # host_canvases: cut here
-            uint8 = device_augment.cut_views(
-                batch["canvas"], batch["boxes"], batch["flips"], self.recipes
-            )
-        return device_augment.model_views(
+            uint8 = canvas.cut_views(batch["canvas"], batch["boxes"], batch["flips"], self.recipes)
+        return device_recipe.model_views(
             uint8, self.recipes, rng, mean, std, dtype, colour_ops=self.mode != HOST_VIEWS
         )

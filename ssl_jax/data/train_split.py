@@ -68,7 +68,7 @@ def batch_rows(config: Any, process_index: int, process_count: int) -> int:
 def adapt_channels(images, channels: int, xp=jnp):
     """uint8 `[..., H, W, C]` → `channels` channels: grey copied to 3, RGB to its luma, else as is.
     `xp` = `jnp` (in the step) or `np` (host batches): the same float32 products summed in the same
-    order as `augment.gray(to_float(x))`, ×255, clipped, rounded half to even, so both equal the
+    order as `host/tensors.gray(to_float(x))`, ×255, clipped, rounded half to even, so both equal the
     TensorFlow op (`pipeline.adapt_channels`) bit for bit."""
     have = images.shape[-1]
     if have == channels:

@@ -22,7 +22,7 @@ import tempfile
 
 import numpy as np
 
-from ssl_jax.data import fashion_mnist
+from ssl_jax.data.sources import fashion_mnist
 
 NAME = "fashion_mnist_det"
 VERSION = 1

@@ -41,7 +41,8 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from ssl_jax import checkpoint, memory, sharding
-from ssl_jax.data import datasets, device_augment, pipeline
+from ssl_jax.data import datasets, pipeline
+from ssl_jax.data.device.eval_input import eval_input, eval_ops
 from ssl_jax.models import compute_dtype
 
 WEIGHTS = ("online", "target")
@@ -92,7 +93,7 @@ class Encoder:
     def __post_init__(self):
         data = self.config.data
         dtype = compute_dtype(self.config.model.dtype)
-        self._normalize = jax.jit(lambda x: device_augment.eval_input(x, data, dtype))
+        self._normalize = jax.jit(lambda x: eval_input(x, data, dtype))
         self._stage_dim: int | None = None
 
     @property
@@ -132,7 +133,7 @@ class Encoder:
 
     def normalize(self, images) -> jax.Array:
         """uint8 pixels `[N, H, W, C]` → model input, as in pretraining: the run's `data.mean` /
-        `data.std`, or its recipe's colour space (`device_augment.eval_input`)."""
+        `data.std`, or its recipe's colour space (`eval_input`)."""
         return self._normalize(jnp.asarray(images))
 
     def features(self, images, *, stages: bool = False) -> jax.Array:
@@ -161,7 +162,7 @@ class Encoder:
             _model_key(self.model),
             tuple(data.mean),
             tuple(data.std),
-            repr(device_augment.eval_ops(data)),
+            repr(eval_ops(data)),
             self.config.model.dtype,
             bool(stages),
         )
@@ -232,7 +233,7 @@ def _with_data(config, data_config):
 
 def uint8_feature_fn(apply_fn: Callable, data_config, config) -> FeatureFn:
     """jitted `(variables, uint8 [B, H, W, C]) → apply_fn(variables, x, train=False)`, x the model
-    input as in pretraining (`device_augment.eval_input`: mean/std or the recipe's colour space)."""
+    input as in pretraining (`eval_input`: mean/std or the recipe's colour space)."""
     data = ml_collections.ConfigDict(
         data_config.to_dict() if hasattr(data_config, "to_dict") else dict(data_config)
     )
@@ -240,7 +241,7 @@ def uint8_feature_fn(apply_fn: Callable, data_config, config) -> FeatureFn:
 
     @jax.jit
     def fn(variables, images):
-        x = device_augment.eval_input(images, data, dtype)
+        x = eval_input(images, data, dtype)
         return apply_fn(variables, x, train=False)
 
     return fn
@@ -509,7 +510,7 @@ class RowEmbedder:
 
         @functools.partial(jax.jit, donate_argnums=(4,))
         def write(variables, images, index, mask, table):
-            rows = embed_fn(variables, device_augment.eval_input(images, data, dtype))
+            rows = embed_fn(variables, eval_input(images, data, dtype))
             index = jnp.where(mask, index, table.shape[0])  # padding: no device owns it → dropped
             return memory.write_rows(table, index, rows.astype(table.dtype), mesh)
 

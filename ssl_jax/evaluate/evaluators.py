@@ -44,7 +44,7 @@ from ssl_jax.evaluate.encoder import (
     sharded_split_features,
     split_features,
 )
-from ssl_jax.evaluate.linear_probe import L2_GRIDS, SOLVER_NAMES, SOLVERS, fit_linear_probe
+from ssl_jax.evaluate.probe_fit import L2_GRIDS, SOLVER_NAMES, SOLVERS, fit_linear_probe
 
 PROBE_TABLE_FILE = "probe_table.txt"
 
@@ -225,9 +225,9 @@ class ProbeTableEvaluator(_Schedule):
     """Linear probe (same probe, same data) of the pretrained encoder, the same encoder at random
     init and raw pixels (the first `num_train` / `num_test` examples of the eval splits, all when
     -1), with a weighted kNN column (`knn.weighted_knn`, k `knn_k`, τ `knn_temperature`, cosine on
-    the unstandardised features; `knn_k=0`: none). The probe is `linear_probe.fit_linear_probe`:
+    the unstandardised features; `knn_k=0`: none). The probe is `probe_fit.fit_linear_probe`:
     `solver='lbfgs'` multinomial logistic regression, 'ridge' the closed form; `l2_grid` empty =
-    the solver's own grid (`linear_probe.L2_GRIDS`). Prints the table (its first line names the
+    the solver's own grid (`probe_fit.L2_GRIDS`). Prints the table (its first line names the
     probe, the grid and the sizes), writes `probe_table.txt` (process 0) and returns
     `probe/top1`, `probe/random_init_top1`, `probe/raw_pixels_top1` and the kNN column as
     `probe/knn_top1`, `probe/random_init_knn_top1`, `probe/raw_pixels_knn_top1`."""

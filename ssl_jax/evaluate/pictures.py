@@ -23,13 +23,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from ssl_jax import checkpoint, progress  # noqa: E402
-from ssl_jax.data import (  # noqa: E402
-    datasets,
-    device_augment,
-    device_pipeline,
-    pipeline,
-    recipe_ops,
-)
+from ssl_jax.data import datasets, device_pipeline, pipeline, recipe_ops  # noqa: E402
+from ssl_jax.data.device import canvas  # noqa: E402
+from ssl_jax.data.device import recipe as device_recipe  # noqa: E402
 
 CURVES_FILE = "curves.png"
 AUGMENTATIONS_FILE = "augmentations.png"
@@ -134,12 +130,12 @@ def augmentation_views(
     for d in range(draws):  # one epoch per draw: every view re-drawn
         batch = next(data)
         order = np.argsort(batch["index"])
-        for v, view in enumerate(device_augment.batch_views(pc.data, batch)):
+        for v, view in enumerate(canvas.batch_views(pc.data, batch)):
             view = np.asarray(view)[order]
             recipe = tuple(dict(op) for op in pc.data.recipes[names[v]])
             if pc.data.device_ops and not on_device:  # on the device path every op already ran
                 rgb_ops = tuple(op for op in recipe if op["op"] not in recipe_ops.FLOAT_OPS)
-                x = device_augment.apply_recipe(
+                x = device_recipe.apply_recipe(
                     view, rgb_ops, jax.random.PRNGKey(1000 * d + v), pc.data.mean, pc.data.std
                 )
                 x = np.asarray(x) * np.asarray(pc.data.std) + np.asarray(pc.data.mean)

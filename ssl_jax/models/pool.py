@@ -1,13 +1,11 @@
 """Max-pooling as torch's `MaxPool2d` (padding with -inf), with a gradient XLA:CPU runs fast.
 
 `nn.max_pool` is `lax.reduce_window`; its gradient (select-and-scatter) is lowered by XLA:CPU to a
-variadic reduce-window that carries four `s32` index maps the size of the padded input. On the
-ImageNet stem's pool at 28 px (batch 64, 14 × 14 × 64) forward + backward take 5.7 ms against 3.5 in
-PyTorch (at 32 × 56 × 56 × 64: 91.5 against 30.9). `slice_max_pool` takes the maximum of the kh·kw
-strided slices of the padded input and routes each window's gradient to its first maximum in
-row-major order (torch's choice) with masks and pads: 1.3 ms (11.4 ms) (2026-11-25, commit fc07e83, the 2-core
-development machine; `benchmarks/conv_impl.py --pool` prints both JAX columns). `max_pool` uses
-it on the CPU backend and `nn.max_pool` elsewhere (cuDNN / TPU pooling).
+variadic reduce-window that carries four `s32` index maps the size of the padded input, slower
+than PyTorch's pool. `slice_max_pool` takes the maximum of the kh·kw strided slices of the padded
+input and routes each window's gradient to its first maximum in row-major order (torch's choice)
+with masks and pads, faster than both (the timings: docs/performance.md). `max_pool` uses it on the
+CPU backend and `nn.max_pool` elsewhere (cuDNN / TPU pooling).
 """
 
 from functools import partial

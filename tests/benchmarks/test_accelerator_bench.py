@@ -21,7 +21,6 @@ sys.meta_path.insert(0, type('Block', (), {'find_spec': staticmethod(
     lambda name, *a: (_ for _ in ()).throw(ImportError('real tensorflow imported'))
     if name.split('.')[0] == 'tensorflow' and not stubbed else None)})())
 stubbed = False
-sys.path[:0] = ['.']
 from benchmarks._common import stub_tensorflow_if_missing
 stubbed = stub_tensorflow_if_missing()
 assert stubbed

@@ -1,4 +1,5 @@
-"""Shared helpers for the data tests: tiny IDX datasets and configs matching docs/design.md."""
+"""Shared helpers for the data tests: tiny IDX datasets and configs matching docs/design.md, and
+CMC's channel split of a converted image."""
 
 from __future__ import annotations
 
@@ -6,11 +7,12 @@ import contextlib
 import gzip
 import os
 import struct
+from typing import Any
 
 import ml_collections
 import numpy as np
 
-from ssl_jax.data import recipes
+from ssl_jax.data import color, recipes
 
 
 def write_idx(path: str, array: np.ndarray, magic: int | None = None, gz: bool = True) -> None:
@@ -70,7 +72,7 @@ def mock_tfds(num_examples: int):
     """`tfds.testing.mock_data` (random examples of each set's features, no prepare) with the
     builders saying they are prepared: the mock stands for prepared data, so the loader's check
     for a download that cannot be had (`tfds_source._tfds_prepare`) does not run. The real prepare
-    path has its own tests (`tests/data/test_tfds_prepare.py`)."""
+    path has its own tests (`tests/data/sources/test_tfds_prepare.py`)."""
     from unittest import mock
 
     import tensorflow_datasets as tfds
@@ -78,3 +80,10 @@ def mock_tfds(num_examples: int):
     builder = "tensorflow_datasets.core.dataset_builder.DatasetBuilder.is_prepared"
     with tfds.testing.mock_data(num_examples=num_examples), mock.patch(builder, lambda self: True):
         yield
+
+
+def split_channels(x: Any, space: str) -> tuple[Any, Any]:
+    """CMC's two views of a converted image `[..., 3]` (tf or jnp): `(x[..., :1], x[..., 1:])` =
+    (L, ab), (Y, CbCr) or (Y, DbDr), i.e. `[..., 1]` and `[..., 2]`."""
+    k = color.check_space(space).split
+    return x[..., :k], x[..., k:]

@@ -10,7 +10,8 @@ import pytest
 import tensorflow_datasets as tfds
 from PIL import Image
 
-from ssl_jax.data import datasets, fashion_mnist
+from ssl_jax.data import datasets
+from ssl_jax.data.sources import fashion_mnist
 from tests.data.data_helpers import make_fashion_dir, mock_tfds, write_idx
 
 REAL_FASHION = os.path.isfile(

@@ -1,9 +1,8 @@
 """The device pipeline (`config.data.pipeline = 'device'`) against the host's tf.data pipeline: the
-crop sampler (same draws, and the same law from independent draws), every recipe's whole view on
-the same uniforms, the order of the data (epoch permutations, processes, resume), 1 vs 8 devices,
-and the config checks."""
+order of the data (epoch permutations, processes, resume), 1 vs 8 devices, and the config checks.
+Its views against the host's on the same uniforms: `device/test_device_recipe.py`, its crop sampler:
+`device/test_device_geometry.py`."""
 
-import glob
 import os
 
 import jax
@@ -11,153 +10,12 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 import pytest
-import scipy.stats
 
 from ssl_jax import configs, sharding
-from ssl_jax.data import device_augment, device_pipeline, recipe_ops, recipes, train_split
+from ssl_jax.data import device_pipeline, recipes, train_split
+from tests.helpers import config_names
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-# recipe, channels, source side: every recipe family the small-data configs use
-VIEW_CASES = {
-    "mocov2": (recipes.mocov2(32), 3, 32),
-    "fashion_mnist_default": (recipes.fashion_mnist_default(28), 1, 28),
-    "simclr": (recipes.simclr(32), 3, 32),
-    "byol_view2": (recipes.byol_view2(32), 3, 32),  # solarize
-    "instance_discrimination": (recipes.instance_discrimination(28), 3, 28),
-    "cifar_strong": (recipes.cifar_strong(32), 3, 32),
-    "cmc_lab": (recipes.cmc(32), 3, 32),  # the view before its colour space (run by both sides)
-    "jigsaw": (recipes.jigsaw(36, 3, 9), 3, 32),
-    "eval_only": (recipes.eval_only(24, 0.875), 3, 32),  # resize + centre crop
-    "infomin": (recipes.infomin(32), 3, 32),  # RandAugment
-    "cmcv2_e": (recipes.cmcv2_e(32), 3, 32),
-}
-
-
-def _host_views(images, recipe, u):
-    tf = pytest.importorskip("tensorflow")
-    augment = pytest.importorskip("ssl_jax.data.augment")
-    host_ops = tuple(op for op in recipe if op["op"] not in recipe_ops.FLOAT_OPS)
-    return augment.apply_ops_uint8(tf.constant(images), host_ops, tf.constant(u)).numpy()
-
-
-@pytest.mark.parametrize("name", sorted(VIEW_CASES))
-def test_device_view_is_the_host_view_on_the_same_draws(name):
-    """Measured (64 images, 2026-11-27): every recipe within one grey level of the host's view;
-    differing pixels 2e-5 (simclr) to 1.1e-3 (jigsaw) of all, from float32 vs float64 crop
-    arithmetic and the blur's summation order. RandAugment recipes (512 images): 0.2 % (infomin)
-    and 0.4 % (cmcv2_e) of the pixels differ, by more than a grey level in 2.5 % / 2.0 % of the
-    images (a grey level before RandAugment's entry quantisation moves an Equalize / AutoContrast
-    step; at most 10 levels)."""
-    recipe, channels, side = VIEW_CASES[name]
-    recipe = tuple(dict(op) for op in recipe)
-    rng = np.random.default_rng(0)
-    images = rng.integers(0, 256, (64, side, side, channels), dtype=np.uint8)
-    u = rng.uniform(size=(64, recipe_ops.num_draws(recipe))).astype(np.float32)
-    host = _host_views(images, recipe, u).astype(np.int32)
-    device = np.asarray(jax.jit(lambda x, u: device_augment.recipe_view(x, recipe, u))(images, u))
-    assert device.shape == host.shape and device.dtype == np.uint8
-    diff = np.abs(device.astype(np.int32) - host)
-    if "rand_augment" in {op["op"] for op in recipe}:
-        # a grey level before RandAugment's entry quantisation can move an Equalize / AutoContrast
-        # LUT step: rare larger differences, in few examples
-        per_example = diff.reshape(len(diff), -1).max(axis=1)
-        assert np.mean(per_example > 1) <= 0.05, per_example
-        assert np.mean(diff > 0) < 0.01
-    else:
-        assert diff.max() <= 1
-        assert np.mean(diff > 0) < 0.005
-
-
-def test_a_wrong_op_is_caught_by_the_view_comparison():
-    """The comparison above can fail: a flip probability of 0.6 instead of 0.5 changes views."""
-    recipe = tuple(dict(op) for op in recipes.weak(32))
-    wrong = tuple({**op, "p": 0.6} if op["op"] == "horizontal_flip" else op for op in recipe)
-    rng = np.random.default_rng(1)
-    images = rng.integers(0, 256, (64, 32, 32, 3), dtype=np.uint8)
-    u = rng.uniform(size=(64, recipe_ops.num_draws(recipe))).astype(np.float32)
-    host = _host_views(images, recipe, u).astype(np.int32)
-    device = np.asarray(device_augment.recipe_view(images, wrong, jnp.asarray(u)), np.int32)
-    assert np.abs(device - host).max() > 1
-
-
-SAMPLER_CASES = [
-    (32, 32, (0.2, 1.0), (3 / 4, 4 / 3)),
-    (28, 28, (0.08, 1.0), (3 / 4, 4 / 3)),
-    (96, 64, (0.08, 1.0), (3 / 4, 4 / 3)),
-    (20, 90, (0.6, 1.0), (3 / 4, 4 / 3)),  # a wide image: the centre fallback is frequent
-]
-
-
-@pytest.mark.parametrize("height, width, scale, ratio", SAMPLER_CASES)
-def test_crop_sampler_is_the_hosts_on_the_same_draws(height, width, scale, ratio):
-    """float32 here, float64 on the host: a box differs only where a rounding sits on a tie."""
-    tf = pytest.importorskip("tensorflow")
-    augment = pytest.importorskip("ssl_jax.data.augment")
-    u = np.random.default_rng(2).uniform(size=(20_000, 22)).astype(np.float32)
-    host = np.stack(
-        [v.numpy() for v in augment.rrc_params(tf.constant(u), height, width, scale, ratio)], 1
-    )
-    device = np.stack(
-        [
-            np.asarray(v)
-            for v in device_augment.rrc_params(jnp.asarray(u), height, width, scale, ratio)
-        ],
-        1,
-    )
-    same = np.all(host == device, axis=1)
-    assert same.mean() >= 0.999, same.mean()
-
-
-@pytest.mark.parametrize("height, width, scale, ratio", SAMPLER_CASES)
-def test_crop_sampler_has_the_hosts_law(height, width, scale, ratio):
-    """Independent draws (JAX's generator on the device, TF's stateless one on the host, as each
-    pipeline draws them): two-sample KS tests of the area fraction, log aspect ratio and the box
-    centre, 4,000 boxes each, fixed seeds, p > 1e-3."""
-    tf = pytest.importorskip("tensorflow")
-    augment = pytest.importorskip("ssl_jax.data.augment")
-    n = 4000
-    seeds = tf.random.experimental.stateless_split(tf.constant([3, 5], tf.int64), n)
-    u_host = tf.map_fn(
-        lambda s: tf.random.stateless_uniform([22], s), seeds, fn_output_signature=tf.float32
-    )
-    host = np.stack([v.numpy() for v in augment.rrc_params(u_host, height, width, scale, ratio)], 1)
-    u_dev = jax.random.uniform(jax.random.key(7), (n, 22))
-    device = np.stack(
-        [np.asarray(v) for v in device_augment.rrc_params(u_dev, height, width, scale, ratio)], 1
-    )
-
-    def stats(box):
-        top, left, h, w = box.T.astype(np.float64)
-        return {
-            "area": h * w / (height * width),
-            "log_ratio": np.log(w / h),
-            "centre_y": (top + h / 2) / height,
-            "centre_x": (left + w / 2) / width,
-        }
-
-    for key, a in stats(host).items():
-        b = stats(device)[key]
-        p = scipy.stats.ks_2samp(a, b).pvalue
-        assert p > 1e-3, (key, p)
-
-
-def test_the_law_test_can_fail():
-    """A sampler with the scale range (0.3, 1) instead of (0.2, 1) is rejected by the same test."""
-    tf = pytest.importorskip("tensorflow")
-    augment = pytest.importorskip("ssl_jax.data.augment")
-    n = 4000
-    seeds = tf.random.experimental.stateless_split(tf.constant([3, 5], tf.int64), n)
-    u_host = tf.map_fn(
-        lambda s: tf.random.stateless_uniform([22], s), seeds, fn_output_signature=tf.float32
-    )
-    host = augment.rrc_params(u_host, 32, 32, (0.2, 1.0), (3 / 4, 4 / 3))
-    device = device_augment.rrc_params(
-        jax.random.uniform(jax.random.key(7), (n, 22)), 32, 32, (0.3, 1.0), (3 / 4, 4 / 3)
-    )
-    area = [np.asarray(b[2] * b[3], np.float64) for b in (host, device)]
-    assert scipy.stats.ks_2samp(*[np.asarray(a) for a in area]).pvalue < 1e-3
-
 
 # --------------------------------------------------------------------------------------------------
 # The order of the data
@@ -290,12 +148,7 @@ SMALL_DATA = ("fashion_mnist", "color_fashion_mnist", "cifar10", "cifar100", "st
 
 
 def _small_data_configs():
-    paths = sorted(glob.glob(os.path.join(ROOT, "configs", "*.py")))
-    return [
-        os.path.basename(p)[:-3]
-        for p in paths
-        if any(os.path.basename(p).endswith(f"_{d}.py") for d in SMALL_DATA)
-    ]
+    return [n for n in config_names() if any(n.endswith(f"_{d}") for d in SMALL_DATA)]
 
 
 def test_every_small_data_config_accepts_the_device_pipeline():

@@ -9,7 +9,8 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
-from ssl_jax.data import datasets, device_pipeline, fashion_mnist, pipeline
+from ssl_jax.data import datasets, device_pipeline, pipeline
+from ssl_jax.data.sources import fashion_mnist
 from tests.data.data_helpers import make_config, make_fashion_dir, mock_tfds
 
 REAL_FASHION = os.path.isfile(

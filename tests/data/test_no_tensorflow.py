@@ -95,9 +95,22 @@ def _check(result: subprocess.CompletedProcess) -> None:
 
 def test_the_blocker_blocks():
     """The host augmentation (tf ops) cannot be imported in such a process."""
-    result = run_without_tensorflow("import ssl_jax.data.augment\n", timeout=120)
+    result = run_without_tensorflow("import ssl_jax.data.host.augment\n", timeout=120)
     assert result.returncode != 0
     assert "ModuleNotFoundError: No module named 'tensorflow'" in result.stderr
+
+
+def test_every_device_op_module_imports_without_tensorflow():
+    """The device twins (every module of `ssl_jax.data.device`, with what they import) and the
+    device pipeline never import TensorFlow."""
+    code = """
+import importlib, pkgutil
+import ssl_jax.data.device as device
+for module in pkgutil.iter_modules(device.__path__):
+    importlib.import_module(f"ssl_jax.data.device.{module.name}")
+import ssl_jax.data.device_pipeline
+"""
+    _check(run_without_tensorflow(code, timeout=120))
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from ssl_jax.data import datasets, fashion_mnist, pipeline, recipe_ops, recipes, train_split
+from ssl_jax.data import datasets, pipeline, recipe_ops, recipes, train_split
+from ssl_jax.data.sources import fashion_mnist
 from tests.data.data_helpers import make_config, make_fashion_dir, mock_tfds
 
 NUM_TRAIN, NUM_TEST, BATCH = 64, 40, 8  # 8 steps per epoch

@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from ssl_jax.data import fashion_mnist
+from ssl_jax.data.sources import fashion_mnist
 from ssl_jax.detection import data
 
 

@@ -10,7 +10,7 @@ import pytest
 from jax._src import monitoring
 
 from ssl_jax import configs, train
-from ssl_jax.evaluate import evaluators, knn, linear_probe
+from ssl_jax.evaluate import evaluators, knn, probe_fit
 from ssl_jax.evaluate.encoder import split_features
 from tests.helpers import tiny_config
 
@@ -116,7 +116,7 @@ def test_probe_table_ridge_stays_an_option(run):
     config, _, _, ctx = run
     table = dict(type="probe_table", every_steps=0, solver="ridge", knn_k=0, batch_size=16)
     (ev,) = evaluators.build_evaluators(_with_evals(config, probe_table=table), ctx)
-    assert ev.l2_grid == linear_probe.L2_GRIDS["ridge"]  # an empty grid: the solver's own
+    assert ev.l2_grid == probe_fit.L2_GRIDS["ridge"]  # an empty grid: the solver's own
     title = ev.title(60000, 10000, 512)
     assert title.startswith("Linear probe: ridge regression") and "kNN" not in title
     assert "features: pooled (last stage, 512-d)" in title

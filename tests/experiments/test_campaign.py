@@ -17,7 +17,14 @@ from ssl_jax import validation
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from experiments import campaign, grids, paper_numbers  # noqa: E402
+from experiments import (  # noqa: E402
+    campaign_cells,
+    campaign_page,
+    campaign_runner,
+    compare_methods,
+    grids,
+    paper_numbers,
+)
 from tests.data.test_no_tensorflow import BLOCK_TENSORFLOW, CHECK_NO_TENSORFLOW  # noqa: E402
 
 DEVICE = "cpu (2 cores) ×1"
@@ -35,7 +42,7 @@ def test_every_cell_of_every_grid_loads_at_its_budget(name):
         assert any(method in dict(s.methods) for s in grid.sections), method
         assert not set(seeds) & set(grid.seeds), method
     for cell in cells:
-        config, digest, overrides = campaign.cell_config(grid, cell, data_dir="/elsewhere")
+        config, digest, overrides = campaign_cells.cell_config(grid, cell, data_dir="/elsewhere")
         validation.validate(config, num_devices=1)
         assert config.seed == (cell.seed or 0) and config.data.data_dir == "/elsewhere"
         assert overrides[1 : 1 + len(grid.sets)] == list(grid.sets)
@@ -45,10 +52,15 @@ def test_every_cell_of_every_grid_loads_at_its_budget(name):
             assert config.evals.knn.every_steps == config.total_steps // grid.curve_points
     # the hash names what is measured: the same with another data folder, another with a seed
     first = next(c for c in cells if c.kind == "train")
-    assert campaign.cell_config(grid, first)[1] == campaign.cell_config(grid, first, "/x")[1]
+    assert (
+        campaign_cells.cell_config(grid, first)[1]
+        == campaign_cells.cell_config(grid, first, "/x")[1]
+    )
     other = next((c for c in cells if c.kind == "train" and c.seed != first.seed), None)
     if other is not None:
-        assert campaign.cell_config(grid, other)[1] != campaign.cell_config(grid, first)[1]
+        assert (
+            campaign_cells.cell_config(grid, other)[1] != campaign_cells.cell_config(grid, first)[1]
+        )
 
 
 def test_a_key_added_at_its_neutral_value_keeps_the_hash():
@@ -57,19 +69,19 @@ def test_a_key_added_at_its_neutral_value_keeps_the_hash():
     the as-generated methods differ from theirs by that key alone."""
     grid = grids.COLOR_SPEEDRUN
     cell = next(c for c in grids.cells(grid) if c.kind == "train")
-    config, digest, _ = campaign.cell_config(grid, cell)
+    config, digest, _ = campaign_cells.cell_config(grid, cell)
     assert config.data.color_fashion_mnist.views == "shared"
     before = ml_collections.ConfigDict(config.to_dict())
     del before.data.color_fashion_mnist["views"]
-    assert campaign.config_hash(before) == digest
+    assert campaign_cells.config_hash(before) == digest
     config.data.color_fashion_mnist.views = "item"
-    assert campaign.config_hash(config) != digest
+    assert campaign_cells.config_hash(config) != digest
     # a block added later (the W&B writer's) at its defaults: the hash of the cells before it
     del before["wandb"]
-    assert campaign.config_hash(before) == digest
+    assert campaign_cells.config_hash(before) == digest
     config.data.color_fashion_mnist.views = "shared"
     config.wandb.project = "mine"
-    assert campaign.config_hash(config) != digest
+    assert campaign_cells.config_hash(config) != digest
     item = grids.section(grid, "color_fashion_mnist_item_views")
     same = grids.section(grid, "color_fashion_mnist").methods
     assert item.methods[: len(same)] == same  # then MoCo v2 at the official code's settings
@@ -77,14 +89,14 @@ def test_a_key_added_at_its_neutral_value_keeps_the_hash():
 
 
 def test_the_grids_budgets():
-    c, _, _ = campaign.cell_config(grids.CPU600, grids.cells(grids.CPU600)[3])
+    c, _, _ = campaign_cells.cell_config(grids.CPU600, grids.cells(grids.CPU600)[3])
     assert (c.total_steps, c.global_batch_size, c.data.train_subset, c.model.width) == (
         600,
         64,
         10_000,
         0.5,
     )
-    gpu = [campaign.cell_config(grids.GPU, cell)[0] for cell in grids.cells(grids.GPU)]
+    gpu = [campaign_cells.cell_config(grids.GPU, cell)[0] for cell in grids.cells(grids.GPU)]
     assert {(g.data.pipeline, g.model.dtype, g.model.width, g.global_batch_size) for g in gpu} == {
         ("device", "bfloat16", 1.0, 512)
     }
@@ -98,7 +110,7 @@ def test_the_grids_budgets():
         "infomin",
         "cmcring",
     }
-    long = campaign.cell_config(grids.CPU_LONG, grids.cells(grids.CPU_LONG)[-1])[0]
+    long = campaign_cells.cell_config(grids.CPU_LONG, grids.cells(grids.CPU_LONG)[-1])[0]
     assert (long.total_steps, long.data.train_subset) == (3000, 10_000)
     for better, worse, _ in grids.ORDERINGS:
         assert better in paper_numbers.PAPER_NUMBERS and worse in paper_numbers.PAPER_NUMBERS
@@ -118,7 +130,7 @@ SMALL = grids.Grid(
             text="",
             methods=(
                 ("mocov2", "configs/mocov2_fashion_mnist.py:runlocal"),
-                ("scce", "configs/scce_fashion_mnist.py:runlocal"),
+                ("scce", "configs/sce_fashion_mnist.py:runlocal"),
             ),
         ),
     ),
@@ -126,7 +138,7 @@ SMALL = grids.Grid(
 
 
 class Clock:
-    """`campaign.time` with a clock that the fake runs move on."""
+    """`campaign_runner.time` with a clock that the fake runs move on."""
 
     now = 1e9
     strftime = staticmethod(time.strftime)
@@ -162,7 +174,7 @@ def fake_run(log, fail=(), seconds=None, scores=None, protocols=None):
             probe_top1=probe,
             knn_top1=knn,
             knn_curve=[[2, knn - 0.1], [4, knn]] if cell.kind == "train" else None,
-            probe_protocol=(protocols or {}).get(cell.name, campaign.grid_protocol(grid)),
+            probe_protocol=(protocols or {}).get(cell.name, campaign_cells.grid_protocol(grid)),
         )
 
     return run
@@ -170,14 +182,14 @@ def fake_run(log, fail=(), seconds=None, scores=None, protocols=None):
 
 @pytest.fixture
 def device(monkeypatch):
-    monkeypatch.setattr(campaign, "device_kind", lambda: DEVICE)
-    monkeypatch.setattr(campaign, "time", Clock)
+    monkeypatch.setattr(campaign_runner, "device_kind", lambda: DEVICE)
+    monkeypatch.setattr(campaign_runner, "time", Clock)
 
 
 def test_a_killed_cell_leaves_no_file_and_is_run_next_time(tmp_path, device):
     results, log = str(tmp_path / "cells"), []
     with pytest.raises(KeyboardInterrupt):
-        campaign.run_grid(
+        campaign_runner.run_grid(
             SMALL, results_dir=results, run=fake_run(log, fail={"fashion_mnist.scce.s0"})
         )
     names = [c.name for c in grids.cells(SMALL)]
@@ -187,39 +199,45 @@ def test_a_killed_cell_leaves_no_file_and_is_run_next_time(tmp_path, device):
         f"{n}.json" for n in log[:3]
     )
     log.clear()
-    written = campaign.run_grid(SMALL, results_dir=results, run=fake_run(log))
+    written = campaign_runner.run_grid(SMALL, results_dir=results, run=fake_run(log))
     assert log == written == names[3:]  # only what had no file
     log.clear()
-    assert campaign.run_grid(SMALL, results_dir=results, run=fake_run(log)) == [] and log == []
+    assert (
+        campaign_runner.run_grid(SMALL, results_dir=results, run=fake_run(log)) == [] and log == []
+    )
     # --redo runs a present cell again (and only it)
-    campaign.run_grid(
+    campaign_runner.run_grid(
         SMALL, results_dir=results, redo=("fashion_mnist.mocov2.s1",), run=fake_run(log)
     )
     assert log == ["fashion_mnist.mocov2.s1"]
     with pytest.raises(SystemExit, match="no cell"):
-        campaign.run_grid(SMALL, results_dir=results, redo=("nope",), run=fake_run(log))
+        campaign_runner.run_grid(SMALL, results_dir=results, redo=("nope",), run=fake_run(log))
 
 
 def test_only_runs_the_named_missing_cells_in_the_order_given(tmp_path, device):
     results, log = str(tmp_path / "cells"), []
     names = [c.name for c in grids.cells(SMALL)]
     first, later = names[1], names[-1]
-    written = campaign.run_grid(SMALL, results_dir=results, only=(later, first), run=fake_run(log))
+    written = campaign_runner.run_grid(
+        SMALL, results_dir=results, only=(later, first), run=fake_run(log)
+    )
     assert log == written == [later, first]
     log.clear()
-    campaign.run_grid(SMALL, results_dir=results, only=(later, names[0]), run=fake_run(log))
+    campaign_runner.run_grid(SMALL, results_dir=results, only=(later, names[0]), run=fake_run(log))
     assert log == [names[0]]  # a done cell is not run again
     with pytest.raises(SystemExit, match="--only: no cell"):
-        campaign.run_grid(SMALL, results_dir=results, only=("nope",), run=fake_run(log))
+        campaign_runner.run_grid(SMALL, results_dir=results, only=("nope",), run=fake_run(log))
 
 
 def test_one_runner_per_grid(tmp_path, device):
-    held = campaign._lock(str(tmp_path), SMALL)
+    held = campaign_runner._lock(str(tmp_path), SMALL)
     with pytest.raises(SystemExit, match=f"another runner .* \\(pid {os.getpid()}\\)"):
-        campaign.run_grid(SMALL, work_root=str(tmp_path), results_dir=str(tmp_path), run=None)
+        campaign_runner.run_grid(
+            SMALL, work_root=str(tmp_path), results_dir=str(tmp_path), run=None
+        )
     held.close()
     assert (
-        campaign.run_grid(
+        campaign_runner.run_grid(
             SMALL, minutes=0, work_root=str(tmp_path), results_dir=str(tmp_path), run=None
         )
         == []
@@ -231,18 +249,22 @@ def test_a_cell_whose_estimate_does_not_fit_is_not_started(tmp_path, device):
     slow = dict(train=600.0, random=1.0, raw=1.0)
     # the first pass: no estimates yet, the first cell of each kind runs; then the train cells'
     # estimate (10 min) exceeds the 2 minutes (scce.s0 skipped), and none is left for the rest
-    campaign.run_grid(SMALL, minutes=2, results_dir=results, run=fake_run(log, seconds=slow))
+    campaign_runner.run_grid(SMALL, minutes=2, results_dir=results, run=fake_run(log, seconds=slow))
     assert log == [
         "fashion_mnist.raw_pixels",
         "fashion_mnist.random_init.s0",
         "fashion_mnist.mocov2.s0",
     ]
-    done = campaign.read_cells(results, SMALL)
+    done = campaign_cells.read_cells(results, SMALL)
     cell = {c.name: c for c in grids.cells(SMALL)}
-    assert campaign.estimate(cell["fashion_mnist.scce.s1"], done, DEVICE) == 600.0  # same kind
-    assert campaign.estimate(cell["fashion_mnist.scce.s1"], done, "another ×1") is None
+    assert (
+        campaign_runner.estimate(cell["fashion_mnist.scce.s1"], done, DEVICE) == 600.0
+    )  # same kind
+    assert campaign_runner.estimate(cell["fashion_mnist.scce.s1"], done, "another ×1") is None
     log.clear()
-    campaign.run_grid(SMALL, minutes=11, results_dir=results, run=fake_run(log, seconds=slow))
+    campaign_runner.run_grid(
+        SMALL, minutes=11, results_dir=results, run=fake_run(log, seconds=slow)
+    )
     # one 10-minute cell fits in 11 minutes, not two; the 1-second baseline after it still does
     assert log == ["fashion_mnist.scce.s0", "fashion_mnist.random_init.s1"]
 
@@ -253,11 +275,11 @@ def test_the_page_shows_what_is_there_and_lists_what_is_missing(tmp_path, device
     scores["raw_pixels"] = (0.85, 0.65)
     run = fake_run(log, fail={"fashion_mnist.scce.s1"}, scores=scores)
     with pytest.raises(KeyboardInterrupt):
-        campaign.run_grid(SMALL, results_dir=results, run=run)
+        campaign_runner.run_grid(SMALL, results_dir=results, run=run)
     monkeypatch.setitem(grids.GRIDS, "small", SMALL)
     page = tmp_path / "docs" / "results.md"
     page.parent.mkdir()
-    campaign.write_page(str(page), results, names=("small",))
+    campaign_page.write_page(str(page), results, names=("small",))
     text = page.read_text()
     # mocov2 at seeds 0 / 1: probe 80 / 81 (mean 80.50, std 0.71); scce only seed 0
     assert "| mocov2 | 80.50 ± 0.71 (80.00 / 81.00) | 70.00 ± 0.00 (70.00 / 70.00) | 2 |" in text
@@ -269,17 +291,17 @@ def test_the_page_shows_what_is_there_and_lists_what_is_missing(tmp_path, device
     assert figure.stat().st_size > 0 and "](../cells/small/fashion_mnist_knn.png)" in text
     # a grid with no cells yet is on the page too, saying so
     empty = str(tmp_path / "empty")
-    campaign.write_page(str(page), empty, names=("small",))
+    campaign_page.write_page(str(page), empty, names=("small",))
     assert "0 of 7 cells measured." in page.read_text()
     assert "No cell measured yet (7 cells)." in page.read_text()
 
 
 def test_verdict_reads_the_gap_against_the_spread():
-    assert campaign.verdict([0.90, 0.91, 0.92], [0.80, 0.81, 0.82]).startswith("holds")
-    assert campaign.verdict([0.80, 0.81, 0.82], [0.90, 0.91, 0.92]).startswith("does not hold")
-    assert campaign.verdict([0.80, 0.85, 0.90], [0.82, 0.83, 0.84]).startswith("within")
-    assert campaign.verdict([0.9], [0.8, 0.81]).startswith("not judged")
-    assert campaign.summary([0.5]) == "50.00"
+    assert campaign_page.verdict([0.90, 0.91, 0.92], [0.80, 0.81, 0.82]).startswith("holds")
+    assert campaign_page.verdict([0.80, 0.81, 0.82], [0.90, 0.91, 0.92]).startswith("does not hold")
+    assert campaign_page.verdict([0.80, 0.85, 0.90], [0.82, 0.83, 0.84]).startswith("within")
+    assert campaign_page.verdict([0.9], [0.8, 0.81]).startswith("not judged")
+    assert campaign_page.summary([0.5]) == "50.00"
 
 
 @pytest.mark.slow
@@ -335,17 +357,17 @@ def test_a_method_with_another_model_is_read_against_its_own_random_init(tmp_pat
     ]
     scores = {"mocov2": (0.80, 0.70), "scce": (0.75, 0.60), "random_init": (0.70, 0.65)}
     scores |= {"random_init_scce": (0.78, 0.55), "raw_pixels": (0.85, 0.65)}
-    campaign.run_grid(grid, results_dir=str(tmp_path), run=fake_run([], scores=scores))
-    config = campaign.cell_config(grid, grids.cells(grid)[2])[0]
+    campaign_runner.run_grid(grid, results_dir=str(tmp_path), run=fake_run([], scores=scores))
+    config = campaign_cells.cell_config(grid, grids.cells(grid)[2])[0]
     assert config.method == "sce"  # SCE's own model at random init
-    lines = campaign.evidence(grid, section, campaign.read_cells(str(tmp_path), grid))
+    lines = campaign_page.evidence(grid, section, campaign_cells.read_cells(str(tmp_path), grid))
     assert "- mocov2: probe > random init, probe ≤ raw pixels, kNN > random init" in "\n".join(
         lines
     )
     # scce's probe (75.5) is above the first random init (70.5) but not its own model's (78.5)
     assert "- scce: probe ≤ random init (scce's model), probe ≤ raw pixels" in "\n".join(lines)
     table = "\n".join(
-        campaign.section_table(grid, section, campaign.read_cells(str(tmp_path), grid))
+        campaign_page.section_table(grid, section, campaign_cells.read_cells(str(tmp_path), grid))
     )
     assert "| random init (scce's model) | 78.50 ± 0.71 (78.00 / 79.00) |" in table
 
@@ -359,39 +381,41 @@ def test_every_grid_forces_one_protocol_on_every_cell():
     import dataclasses
 
     for grid in grids.GRIDS.values():
-        configs = [campaign.cell_config(grid, c)[0] for c in grids.cells(grid)]
+        configs = [campaign_cells.cell_config(grid, c)[0] for c in grids.cells(grid)]
         assert {c.evals.probe_table.features for c in configs} == {grid.features} == {"pooled"}
-        expected = campaign.grid_protocol(grid)
-        assert {campaign.compare_methods.protocol(c) for c in configs} == {expected}
-    assert campaign.grid_protocol(grids.CPU_LONG) == (
+        expected = campaign_cells.grid_protocol(grid)
+        assert {compare_methods.protocol(c) for c in configs} == {expected}
+    assert campaign_cells.grid_protocol(grids.CPU_LONG) == (
         "lbfgs on the pooled features, kNN k 200 τ 0.07"
     )
-    spec = "configs/scce_fashion_mnist.py:runlocal evals.probe_table.features=stages"
+    spec = "configs/sce_fashion_mnist.py:runlocal evals.probe_table.features=stages"
     section = dataclasses.replace(SMALL.sections[0], methods=(("scce", spec),))
     bad = dataclasses.replace(SMALL, sections=(section,))
     with pytest.raises(SystemExit, match="the grid sets evals.probe_table.features"):
-        campaign.cell_config(bad, grids.cells(bad)[-1])
+        campaign_cells.cell_config(bad, grids.cells(bad)[-1])
 
 
 def test_a_cell_scored_under_another_protocol_is_not_written_nor_shown(tmp_path, device):
     results, log = str(tmp_path / "cells"), []
     wrong = {"fashion_mnist.scce.s0": STAGES}
     with pytest.raises(SystemExit, match="scored by .*stages.*not written"):
-        campaign.run_grid(SMALL, results_dir=results, run=fake_run(log, protocols=wrong))
+        campaign_runner.run_grid(SMALL, results_dir=results, run=fake_run(log, protocols=wrong))
     assert not os.path.exists(os.path.join(results, "small", "fashion_mnist.scce.s0.json"))
-    campaign.run_grid(SMALL, results_dir=results, run=fake_run(log))
+    campaign_runner.run_grid(SMALL, results_dir=results, run=fake_run(log))
     # a cell written earlier under another protocol is kept out of the page's table ...
     path = os.path.join(results, "small", "fashion_mnist.scce.s1.json")
     record = json.load(open(path))
     json.dump(dict(record, probe_protocol=STAGES, probe_top1=0.99), open(path, "w"))
-    text = "\n".join(campaign.grid_page(SMALL, campaign.read_cells(results, SMALL), results, "."))
+    text = "\n".join(
+        campaign_page.grid_page(SMALL, campaign_cells.read_cells(results, SMALL), results, ".")
+    )
     assert "`fashion_mnist.scce.s1` (lbfgs on the stages features" in text
     assert "| scce | 50.00 | 40.00 | 1 |" in text  # seed 0 alone; the 99 % is not in it
-    pooled = campaign.grid_protocol(SMALL)
+    pooled = campaign_cells.grid_protocol(SMALL)
     assert f"as the cells record it: `{pooled}` (the backbone's pooled last stage" in text
     # ... and the runner runs it again
     log.clear()
-    assert campaign.run_grid(SMALL, results_dir=results, run=fake_run(log)) == [
+    assert campaign_runner.run_grid(SMALL, results_dir=results, run=fake_run(log)) == [
         "fashion_mnist.scce.s1"
     ]
 
@@ -401,8 +425,8 @@ def test_every_table_of_the_results_page_has_one_protocol_the_one_it_names(name)
     """The committed cells (`docs/results/`): within each table of the page, every row (methods and
     baselines) was scored by the grid's protocol, and `docs/results.md` prints that protocol."""
     grid = grids.GRIDS[name]
-    found = campaign.read_cells(campaign.RESULTS_DIR, grid)
-    expected = campaign.grid_protocol(grid)
+    found = campaign_cells.read_cells(campaign_cells.RESULTS_DIR, grid)
+    expected = campaign_cells.grid_protocol(grid)
     for section in grid.sections:
         protocols = {
             r["cell"]: r["probe_protocol"] for r in found.values() if r["section"] == section.key
@@ -435,7 +459,7 @@ def test_the_readme_glance_table_is_the_one_the_cells_give():
     """The README's "Results at a glance" is `--glance=cpu_speedrun_methods.fashion_mnist` of the
     committed cells (only cells of the grid's protocol), not a table typed by hand."""
     readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
-    table = "\n".join(campaign.glance_table(grids.CPU_SPEEDRUN_METHODS, "fashion_mnist"))
+    table = "\n".join(campaign_page.glance_table(grids.CPU_SPEEDRUN_METHODS, "fashion_mnist"))
     assert table in readme
 
 
@@ -448,9 +472,9 @@ def test_more_seeds_add_cells_after_the_grid_and_their_rows_read_every_seed(tmp_
     assert names[len(grids.cells(SMALL)) :] == ["fashion_mnist.scce.s2", "fashion_mnist.scce.s3"]
     scores = {"mocov2": (0.80, 0.70), "scce": (0.75, 0.60), "random_init": (0.70, 0.65)}
     scores |= {"raw_pixels": (0.85, 0.65)}
-    campaign.run_grid(grid, results_dir=str(tmp_path), run=fake_run([], scores=scores))
-    found = campaign.read_cells(str(tmp_path), grid)
-    table = "\n".join(campaign.section_table(grid, grid.sections[0], found))
+    campaign_runner.run_grid(grid, results_dir=str(tmp_path), run=fake_run([], scores=scores))
+    found = campaign_cells.read_cells(str(tmp_path), grid)
+    table = "\n".join(campaign_page.section_table(grid, grid.sections[0], found))
     assert "| scce | 76.50 ± 1.29 (75.00 / 76.00 / 77.00 / 78.00) |" in table  # fake: + seed/100
-    page = "\n".join(campaign.grid_page(grid, found, str(tmp_path), str(tmp_path)))
+    page = "\n".join(campaign_page.grid_page(grid, found, str(tmp_path), str(tmp_path)))
     assert "2 seeds (4 for `scce`); sized for any." in page

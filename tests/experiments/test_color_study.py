@@ -1,17 +1,11 @@
 """experiments/color_study.py: the data-set variants, the swap test and the crop statistics."""
 
-import os
-import sys
-
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "experiments"))
-
-import color_study as cs  # noqa: E402
-
-from ssl_jax import configs  # noqa: E402
-from ssl_jax.data import color_fashion_mnist as cfm  # noqa: E402
+from experiments import color_study as cs
+from ssl_jax import configs
+from ssl_jax.data.sources import color_fashion_mnist as cfm
 
 
 def _items(n=6, seed=0):

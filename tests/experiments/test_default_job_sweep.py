@@ -51,7 +51,7 @@ def test_variants_become_runs_and_rows_and_finished_ones_are_skipped(tmp_path, f
     sweep.main(argv)
     calls = _calls(tmp_path)
     assert len(calls) == 2
-    assert "--config=configs/scce_fashion_mnist.py" in calls[0].split()
+    assert "--config=configs/sce_fashion_mnist.py" in calls[0].split()
     assert "--config.total_steps=2" in calls[0].split()
     moco = calls[1].split()
     assert "--config=configs/mocov2_fashion_mnist.py:runlocal" in moco

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from experiments import campaign, detection, detection_page, grids
+from experiments import campaign_cells, detection, detection_page, grids
 
 
 def test_ap_is_read_at_the_iterations_trained(tmp_path):
@@ -49,7 +49,7 @@ def test_the_page_states_every_seed_and_the_orderings(tmp_path):
             cell = next(
                 c for c in grids.cells(grid) if c.name == f"fashion_mnist_det.{method}.s{seed}"
             )
-            campaign.write_cell(str(results), cell, _cell(grid, method, seed, ap))
+            campaign_cells.write_cell(str(results), cell, _cell(grid, method, seed, ap))
             (results / grid.name / f"{cell.name}.png").write_bytes(b"png")
     page = tmp_path / "docs" / "detection.md"
     page.parent.mkdir()

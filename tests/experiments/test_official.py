@@ -15,7 +15,7 @@ import types
 import numpy as np
 import pytest
 
-from experiments import campaign, grids
+from experiments import campaign_cells, campaign_runner, grids
 from experiments.official import checkouts, common, harness, runner, train_moco
 from tests.data.data_helpers import make_fashion_dir
 
@@ -345,7 +345,7 @@ def test_an_official_cell_is_scored_as_ours_and_written(tmp_path, monkeypatch, m
     grid = grids.OFFICIAL_CPU_LONG
     cell = next(c for c in grids.cells(grid) if c.method == method)
     assert {c.kind for c in grids.cells(grid)} == {"train"}  # no baselines: cpu_long's
-    config = campaign.cell_config(grid, cell)[0]
+    config = campaign_cells.cell_config(grid, cell)[0]
     numbers = runner.numbers(config, method)
     assert (numbers["steps"], numbers["batch"], numbers["lr"], numbers["train_subset"]) == (
         3000,
@@ -393,8 +393,8 @@ def test_an_official_cell_is_scored_as_ours_and_written(tmp_path, monkeypatch, m
     if method == "jcl":
         run["lambda_per_epoch"] = [0.1 * (e + 1) for e in range(20)]
     (workdir / "run.json").write_text(json.dumps(run))
-    monkeypatch.setattr(campaign, "_fresh_workdir", lambda workdir, digest: None)
-    record = campaign.run_cell(grid, cell, str(tmp_path / "work"))
+    monkeypatch.setattr(campaign_runner, "_fresh_workdir", lambda workdir, digest: None)
+    record = campaign_runner.run_cell(grid, cell, str(tmp_path / "work"))
     pt = config.evals.probe_table
     ours = probe_and_knn(
         train, test, **probe_args(pt), knn_k=pt.knn_k, knn_temperature=pt.knn_temperature
@@ -404,9 +404,9 @@ def test_an_official_cell_is_scored_as_ours_and_written(tmp_path, monkeypatch, m
     assert record["official_commit"] == checkouts.CHECKOUTS[checkout].commit
     assert record["shim_hash"] == checkouts.shim_hash(checkout)
     assert record.get("lambda_per_epoch") == run.get("lambda_per_epoch")
-    assert record["probe_protocol"] == campaign.grid_protocol(grid)
+    assert record["probe_protocol"] == campaign_cells.grid_protocol(grid)
     assert record["loss_curve"] == [[20, 7.0]] and record["feature_dim"] == 16
-    path = campaign.write_cell(str(tmp_path / "cells"), cell, record)
+    path = campaign_cells.write_cell(str(tmp_path / "cells"), cell, record)
     assert json.load(open(path))["official_repo"] == checkouts.CHECKOUTS[checkout].repo
 
 
@@ -572,7 +572,9 @@ def test_the_ring_cells_hand_the_harness_our_numbers_or_the_codes():
     numbers = {}
     for cell in grids.cells(grid):
         if cell.seed == 0 and harness.METHODS[cell.method][0] == "ring":
-            numbers[cell.method] = runner.numbers(campaign.cell_config(grid, cell)[0], cell.method)
+            numbers[cell.method] = runner.numbers(
+                campaign_cells.cell_config(grid, cell)[0], cell.method
+            )
     keys = ("system", "loss", "k", "m", "bank_init", "temperature")
     pick = lambda n: tuple(n.get(key) for key in keys)  # noqa: E731
     assert pick(numbers["ir"]) == ("PretrainNCESystem", "NCE", 4097, 0.5, "normal", 0.07)
@@ -586,7 +588,7 @@ def test_the_ring_cells_hand_the_harness_our_numbers_or_the_codes():
     assert numbers["ir"]["train_subset"] == 10_000 and numbers["ir"]["steps"] == 3000
     variants = grids.GRIDS["cpu_long_variants"]
     cell = next(c for c in grids.cells(variants) if c.method == "iring+official")
-    ours = runner.numbers(campaign.cell_config(variants, cell)[0], "iring+official")
+    ours = runner.numbers(campaign_cells.cell_config(variants, cell)[0], "iring+official")
     assert ours == numbers["iring+official"]
 
 
@@ -608,13 +610,13 @@ def test_a_ring_cell_is_written_and_resumed(tmp_path, monkeypatch):
     run = dict(loss_curve=[[20, 9.0]], steps=3000, pretrain_s=1.0, pretrain_cpu_s=2.0, versions="v")
     run["thres_outer_per_epoch"] = [0.1] * 20
     (workdir / "run.json").write_text(json.dumps(run))
-    monkeypatch.setattr(campaign, "_fresh_workdir", lambda workdir, digest: None)
+    monkeypatch.setattr(campaign_runner, "_fresh_workdir", lambda workdir, digest: None)
     monkeypatch.setattr(runner, "official_python", lambda: pytest.fail("trained again"))
-    record = campaign.run_cell(grid, cell, str(tmp_path / "work"))
+    record = campaign_runner.run_cell(grid, cell, str(tmp_path / "work"))
     assert record["official_repo"] == "mhw32/contrastive-ring-public"
     assert record["shim_hash"] == checkouts.shim_hash("ring") and record["steps"] == 3000
     assert 0 <= record["probe_top1"] <= 1 and record["loss_curve"] == [[20, 9.0]]
-    path = campaign.write_cell(str(tmp_path / "cells"), cell, record)
+    path = campaign_cells.write_cell(str(tmp_path / "cells"), cell, record)
     assert json.load(open(path))["cell"] == "fashion_mnist.iring+official.s0"
 
 
@@ -641,7 +643,7 @@ def test_the_cpu_bench_times_the_official_cells_config_without_evaluators(method
     assert bench_cpu.GRIDS[method] == grid_name
     grid = grids.GRIDS[grid_name]
     (cell,) = [c for c in grids.cells(grid) if c.method == method and c.seed == 0]
-    cell_config = campaign.cell_config(grid, cell)[0]
+    cell_config = campaign_cells.cell_config(grid, cell)[0]
     assert full == cell_config.total_steps == 3000 and config.total_steps == 156
     assert all(config.evals[name].every_steps == -1 for name in config.evals)
     assert runner.numbers(config, method) == {**runner.numbers(cell_config, method), "steps": 156}
@@ -719,13 +721,13 @@ def test_each_finding_is_under_its_methods_section_of_the_page(tmp_path, monkeyp
 
 
 def test_a_trained_cell_is_read_by_its_name_and_only_ours():
-    config, workdir, cell = campaign.trained_cell(
+    config, workdir, cell = campaign_cells.trained_cell(
         "cpu_long_variants.fashion_mnist.mocoring+keybn64+epochlr.s1"
     )
     assert cell.method == "mocoring+keybn64+epochlr" and cell.seed == 1
     assert config.seed == 1 and config.total_steps == 3000
     assert workdir == os.path.join(
-        campaign.WORK_ROOT, "cpu_long_variants", "fashion_mnist.mocoring+keybn64+epochlr.s1"
+        campaign_cells.WORK_ROOT, "cpu_long_variants", "fashion_mnist.mocoring+keybn64+epochlr.s1"
     )
     for name in (
         "official_cpu_long.fashion_mnist.mocoring.s0",
@@ -734,7 +736,7 @@ def test_a_trained_cell_is_read_by_its_name_and_only_ours():
         "no_grid.fashion_mnist.mocoring.s0",
     ):
         with pytest.raises(SystemExit, match="not a training cell of ours"):
-            campaign.trained_cell(name)
+            campaign_cells.trained_cell(name)
 
 
 # ---- mmselfsup's InterCLR (fake_official/mmselfsup: its model, memory, hooks, utils) -----------
@@ -876,7 +878,7 @@ def test_the_interclr_cells_hand_the_harness_our_numbers_or_refuse():
     grid = grids.OFFICIAL_CPU_LONG
     for method, online in (("interclr", True), ("interclr+offline", False)):
         cell = next(c for c in grids.cells(grid) if c.method == method)
-        config = campaign.cell_config(grid, cell)[0]
+        config = campaign_cells.cell_config(grid, cell)[0]
         numbers = runner.numbers(config, method)
         # :subset=10000: 80 clusters, 128 negatives from a pool of 1,024, the hook's interval 10
         assert (numbers["num_clusters"], numbers["num_negatives"], numbers["pool_size"]) == (
@@ -996,7 +998,7 @@ def test_the_colour_cells_hand_the_harness_our_numbers_or_refuse():
     schedule on color_fashion_mnist as generated; settings with no official form are refused."""
     grid = grids.OFFICIAL_CPU_LONG_COLOR
     cell = next(c for c in grids.cells(grid) if c.method == "cmc")
-    config = campaign.cell_config(grid, cell)[0]
+    config = campaign_cells.cell_config(grid, cell)[0]
     numbers = runner.numbers(config, "cmc")
     assert (numbers["dataset"], numbers["size"], numbers["steps"], numbers["batch"]) == (
         "color_fashion_mnist",
@@ -1015,13 +1017,15 @@ def test_the_colour_cells_hand_the_harness_our_numbers_or_refuse():
         0,
     )
     ours = grids.GRIDS["cpu_long_color"]
-    assert campaign.cell_config(ours, cell)[2] == campaign.cell_config(grid, cell)[2]  # one recipe
+    assert (
+        campaign_cells.cell_config(ours, cell)[2] == campaign_cells.cell_config(grid, cell)[2]
+    )  # one recipe
     for key, value, match in (
         ("optim.schedule", "cosine", "steps its lr down per epoch"),
         ("method_config.bank_size", 60_000, "the bank has 60000 rows"),
         ("data.color_fashion_mnist.views", "item", "not item views"),
     ):
-        changed = campaign.cell_config(grid, cell)[0]
+        changed = campaign_cells.cell_config(grid, cell)[0]
         parent, _, leaf = key.rpartition(".")
         node = changed
         for part in parent.split("."):

@@ -234,12 +234,12 @@ def _config(jigsaw: bool = True):
 
 def test_infomin_numbers_are_our_configs_or_one_error_line():
     pytest.importorskip("jax")
-    from experiments import campaign, grids
+    from experiments import campaign_cells, grids
     from experiments.official import runner, train_infomin
 
     grid = grids.OFFICIAL_CPU_LONG_COLOR  # the cell's config passes, ours the same recipe
     cell = next(c for c in grids.cells(grid) if c.method == "infomin")
-    numbers = runner.numbers(campaign.cell_config(grid, cell)[0], "infomin")
+    numbers = runner.numbers(campaign_cells.cell_config(grid, cell)[0], "infomin")
     assert (numbers["hidden"], numbers["temperature"], numbers["queue"], numbers["jigsaw"]) == (
         256,
         0.15,
@@ -247,7 +247,7 @@ def test_infomin_numbers_are_our_configs_or_one_error_line():
         True,
     )
     ours = grids.GRIDS["cpu_long_color"]
-    assert campaign.cell_config(ours, cell)[2] == campaign.cell_config(grid, cell)[2]
+    assert campaign_cells.cell_config(ours, cell)[2] == campaign_cells.cell_config(grid, cell)[2]
 
     numbers = train_infomin.infomin_numbers(_config(), "infomin")
     assert numbers == dict(

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ssl_jax import configs, view_learning
-from ssl_jax.data import flow_views
+from ssl_jax.data.device import flow_views
 from tests.data.data_helpers import make_fashion_dir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

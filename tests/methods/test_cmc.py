@@ -22,7 +22,8 @@ import numpy as np
 import pytest
 
 from ssl_jax import checkpoint, sharding, train
-from ssl_jax.data import color
+from ssl_jax.data.device.color_spaces import convert
+from ssl_jax.data.device.eval_input import eval_input, eval_ops
 from ssl_jax.methods import METHODS, cmc, common
 from ssl_jax.models import TwoEncoderModel, head_config
 from tests.helpers import (
@@ -333,23 +334,21 @@ def test_views_must_be_in_a_colour_space():
 
 
 def test_evaluation_reads_the_runs_colour_space():
-    """`device_augment.eval_input` (kNN, probe, `load_encoder`, `RowEmbedder`): the recipe's
-    colour space for a CMC run, `data.mean/std` otherwise."""
-    from ssl_jax.data import device_augment
-
+    """`eval_input` (kNN, probe, `load_encoder`, `RowEmbedder`): the recipe's colour space for a
+    CMC run, `data.mean/std` otherwise."""
     images = np.random.default_rng(0).integers(0, 256, (3, 8, 8, 3), dtype=np.uint8)
     rgb = jnp.asarray(images, jnp.float32) / 255.0
     c = cmc_config()
-    assert device_augment.eval_ops(c.data) == ({"op": "color_space", "space": "lab"},)
+    assert eval_ops(c.data) == ({"op": "color_space", "space": "lab"},)
     np.testing.assert_allclose(
-        device_augment.eval_input(jnp.asarray(images), c.data),
-        color.convert(rgb, "lab"),
+        eval_input(jnp.asarray(images), c.data),
+        convert(rgb, "lab"),
         atol=1e-5,
     )
     c.data.recipes = ml_collections.ConfigDict({"tiny": TINY_RECIPE})
-    assert device_augment.eval_ops(c.data) == ()
+    assert eval_ops(c.data) == ()
     np.testing.assert_allclose(
-        device_augment.eval_input(jnp.asarray(images), c.data), (rgb - 0.5) / 0.25, atol=1e-6
+        eval_input(jnp.asarray(images), c.data), (rgb - 0.5) / 0.25, atol=1e-6
     )
 
 
@@ -369,7 +368,7 @@ def test_color_fashion_mnist_runlocal_end_to_end(runs, tmp_path):
     images = np.random.default_rng(0).integers(0, 256, (4, 32, 32, 3), dtype=np.uint8)
     np.testing.assert_allclose(
         np.asarray(enc.normalize(images)),
-        np.asarray(color.convert(jnp.asarray(images, jnp.float32) / 255.0, "lab")),
+        np.asarray(convert(jnp.asarray(images, jnp.float32) / 255.0, "lab")),
         atol=1e-5,
     )
     assert enc.feature_dim == 2 * 32  # two ResNet-18s at width 1/16: 32-d each

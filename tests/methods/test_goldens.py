@@ -26,7 +26,7 @@ GOLDEN_FILE = os.path.join(os.path.dirname(__file__), "goldens.json")
 GOLDEN_CONFIGS = {
     "mocov2": "configs/mocov2_fashion_mnist.py",
     "ir": "configs/ir_fashion_mnist.py",
-    "sce": "configs/scce_fashion_mnist.py",
+    "sce": "configs/sce_fashion_mnist.py",
     "ressl": "configs/ressl_fashion_mnist.py",
     "jcl": "configs/jcl_fashion_mnist.py",
 }

@@ -23,7 +23,7 @@ import tensorflow as tf
 
 from ssl_jax import checkpoint, configs, sharding, train
 from ssl_jax.config_checks import ConfigError
-from ssl_jax.data import augment
+from ssl_jax.data.host import augment
 from ssl_jax.methods import METHODS, common, infomin
 from tests.helpers import (
     assert_steps_match,

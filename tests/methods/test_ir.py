@@ -40,7 +40,7 @@ from configs import (
 )
 from ssl_jax import memory, sharding, train
 from ssl_jax.config_checks import ConfigError
-from ssl_jax.data import device_augment
+from ssl_jax.data.device import recipe as device_recipe
 from ssl_jax.methods import METHODS, common, ir, iring
 from tests.helpers import synthetic_batch, tiny_config
 
@@ -263,7 +263,7 @@ def run():
 
     queries = []
     for s, batch in enumerate(batches):
-        x = device_augment.normalize(batch["views"][0], config.data.mean, config.data.std)
+        x = device_recipe.normalize(batch["views"][0], config.data.mean, config.data.std)
         queries.append(np_normalize(project(states[s].params, states[s].batch_stats, x)))
     return dict(config=config, batches=batches, states=states, metrics=metrics, queries=queries)
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from ssl_jax import configs, losses, optim, sharding, train
-from ssl_jax.data import device_augment
+from ssl_jax.data.device import recipe as device_recipe
 from ssl_jax.methods import common, jcl, mocov2
 from tests.helpers import place_state, synthetic_batch, tiny_config
 
@@ -129,7 +129,7 @@ def test_first_step_loss_is_losses_jcl_of_direct_features(runs):
     b = config.global_batch_size
     batch = synthetic_batch(config, 0)
     views = [
-        device_augment.normalize(v, config.data.mean, config.data.std, jnp.float32)
+        device_recipe.normalize(v, config.data.mean, config.data.std, jnp.float32)
         for v in batch["views"]
     ]
     # the step's randomness, as train.make_train_step derives it: (view_rng, loss_rng) of step 0
@@ -189,7 +189,7 @@ def test_ema_before_keys_where_target_differs_from_online(runs):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
 
     views = [
-        device_augment.normalize(v, config.data.mean, config.data.std, jnp.float32)
+        device_recipe.normalize(v, config.data.mean, config.data.std, jnp.float32)
         for v in synthetic_batch(config, 1)["views"]
     ]
     _, loss_rng = jax.random.split(jax.random.fold_in(st.rng, 1))
@@ -264,7 +264,7 @@ def test_one_key_is_mocov2(runs):
     """M' = 1: Σ = 0 and μ = k, so JCL's loss is MoCo v2's InfoNCE on the same inputs."""
     config, init, exp = runs["config"], runs["init"], runs[1]["exp"]
     views = [
-        device_augment.normalize(v, config.data.mean, config.data.std, jnp.float32)
+        device_recipe.normalize(v, config.data.mean, config.data.std, jnp.float32)
         for v in synthetic_batch(config, 0)["views"][:2]
     ]
     target = {"params": init.target_params, "batch_stats": init.target_batch_stats}

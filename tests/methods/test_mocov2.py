@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from ssl_jax import sharding, train
-from ssl_jax.data import device_augment
+from ssl_jax.data.device import recipe as device_recipe
 from ssl_jax.methods import common, mocov2
 from tests.helpers import synthetic_batch, tiny_config
 
@@ -127,7 +127,7 @@ def project(exp, params, stats, x, groups=1):
 def views_of(config, step):
     batch = synthetic_batch(config, step)
     return [
-        device_augment.normalize(v, config.data.mean, config.data.std, jnp.float32)
+        device_recipe.normalize(v, config.data.mean, config.data.std, jnp.float32)
         for v in batch["views"]
     ]
 

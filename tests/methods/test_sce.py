@@ -11,7 +11,8 @@ import pytest
 
 from ssl_jax import configs, losses, memory, optim, sharding, train
 from ssl_jax.config_checks import ConfigError
-from ssl_jax.data import datasets, device_augment
+from ssl_jax.data import datasets
+from ssl_jax.data.device import recipe as device_recipe
 from ssl_jax.methods import METHODS, common, sce
 from ssl_jax.state import state_shardings
 from tests.helpers import TINY_RECIPE, tiny_config
@@ -121,7 +122,7 @@ def _direct(exp, init, batch):
     """The step-0 loss and keys recomputed from the model and `losses`, without shuffle-BN (the same
     result when the target forward uses one BN group: permute, SyncBN, un-permute)."""
     config, hp = exp.config, exp.ctx.hp
-    views = [device_augment.normalize(v, config.data.mean, config.data.std) for v in batch["views"]]
+    views = [device_recipe.normalize(v, config.data.mean, config.data.std) for v in batch["views"]]
     keys = {}
     for i in sce.key_views(hp):  # the target's projection (its predictor output is not used)
         out = _forward(exp, init.target_params, init.target_batch_stats, views[i])
@@ -208,7 +209,7 @@ def test_predictor_width_must_match_projection():
 
 def _config_files():
     return sorted(
-        glob.glob(os.path.join(CONFIG_DIR, "scce_*.py"))
+        glob.glob(os.path.join(CONFIG_DIR, "sce_*.py"))
         + glob.glob(os.path.join(CONFIG_DIR, "ressl_*.py"))
     )
 
@@ -231,8 +232,8 @@ def test_config_files_listed():
         "tiny_imagenet",
         "fashion_mnist",
     ):
-        assert {f"scce_{dataset}", f"ressl_{dataset}"} <= names, dataset
-    assert "scce_imagenet_multicrop" in names
+        assert {f"sce_{dataset}", f"ressl_{dataset}"} <= names, dataset
+    assert "sce_imagenet_multicrop" in names
 
 
 @pytest.mark.parametrize("path", _config_files(), ids=lambda p: os.path.basename(p)[:-3])
@@ -244,7 +245,7 @@ def test_config_builds(path):
     exp = train.build_experiment(local)
     name = os.path.basename(path)
     expected = "ressl_authors" if name.startswith("ressl_authors") else name.split("_")[0]
-    assert local.method == expected.replace("scce", "sce")
+    assert local.method == expected
     assert local.data.name in datasets.FASHION_NAMES  # data this machine has (or generates)
     assert exp.ctx.hp.queue_size % sce.keys_per_step(exp.ctx.hp, local.global_batch_size) == 0
     full = module.get_config()
@@ -256,7 +257,7 @@ def test_config_builds(path):
 
 
 def test_imagenet_configs_match_the_paper():
-    c = _load(os.path.join(CONFIG_DIR, "scce_imagenet.py")).get_config()
+    c = _load(os.path.join(CONFIG_DIR, "sce_imagenet.py")).get_config()
     hp = common.method_hparams(sce, c)
     assert (hp.symmetric, hp.temperature, hp.temperature_m, hp.coeff, hp.queue_size) == (
         True,
@@ -269,7 +270,7 @@ def test_imagenet_configs_match_the_paper():
     peak = c.optim.base_lr * c.global_batch_size / 256
     assert np.isclose(peak, 4.8) and c.optim.warmup_epochs == 10 and c.optim.weight_decay == 1e-6
     assert (c.ema.base, c.ema.schedule) == (0.99, "cosine") and c.model.predictor.enabled
-    m = _load(os.path.join(CONFIG_DIR, "scce_imagenet_multicrop.py")).get_config()
+    m = _load(os.path.join(CONFIG_DIR, "sce_imagenet_multicrop.py")).get_config()
     sizes = [m.data.recipes[v][0]["size"] for v in m.data.views]
     scales = [tuple(m.data.recipes[v][0]["scale"]) for v in m.data.views]
     assert sizes == [224, 224, 192, 160, 128, 96]
@@ -407,7 +408,7 @@ def test_ressl_steps():
 
 @pytest.mark.slow
 def test_fashion_mnist_config_runs_end_to_end(tmp_path):
-    config = _load(os.path.join(CONFIG_DIR, "scce_fashion_mnist.py")).get_config("runlocal")
+    config = _load(os.path.join(CONFIG_DIR, "sce_fashion_mnist.py")).get_config("runlocal")
     config.total_steps = 2
     config.evals.knn.every_steps = -1
     with jax.threefry_partitionable(False):  # see _initial_state: a 30 s cheaper init compile
