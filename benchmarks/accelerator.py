@@ -17,10 +17,10 @@ resolves to on a GPU/TPU) and prints, from the compiled executable:
   must hold, beside XLA's `peak_memory_in_bytes` (which XLA:CPU reports without the temp buffers)
   and each part. These are XLA:CPU's buffer assignment; a GPU's differs (conv workspaces, fusion).
 - collective bytes per step per device: the arrays the collectives of the HLO produce
-  (`ssl_jax.hlo.collectives`, as `tests/test_hlo.py`), by kind, against the parameters' bytes (the
+  (`ssl_jax.parallel.hlo.collectives`, as `tests/test_hlo.py`), by kind, against the parameters' bytes (the
   gradients' all-reduce), and whether any collective has an axis of a queue or bank (its rows or one
   device's shard of them): it must not.
-- whether the state is donated (`ssl_jax.hlo.donates_state`: aliased bytes = one device's state).
+- whether the state is donated (`ssl_jax.parallel.hlo.donates_state`: aliased bytes = one device's state).
 
 The default mode (on a GPU or TPU host; on CPU it runs too, slowly, e.g. with `:runlocal` configs as a
 smoke test) runs each config in bf16 at its real batch on all local devices and prints img/s of the
@@ -60,8 +60,9 @@ MAX_PER_DEVICE_BATCH = 512
 def readiness(config) -> dict:
     """Compile (never run) the config's train step on the current devices → `hlo.step_report`'s
     figures, the analytic FLOPs per image, the compile time and the compute dtype."""
-    from ssl_jax import hlo, train
+    from ssl_jax import train
     from ssl_jax.data import train_input
+    from ssl_jax.parallel import hlo
 
     exp = train.build_experiment(config)
     state, batch = train.abstract_state(exp), exp.input.abstract_batch()
@@ -210,7 +211,8 @@ def loop_rates(config, steps: int, *, step_only: bool, profile_dir: str = "") ->
     the config's tf.data pipeline (augmentation included)."""
     import jax
 
-    from ssl_jax import sharding, train
+    from ssl_jax import train
+    from ssl_jax.parallel import sharding
 
     figures, (step, state, batch) = step_rates(config, steps)
     if profile_dir:

@@ -48,8 +48,9 @@ def host_rate(config, batches: int) -> tuple[float, float]:
 
 def end_to_end_rate(config, steps: int) -> float:
     """img/s of the real input pipeline feeding the jitted step."""
-    from ssl_jax import sharding, train
+    from ssl_jax import train
     from ssl_jax.data import pipeline
+    from ssl_jax.parallel import sharding
 
     exp = train.build_experiment(config)
     state = train.init_or_restore(exp, None)

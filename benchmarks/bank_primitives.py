@@ -1,4 +1,4 @@
-"""ms per call of the bank primitives of `ssl_jax.memory` at ImageNet scale, next to a plain
+"""ms per call of the bank primitives of `ssl_jax.methods.memory` at ImageNet scale, next to a plain
 `queries @ bank.T` and a MoCo v2 train step.
 
     python benchmarks/bank_primitives.py --devices=8 [--k128000] [--small] [--repeats=3]
@@ -67,8 +67,9 @@ def moco_step_ms(batch: int, repeats: int, mesh) -> tuple[float, int]:
     import jax
     import numpy as np
 
-    from ssl_jax import configs, sharding, train
+    from ssl_jax import configs, train
     from ssl_jax.data import train_input
+    from ssl_jax.parallel import sharding
 
     config = configs.load(os.path.join(ROOT, "configs/mocov2_imagenet.py"))
     config.global_batch_size = batch
@@ -108,9 +109,9 @@ def main() -> None:
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    from ssl_jax import memory
+    from ssl_jax.methods import memory
     from ssl_jax.methods.negatives import bank_ranks, bank_search
-    from ssl_jax.sharding import DATA_AXIS, make_mesh
+    from ssl_jax.parallel.sharding import DATA_AXIS, make_mesh
 
     if jax.device_count() < args.devices:
         raise SystemExit(f"asked for {args.devices} devices, have {jax.device_count()}")

@@ -63,9 +63,9 @@ def main() -> None:
     import jax.numpy as jnp
     from jax.sharding import NamedSharding
 
-    from ssl_jax import memory
+    from ssl_jax.methods import memory
     from ssl_jax.methods.negatives import clustering
-    from ssl_jax.sharding import make_mesh
+    from ssl_jax.parallel.sharding import make_mesh
 
     devices = jax.devices()[: args.devices]
     mesh = make_mesh(devices)

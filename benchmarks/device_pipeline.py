@@ -65,8 +65,9 @@ class Side:
     def __init__(self, config, *, loop: bool = True):
         import jax
 
-        from ssl_jax import sharding, train
+        from ssl_jax import train
         from ssl_jax.data import train_input
+        from ssl_jax.parallel import sharding
 
         self.exp = train.build_experiment(config)
         mesh = self.exp.mesh

@@ -45,9 +45,9 @@ def main() -> None:
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    from ssl_jax import memory
+    from ssl_jax.methods import memory
     from ssl_jax.methods.negatives import sampling
-    from ssl_jax.sharding import DATA_AXIS, make_mesh
+    from ssl_jax.parallel.sharding import DATA_AXIS, make_mesh
 
     if jax.device_count() < args.devices:
         raise SystemExit(f"asked for {args.devices} devices, have {jax.device_count()}")

@@ -70,7 +70,8 @@ def compiled_step(config):
     """(step function, state, global batch) of a config on synthetic uint8 views, compiled and warm."""
     import jax
 
-    from ssl_jax import sharding, train
+    from ssl_jax import train
+    from ssl_jax.parallel import sharding
 
     exp = train.build_experiment(config)
     state = train.init_or_restore(exp, None)

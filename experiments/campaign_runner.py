@@ -89,7 +89,8 @@ def run_cell(
 ) -> dict:
     """Runs one cell and returns its record (nothing is written to the results folder here);
     `code`: the commit of the code that runs it (read once, when the runner starts)."""
-    from ssl_jax import checkpoint, train, writers
+    from ssl_jax import checkpoint, train
+    from ssl_jax.output import writers
 
     t0, cpu0 = time.time(), cpu_seconds()
     config, digest, overrides = cell_config(grid, cell, data_dir)

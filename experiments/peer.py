@@ -142,8 +142,9 @@ class JaxSide:
         import jax
 
         from benchmarks.train_step import compiled_step
-        from ssl_jax import sharding, train
+        from ssl_jax import train
         from ssl_jax.data import datasets, pipeline
+        from ssl_jax.parallel import sharding
 
         c = jax_config(shape, overrides)
         self.numbers = config_numbers(c)

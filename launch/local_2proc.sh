@@ -7,7 +7,7 @@
 # and one `error:` line names the process, its signal, the last checkpoint's step and the command
 # that resumes; MAX_RESTARTS=N restarts the job from that checkpoint up to N times (ssl_jax/supervise.py).
 # Logs: WORKDIR/process_{0,1}.log (a restart appends). SSL_JAX_PORT: the coordinator's port (default: a
-# free one); SSL_JAX_HEARTBEAT_S: jax's heartbeat timeout (ssl_jax/distributed.py).
+# free one); SSL_JAX_HEARTBEAT_S: jax's heartbeat timeout (ssl_jax/parallel/distributed.py).
 set -euo pipefail
 config=$1; workdir=$2; shift 2
 mkdir -p "$workdir"

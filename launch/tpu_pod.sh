@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # TPU pod slice: the same command on every worker (gcloud ... --worker=all); each process resolves
-# jax.distributed.initialize's arguments (ssl_jax/distributed.py: TPU_WORKER_HOSTNAMES / TPU_WORKER_ID
+# jax.distributed.initialize's arguments (ssl_jax/parallel/distributed.py: TPU_WORKER_HOSTNAMES / TPU_WORKER_ID
 # where set, else jax's detection from the TPU VM's metadata) and prints the call.
 # Tested on localhost with a fake gcloud: tests/test_launch.py.
 # Usage: launch/tpu_pod.sh TPU_NAME ZONE configs/sce_imagenet.py gs://bucket/workdir [--config.x=y ...]

@@ -140,7 +140,7 @@ def base_config() -> ml_collections.ConfigDict:
     c.ema = ml_collections.ConfigDict(dict(base=0.999, schedule="constant", target_init="copy"))
 
     c.log_every_steps = 50
-    # Weights & Biases, an optional writer beside TensorBoard and metrics.jsonl (ssl_jax/writers.py):
+    # Weights & Biases, an optional writer beside TensorBoard and metrics.jsonl (ssl_jax/output/writers.py):
     # on when `project` is set (`pip install wandb`); `mode` 'online', 'offline' (files in the
     # workdir, `wandb sync` later) or 'disabled'; a resumed job continues the same W&B run.
     c.wandb = ml_collections.ConfigDict(

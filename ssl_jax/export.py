@@ -495,8 +495,8 @@ def main(argv) -> None:
     del argv
     from absl import flags
 
-    from ssl_jax import progress
     from ssl_jax.checkpoint import CheckpointError
+    from ssl_jax.output import progress
 
     f = flags.FLAGS
     progress.quiet_logs(verbose=f["verbosity"].present > 0)  # orbax's INFO lines: --verbosity=0

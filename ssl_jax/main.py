@@ -17,7 +17,7 @@ a failure code; set e.g. 143 where a restart policy restarts only failed contain
 Several processes (one per host): `SSL_JAX_COORDINATOR` selects `jax.distributed.initialize()`'s
 arguments: 'slurm' and 'tpu' (read from the launcher's environment), 'auto' (jax's detection) or
 `HOST:PORT` of process 0's coordinator with `SSL_JAX_NUM_PROCESSES` and `SSL_JAX_PROCESS_ID`
-(`launch/local_2proc.sh`); see `ssl_jax/distributed.py`. Each process prints the call.
+(`launch/local_2proc.sh`); see `ssl_jax/parallel/distributed.py`. Each process prints the call.
 """
 
 from __future__ import annotations
@@ -29,7 +29,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags  # noqa: E402
 
-from ssl_jax import configs, distributed, progress  # noqa: E402
+from ssl_jax import configs  # noqa: E402
+from ssl_jax.output import progress
+from ssl_jax.parallel import distributed
 
 FLAGS = flags.FLAGS
 OVERRIDE = "--config."  # `--config.a.b=v`: a field of the config, applied by `configs.load`
@@ -64,10 +66,11 @@ def main(config) -> None:
 
     import jax
 
-    from ssl_jax import run_control, train, validation, writers
+    from ssl_jax import run_control, train, validation
     from ssl_jax.checkpoint import CheckpointError
     from ssl_jax.data.datasets import DataError, num_examples
     from ssl_jax.evaluate import knn, linear_probe, pictures
+    from ssl_jax.output import writers
 
     try:
         # every check of the config, once, before data and compilation; the job gets the proof

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ssl_jax import sharding
+from ssl_jax.parallel import sharding
 
 
 class StopRequested(Exception):  # noqa: N818  (a request, not an error)

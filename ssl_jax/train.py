@@ -18,7 +18,7 @@ import ml_collections
 import optax
 from absl import logging
 
-from ssl_jax import checkpoint, optim, progress, run_control, sharding, validation
+from ssl_jax import checkpoint, optim, run_control, validation
 from ssl_jax.config_checks import Validated
 from ssl_jax.data.train_input import TrainInput
 from ssl_jax.evaluate.encoder import RowEmbedder
@@ -27,8 +27,10 @@ from ssl_jax.evaluate.run_features import eval_context
 from ssl_jax.methods import METHODS
 from ssl_jax.methods.common import StepContext, StepInput
 from ssl_jax.models import compute_dtype
+from ssl_jax.output import progress
+from ssl_jax.output.writers import create_writer
+from ssl_jax.parallel import sharding
 from ssl_jax.state import TrainState, same_dtypes, state_initializer, state_shardings
-from ssl_jax.writers import create_writer
 
 
 class TrainingError(RuntimeError):

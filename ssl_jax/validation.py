@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ml_collections
 
-from ssl_jax import models, optim, state, writers
+from ssl_jax import models, optim, state
 from ssl_jax.config_checks import ConfigError, Validated, check_allowed, check_range
 from ssl_jax.data import datasets, device_pipeline
 from ssl_jax.data.device.checks import check_device_crops
@@ -28,6 +28,7 @@ from ssl_jax.data.sources import color_fashion_mnist, image_folder
 from ssl_jax.evaluate import evaluators, jobs
 from ssl_jax.methods import METHODS
 from ssl_jax.methods.common import method_hparams
+from ssl_jax.output import writers
 
 JOBS = ("pretrain", "linear_probe", "knn")
 EVAL_JOBS = ("linear_probe", "knn")  # jobs on a pretrained encoder (config.init)

@@ -388,7 +388,7 @@ def main(argv) -> None:
     del argv
     from absl import flags
 
-    from ssl_jax import progress
+    from ssl_jax.output import progress
 
     progress.quiet_logs(verbose=flags.FLAGS["verbosity"].present > 0)
     learn_views(_CONFIG.value, _WORKDIR.value)

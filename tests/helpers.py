@@ -154,7 +154,8 @@ def one_step_on_all_devices(config, states, batches) -> list:
     `(state, metrics)` pairs, on the host. The 1-vs-8-device check per step, which a trajectory
     cannot give exactly: a pre-activation within rounding of 0 flips a ReLU's mask between
     summation orders, and the gradient is discontinuous there (tests/methods/test_cmc.py)."""
-    from ssl_jax import sharding, train
+    from ssl_jax import train
+    from ssl_jax.parallel import sharding
 
     exp = train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()))
     step = train.jit_train_step(exp, place_state(states[0], exp))
@@ -260,7 +261,7 @@ def error_lines(stderr: str) -> list[str]:
 
 def localhost_process_env(port: int, process_id: int, **extra) -> dict:
     """The environment of process `process_id` of a 2-process CPU run on localhost (4 devices
-    each): what `ssl_jax.distributed` reads, plus `extra`."""
+    each): what `ssl_jax.parallel.distributed` reads, plus `extra`."""
     return dict(
         os.environ,
         SSL_JAX_COORDINATOR=f"localhost:{port}",

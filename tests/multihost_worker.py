@@ -22,7 +22,7 @@ def main(argv: list[str]) -> int:
     sigterm_at = int(argv[3]) if len(argv) > 3 else None
     import jax
 
-    from ssl_jax import distributed
+    from ssl_jax.parallel import distributed
 
     distributed.initialize(os.environ)
     # as tests/conftest.py: the same random bits on any device count. No persistent compilation

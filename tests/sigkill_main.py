@@ -24,7 +24,8 @@ def _kill_now() -> None:
 
 
 def _arm(step: int) -> None:
-    from ssl_jax import distributed, run_control
+    from ssl_jax import run_control
+    from ssl_jax.parallel import distributed
 
     if step == 0:
         initialize = distributed.initialize

@@ -8,8 +8,9 @@ import os
 import numpy as np
 import pytest
 
-from ssl_jax import checkpoint, train, writers
+from ssl_jax import checkpoint, train
 from ssl_jax.data import pipeline
+from ssl_jax.output import writers
 from tests.helpers import tiny_config
 
 

@@ -10,9 +10,9 @@ import pytest
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from ssl_jax import memory
+from ssl_jax.methods import memory
 from ssl_jax.methods.negatives import clustering
-from ssl_jax.sharding import make_mesh
+from ssl_jax.parallel.sharding import make_mesh
 
 # --------------------------------------------------------------------------------------------------
 # numpy references (the official code's loops, with the documented deterministic 2-means)

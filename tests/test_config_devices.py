@@ -20,8 +20,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ssl_jax import configs, sharding, train
+from ssl_jax import configs, train
 from ssl_jax.methods import METHODS, common, mocov2
+from ssl_jax.parallel import sharding
 from ssl_jax.state import state_shardings
 from tests.helpers import ROOT, runlocal_configs, synthetic_batch
 

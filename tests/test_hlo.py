@@ -13,8 +13,9 @@ nothing else in the step has).
 import jax
 import pytest
 
-from ssl_jax import sharding, train
-from ssl_jax.hlo import collectives, donates_state, moves_rows, nbytes, step_report
+from ssl_jax import train
+from ssl_jax.parallel import sharding
+from ssl_jax.parallel.hlo import collectives, donates_state, moves_rows, nbytes, step_report
 from tests.helpers import synthetic_batch, tiny_config
 
 ROWS = 16384

@@ -23,8 +23,8 @@ STUDIES_ORDER = (PACKAGE, "benchmarks", "experiments")
 # Leaves everything may import: they import nothing of the package.
 LEAVES = (
     "ssl_jax.config_checks",
-    "ssl_jax.losses",
-    "ssl_jax.sharding",
+    "ssl_jax.methods.losses",
+    "ssl_jax.parallel.sharding",
     "ssl_jax.data.color",
     "ssl_jax.data.sources.fashion_mnist",
     "ssl_jax.data.sources.source",

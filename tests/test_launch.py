@@ -4,7 +4,7 @@ workers: `TPU_WORKER_ID`, `TPU_WORKER_HOSTNAMES`), both in `tests/fake_cluster/`
 print the `jax.distributed.initialize` call with the right coordinator, process count and id, and
 the two processes (4 CPU devices each) must train the tiny config to one process's losses on 8.
 
-The argument resolution itself (`ssl_jax/distributed.py`) is checked on fake environments first.
+The argument resolution itself (`ssl_jax/parallel/distributed.py`) is checked on fake environments first.
 """
 
 import os
@@ -18,7 +18,7 @@ import time
 import numpy as np
 import pytest
 
-from ssl_jax import distributed
+from ssl_jax.parallel import distributed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAKES = os.path.join(ROOT, "tests", "fake_cluster")
@@ -216,7 +216,7 @@ def test_launcher_dry_run_prints_the_initialize_call(tmp_path, launcher):
 
 
 def _losses(workdir: str) -> dict[int, float]:
-    from ssl_jax.writers import read_metrics
+    from ssl_jax.output.writers import read_metrics
 
     return {r["step"]: r["train/loss"] for r in read_metrics(workdir) if "train/loss" in r}
 

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ssl_jax import losses as _losses
+from ssl_jax.methods import losses as _losses
 
 # Jitted once per shape: op-by-op dispatch compiles every primitive and is slower on CPU.
 losses = SimpleNamespace(

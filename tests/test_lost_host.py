@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from ssl_jax import distributed
+from ssl_jax.parallel import distributed
 from tests.helpers import localhost_process_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

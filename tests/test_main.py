@@ -187,7 +187,7 @@ def test_default_job_prints_the_probe_table(tmp_path):
     assert table.startswith("Linear probe: multinomial logistic regression")
     assert "raw pixels" in table and "train 500 (train)" in table and "kNN top-1" in table
     assert "test 128 (test)" in table
-    from ssl_jax.writers import read_metrics
+    from ssl_jax.output.writers import read_metrics
 
     probe = [r for r in read_metrics(str(workdir)) if "probe/top1" in r]
     assert [r["step"] for r in probe] == [2] and "probe/raw_pixels_top1" in probe[0]
@@ -289,7 +289,8 @@ def _main_in_process(monkeypatch, capsys, *args):
     no signal handler is installed."""
     from absl import flags
 
-    from ssl_jax import main, progress, train, validation
+    from ssl_jax import main, train, validation
+    from ssl_jax.output import progress
 
     calls, built = [], []
     validate, build = validation.validate, train.build_experiment

@@ -5,8 +5,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding
 
-from ssl_jax import memory
-from ssl_jax.sharding import make_mesh
+from ssl_jax.methods import memory
+from ssl_jax.parallel.sharding import make_mesh
 
 
 def _table(mesh, rows=64, dim=4, seed=0):

@@ -11,9 +11,9 @@ import pytest
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from ssl_jax import memory
+from ssl_jax.methods import memory
 from ssl_jax.methods.negatives import bank_ranks, bank_search
-from ssl_jax.sharding import make_mesh
+from ssl_jax.parallel.sharding import make_mesh
 
 N, D, B = 512, 16, 6
 QS = (0.0, 0.1, 0.5, 0.9, 0.99, 1.0)

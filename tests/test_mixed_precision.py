@@ -16,8 +16,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ssl_jax import checkpoint, configs, models, sharding, state, train, validation
+from ssl_jax import checkpoint, configs, models, state, train, validation
 from ssl_jax.data import pipeline
+from ssl_jax.parallel import sharding
 from tests.helpers import tiny_config
 
 STEPS = 50
@@ -135,7 +136,7 @@ def test_bad_dtype_rejected_before_compile(key, value, message):
 def test_cast_rows_only_touches_sharded_float_tables():
     from jax.sharding import PartitionSpec as P
 
-    from ssl_jax import memory
+    from ssl_jax.methods import memory
 
     buffers = {
         "queue": jnp.ones((8, 4)),

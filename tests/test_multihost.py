@@ -58,7 +58,7 @@ def _run_two_processes(workdir: str, sigterm_at: dict[int, int], **extra_env) ->
 
 
 def _losses(workdir: str) -> dict[int, float]:
-    from ssl_jax.writers import read_metrics
+    from ssl_jax.output.writers import read_metrics
 
     return {r["step"]: r["train/loss"] for r in read_metrics(workdir) if "train/loss" in r}
 

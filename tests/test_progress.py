@@ -1,4 +1,4 @@
-"""ssl_jax.progress: a start line and a timed end line per phase; nothing after a failure."""
+"""ssl_jax.output.progress: a start line and a timed end line per phase; nothing after a failure."""
 
 import gc
 import signal
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ssl_jax import progress
+from ssl_jax.output import progress
 
 
 def test_phase_prints_start_and_duration(capsys, monkeypatch):

@@ -17,7 +17,8 @@ import jax
 import numpy as np
 import pytest
 
-from ssl_jax import checkpoint, sharding, train
+from ssl_jax import checkpoint, train
+from ssl_jax.parallel import sharding
 from tests.helpers import synthetic_batch, tiny_config
 
 METHODS = ("mocov2", "ir")

@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 from jax.sharding import NamedSharding
 
-from ssl_jax import losses, memory, sharding
+from ssl_jax.methods import losses, memory
 from ssl_jax.methods.negatives import bank_ranks, bank_search, sampling
+from ssl_jax.parallel import sharding
 from tests.helpers import np_normalize
 from tests.methods import references
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ssl_jax import memory
+from ssl_jax.methods import memory
 from ssl_jax.methods.negatives import bank_search, sampling
-from ssl_jax.sharding import make_mesh
+from ssl_jax.parallel.sharding import make_mesh
 
 N, D, B, CLUSTERS = 256, 8, 6, 6
 P_MIN = 1e-3  # a correct sampler fails a χ² test 1 run in 1000 (fixed seeds: deterministic)

@@ -6,7 +6,8 @@ import jax
 import numpy as np
 import pytest
 
-from ssl_jax import configs, run_control, sharding, train
+from ssl_jax import configs, run_control, train
+from ssl_jax.parallel import sharding
 from tests.helpers import synthetic_batch, tiny_config
 
 
@@ -114,7 +115,7 @@ RESUME_STEPS = 6
 
 
 def _losses_by_step(workdir):
-    from ssl_jax.writers import read_metrics
+    from ssl_jax.output.writers import read_metrics
 
     return {r["step"]: r["train/loss"] for r in read_metrics(workdir) if "train/loss" in r}
 
@@ -258,7 +259,7 @@ def test_evaluators_run_on_schedule_and_never_after_a_stop(tmp_path, monkeypatch
         train.train_and_evaluate(config, str(tmp_path))
     assert stop.value.step == 2
     from ssl_jax.checkpoint import Checkpointer
-    from ssl_jax.writers import read_metrics
+    from ssl_jax.output.writers import read_metrics
 
     assert Checkpointer(str(tmp_path)).manager.all_steps() == [2]
     assert not [r for r in read_metrics(str(tmp_path)) if "eval/knn_top1" in r]

@@ -7,8 +7,9 @@ import jax
 import numpy as np
 import pytest
 
-from ssl_jax import configs, sharding, train
+from ssl_jax import configs, train
 from ssl_jax.data import device_pipeline, train_input
+from ssl_jax.parallel import sharding
 from tests.helpers import config_names, fashion_source, tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -23,7 +24,7 @@ def _device_config(method="mocov2"):
 
 
 def _losses_by_step(workdir):
-    from ssl_jax.writers import read_metrics
+    from ssl_jax.output.writers import read_metrics
 
     return {r["step"]: r["train/loss"] for r in read_metrics(workdir) if "train/loss" in r}
 

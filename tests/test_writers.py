@@ -16,8 +16,9 @@ pytest.importorskip("wandb", reason="wandb not installed (requirements-dev.txt h
 
 from wandb.proto import wandb_internal_pb2  # noqa: E402
 
-from ssl_jax import train, writers  # noqa: E402
+from ssl_jax import train  # noqa: E402
 from ssl_jax.config_checks import ConfigError  # noqa: E402
+from ssl_jax.output import writers
 from tests.helpers import tiny_config  # noqa: E402
 
 BLOCK = 32768  # LevelDB log block; records never straddle a block's last 6 bytes

@@ -38,11 +38,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ssl_jax import sharding
 from ssl_jax.config_checks import ConfigError
 from ssl_jax.data import datasets, recipe_ops, train_split
 from ssl_jax.data.device import recipe as device_recipe
 from ssl_jax.data.sources import color_fashion_mnist
+from ssl_jax.parallel import sharding
 
 PIPELINES = ("tfdata", "device", "auto")
 # Datasets whose train split `datasets.load_arrays` reads whole (ImageNet: tf.data only).

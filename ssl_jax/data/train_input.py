@@ -27,11 +27,11 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from ssl_jax import sharding
 from ssl_jax.data import datasets, device_pipeline, pipeline, train_split
 from ssl_jax.data.device import canvas
 from ssl_jax.data.device import recipe as device_recipe
 from ssl_jax.data.device.checks import device_crop_side
+from ssl_jax.parallel import sharding
 
 DEVICE_TABLE = "device_table"
 HOST_CANVASES = "host_canvases"

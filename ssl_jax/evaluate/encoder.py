@@ -40,10 +40,12 @@ from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from ssl_jax import checkpoint, memory, sharding
+from ssl_jax import checkpoint
 from ssl_jax.data import datasets, pipeline
 from ssl_jax.data.device.eval_input import eval_input, eval_ops
+from ssl_jax.methods import memory
 from ssl_jax.models import compute_dtype
+from ssl_jax.parallel import sharding
 
 WEIGHTS = ("online", "target")
 _STATE_KEYS = {

@@ -33,7 +33,6 @@ import numpy as np
 from absl import logging
 from jax.sharding import Mesh
 
-from ssl_jax import progress
 from ssl_jax.config_checks import ConfigError, check_allowed, check_range
 from ssl_jax.data import datasets, pipeline
 from ssl_jax.evaluate import knn
@@ -45,6 +44,7 @@ from ssl_jax.evaluate.encoder import (
     split_features,
 )
 from ssl_jax.evaluate.probe_fit import L2_GRIDS, SOLVER_NAMES, SOLVERS, fit_linear_probe
+from ssl_jax.output import progress
 
 PROBE_TABLE_FILE = "probe_table.txt"
 

@@ -25,11 +25,12 @@ import os
 import ml_collections
 from ml_collections import config_dict
 
-from ssl_jax import models, optim, progress
+from ssl_jax import models, optim
 from ssl_jax.config_checks import ConfigError, check_allowed
 from ssl_jax.data import datasets
 from ssl_jax.data.sources import image_folder
 from ssl_jax.evaluate.encoder import FEATURES, Encoder, FeatureFn, describe_features, load_encoder
+from ssl_jax.output import progress
 
 # config.data keys a job may override (None = keep the pretraining run's value). The normalisation
 # (mean, std) and channels stay the encoder's: they are part of the model.

@@ -20,10 +20,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
-from ssl_jax import memory, progress, sharding
 from ssl_jax.evaluate import jobs
 from ssl_jax.evaluate.encoder import ShardedFeatures, _replicated_scalar, sharded_split_features
-from ssl_jax.sharding import DATA_AXIS
+from ssl_jax.methods import memory
+from ssl_jax.output import progress
+from ssl_jax.parallel import sharding
+from ssl_jax.parallel.sharding import DATA_AXIS
 
 
 @functools.partial(jax.jit, static_argnames=("k", "num_classes"))
@@ -212,7 +214,7 @@ def run(config, workdir: str, *, mesh=None, validated=None) -> dict:
         "knn_seconds": t2 - t1,
     }
     if main:
-        from ssl_jax.writers import create_writer  # clu's TensorBoard writer: the job's only
+        from ssl_jax.output.writers import create_writer  # clu's TensorBoard writer: the job's only
 
         writer = create_writer(workdir)
         writer.write_scalars(enc.step, scalars)

@@ -30,14 +30,15 @@ from jax.experimental import multihost_utils
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from ssl_jax import optim, sharding
+from ssl_jax import optim
 from ssl_jax.data import pipeline, train_split
 from ssl_jax.data.device.eval_input import eval_input
 from ssl_jax.evaluate import jobs
 from ssl_jax.evaluate.encoder import _replicated_scalar, sharded_split_features
 from ssl_jax.evaluate.probe_fit import fit_linear_probe
 from ssl_jax.models import compute_dtype
-from ssl_jax.sharding import DATA_AXIS
+from ssl_jax.parallel import sharding
+from ssl_jax.parallel.sharding import DATA_AXIS
 
 HEAD_FILE = "probe_head.npz"
 RESULT_FILE = "probe_result.json"
@@ -393,7 +394,7 @@ def run(config: ml_collections.ConfigDict, workdir: str, *, mesh=None, validated
         f"{inputs.config.data.eval_test_split}, {inputs.num_classes} classes; "
         f"{inputs.describe_features()}"
     )
-    from ssl_jax.writers import create_writer  # clu's TensorBoard writer: the job's only
+    from ssl_jax.output.writers import create_writer  # clu's TensorBoard writer: the job's only
 
     main = jax.process_index() == 0
     writer = create_writer(workdir) if main else None

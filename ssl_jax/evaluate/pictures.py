@@ -22,10 +22,11 @@ import numpy as np
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from ssl_jax import checkpoint, progress  # noqa: E402
+from ssl_jax import checkpoint  # noqa: E402
 from ssl_jax.data import datasets, device_pipeline, pipeline, recipe_ops  # noqa: E402
 from ssl_jax.data.device import canvas  # noqa: E402
 from ssl_jax.data.device import recipe as device_recipe  # noqa: E402
+from ssl_jax.output import progress
 
 CURVES_FILE = "curves.png"
 AUGMENTATIONS_FILE = "augmentations.png"
@@ -53,7 +54,7 @@ def _series(records: list[dict], key: str) -> tuple[np.ndarray, np.ndarray]:
 
 def training_curves(workdir: str, out: str | None = None) -> str:
     """Loss, kNN top-1 and learning rate against the step, from `metrics.jsonl`."""
-    from ssl_jax.writers import read_metrics  # writers imports clu's TensorBoard writer
+    from ssl_jax.output.writers import read_metrics  # writers imports clu's TensorBoard writer
 
     records = read_metrics(workdir)
     if not records:

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ssl_jax import progress
+from ssl_jax.output import progress
 
 
 @functools.partial(jax.jit, static_argnames=("iterations",))

@@ -36,9 +36,8 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
-from ssl_jax import losses, memory
 from ssl_jax.config_checks import ConfigError, hp_field
-from ssl_jax.methods import common
+from ssl_jax.methods import common, losses, memory
 
 EMA_BEFORE_KEYS = False
 USES_TARGET = False  # no momentum encoder: the banks are the slow-moving targets

@@ -27,9 +27,8 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from ssl_jax import losses
 from ssl_jax.config_checks import ConfigError, hp_field
-from ssl_jax.methods import cmc, common, ir, ring
+from ssl_jax.methods import cmc, common, ir, losses, ring
 from ssl_jax.methods.negatives import sampling
 
 EMA_BEFORE_KEYS = cmc.EMA_BEFORE_KEYS

@@ -27,8 +27,7 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
-from ssl_jax import losses, memory
-from ssl_jax.methods import cmc, common, mocov2
+from ssl_jax.methods import cmc, common, losses, memory, mocov2
 
 EMA_BEFORE_KEYS = False  # PyContrast's momentum_update runs after optimizer.step()
 USES_TARGET = True

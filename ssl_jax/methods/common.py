@@ -32,7 +32,7 @@ import ml_collections
 from jax.sharding import Mesh
 
 from ssl_jax.config_checks import ConfigError, hp_field, hparams_from_config
-from ssl_jax.sharding import batch_sharding
+from ssl_jax.parallel.sharding import batch_sharding
 
 PyTree = Any
 

@@ -53,11 +53,10 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from ssl_jax import losses, memory
 from ssl_jax.config_checks import ConfigError, hp_field
-from ssl_jax.methods import common, mocov2
+from ssl_jax.methods import common, losses, memory, mocov2
 from ssl_jax.methods.negatives import clustering, sampling
-from ssl_jax.sharding import DATA_AXIS
+from ssl_jax.parallel.sharding import DATA_AXIS
 
 EMA_BEFORE_KEYS = True  # MoCo v2's order: momentum update, then the keys
 USES_TARGET = True

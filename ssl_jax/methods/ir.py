@@ -17,9 +17,8 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from ssl_jax import losses, memory
 from ssl_jax.config_checks import ConfigError, hp_field
-from ssl_jax.methods import common
+from ssl_jax.methods import common, losses, memory
 
 EMA_BEFORE_KEYS = False
 USES_TARGET = False  # no momentum encoder: the bank is the slow-moving target

@@ -24,8 +24,7 @@ import dataclasses
 
 import jax
 
-from ssl_jax import losses
-from ssl_jax.methods import common, ir, ring
+from ssl_jax.methods import common, ir, losses, ring
 from ssl_jax.methods.negatives import sampling
 
 EMA_BEFORE_KEYS = ir.EMA_BEFORE_KEYS

@@ -25,9 +25,8 @@ import math
 import jax
 import jax.numpy as jnp
 
-from ssl_jax import losses
 from ssl_jax.config_checks import ConfigError, hp_field
-from ssl_jax.methods import common, mocov2
+from ssl_jax.methods import common, losses, mocov2
 
 EMA_BEFORE_KEYS = True  # as MoCo: momentum update, then the keys
 USES_TARGET = True

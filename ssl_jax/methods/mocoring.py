@@ -22,9 +22,8 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from ssl_jax import losses
 from ssl_jax.config_checks import hp_field
-from ssl_jax.methods import common, mocov2, ring
+from ssl_jax.methods import common, losses, mocov2, ring
 
 EMA_BEFORE_KEYS = mocov2.EMA_BEFORE_KEYS
 USES_TARGET = mocov2.USES_TARGET

@@ -17,9 +17,8 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
-from ssl_jax import losses, memory
 from ssl_jax.config_checks import hp_field
-from ssl_jax.methods import common
+from ssl_jax.methods import common, losses, memory
 
 EMA_BEFORE_KEYS = True  # MoCo: momentum update, then keys
 USES_TARGET = True

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from ssl_jax import losses
 from ssl_jax.config_checks import hp_field
-from ssl_jax.methods import common
+from ssl_jax.methods import common, losses
 from ssl_jax.methods.sce import (  # noqa: F401  (the method interface, shared with SCE)
     EMA_BEFORE_KEYS,
     USES_TARGET,

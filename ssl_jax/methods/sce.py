@@ -41,9 +41,8 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from ssl_jax import losses
 from ssl_jax.config_checks import ConfigError, hp_field
-from ssl_jax.methods import common, mocov2
+from ssl_jax.methods import common, losses, mocov2
 
 EMA_BEFORE_KEYS = False  # SCE: EMA in on_train_batch_end, after the optimiser step
 USES_TARGET = True

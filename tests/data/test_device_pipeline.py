@@ -11,8 +11,9 @@ import ml_collections
 import numpy as np
 import pytest
 
-from ssl_jax import configs, sharding
+from ssl_jax import configs
 from ssl_jax.data import device_pipeline, recipes, train_split
+from ssl_jax.parallel import sharding
 from tests.helpers import config_names
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

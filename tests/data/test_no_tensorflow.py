@@ -197,7 +197,7 @@ def test_main_without_tensorflow(fashion_dir, tmp_path):
     assert {"metrics.jsonl", "checkpoints", "probe_table.txt"} <= files, files
     assert any(f.startswith("events.out.tfevents") for f in files), files
     assert any(f.endswith(".png") for f in files), files
-    from ssl_jax.writers import read_metrics
+    from ssl_jax.output.writers import read_metrics
 
     records = read_metrics(workdir)
     assert any("eval/knn_top1" in r for r in records) and "probe/top1" in records[-1], records

@@ -4,8 +4,9 @@ mode from the three data keys, decided without reading the split; one epoch rule
 import jax
 import pytest
 
-from ssl_jax import sharding, train
+from ssl_jax import train
 from ssl_jax.data import datasets, device_pipeline, train_input, train_split
+from ssl_jax.parallel import sharding
 from tests.helpers import tiny_config
 
 

@@ -11,9 +11,9 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from configs import knn as knn_config
-from ssl_jax import sharding
 from ssl_jax.evaluate import knn
 from ssl_jax.evaluate.encoder import ShardedFeatures
+from ssl_jax.parallel import sharding
 
 
 def _sharded(features, labels, mesh, rows):

@@ -12,7 +12,7 @@
 import jax
 import jax.numpy as jnp
 
-from ssl_jax import losses
+from ssl_jax.methods import losses
 
 
 def moco_ring(query, key, queue, temperature, outer, inner, max_outer=None):

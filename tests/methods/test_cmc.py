@@ -21,11 +21,12 @@ import ml_collections
 import numpy as np
 import pytest
 
-from ssl_jax import checkpoint, sharding, train
+from ssl_jax import checkpoint, train
 from ssl_jax.data.device.color_spaces import convert
 from ssl_jax.data.device.eval_input import eval_input, eval_ops
 from ssl_jax.methods import METHODS, cmc, common
 from ssl_jax.models import TwoEncoderModel, head_config
+from ssl_jax.parallel import sharding
 from tests.helpers import (
     TINY_RECIPE,
     assert_steps_match,
@@ -92,7 +93,7 @@ def runs(source, tmp_path_factory):
     import itertools
 
     from ssl_jax.data import pipeline
-    from ssl_jax.writers import read_metrics
+    from ssl_jax.output.writers import read_metrics
 
     config = runlocal_config(source)
     exp1 = train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()[:1]))
@@ -411,7 +412,7 @@ def test_pycontrast_preset_runlocal_two_steps(source, tmp_path):
     """`cmc_pycontrast_imagenet`: PyContrast's `CMC` preset (bank, softmax, K 65536, YDbDr, aug C,
     64-channel stems, BN per 32 images, `normalize(randn)` banks) loads and trains 2 steps."""
     from ssl_jax import configs
-    from ssl_jax.writers import read_metrics
+    from ssl_jax.output.writers import read_metrics
 
     c = configs.load("configs/cmc_pycontrast_imagenet.py")
     hp = common.method_hparams(cmc, c)

@@ -15,9 +15,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ssl_jax import losses, sharding, train
+from ssl_jax import train
 from ssl_jax.config_checks import ConfigError
-from ssl_jax.methods import METHODS, cmcring, common
+from ssl_jax.methods import METHODS, cmcring, common, losses
+from ssl_jax.parallel import sharding
 from tests.helpers import np_normalize, synthetic_batch
 from tests.methods.test_cmc import cmc_config
 

@@ -18,9 +18,10 @@ import ml_collections
 import numpy as np
 import pytest
 
-from ssl_jax import checkpoint, sharding, train
+from ssl_jax import checkpoint, train
 from ssl_jax.methods import METHODS, cmcv2, common
 from ssl_jax.models import head_config
+from ssl_jax.parallel import sharding
 from tests.helpers import (
     TINY_RECIPE,
     np_ce0,

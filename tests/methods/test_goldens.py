@@ -35,7 +35,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def run_losses(name: str, workdir: str) -> list[float]:
     from ssl_jax import configs, train
-    from ssl_jax.writers import read_metrics
+    from ssl_jax.output.writers import read_metrics
 
     config = configs.load(os.path.join(ROOT, GOLDEN_CONFIGS[name]) + ":runlocal")
     config.total_steps = GOLDEN_STEPS

@@ -21,10 +21,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from ssl_jax import checkpoint, configs, sharding, train
+from ssl_jax import checkpoint, configs, train
 from ssl_jax.config_checks import ConfigError
 from ssl_jax.data.host import augment
 from ssl_jax.methods import METHODS, common, infomin
+from ssl_jax.parallel import sharding
 from tests.helpers import (
     assert_steps_match,
     fashion_source,
@@ -61,7 +62,7 @@ def runs(source, tmp_path_factory):
     import itertools
 
     from ssl_jax.data import pipeline
-    from ssl_jax.writers import read_metrics
+    from ssl_jax.output.writers import read_metrics
 
     config = runlocal_config(source)
     exp1 = train.build_experiment(config, mesh=sharding.make_mesh(jax.devices()[:1]))

@@ -22,9 +22,10 @@ import ml_collections
 import numpy as np
 import pytest
 
-from ssl_jax import configs, sharding, train
+from ssl_jax import configs, train
 from ssl_jax.methods import METHODS, common, interclr
 from ssl_jax.methods.negatives import clustering
+from ssl_jax.parallel import sharding
 from tests.helpers import np_ce0, np_normalize, place_state, synthetic_batch, tiny_config
 
 N, B, C, K, POOL = 64, 16, 4, 8, 24
@@ -332,7 +333,7 @@ def test_fashion_mnist_runlocal_end_to_end(tmp_path, capsys):
     """`interclr_fashion_mnist:runlocal` through `train_and_evaluate`: the bank is prepared (k-means
     time and cluster histogram printed), the cluster metrics are logged, losses are finite."""
     from ssl_jax import configs
-    from ssl_jax.writers import read_metrics
+    from ssl_jax.output.writers import read_metrics
 
     config = configs.load("configs/interclr_fashion_mnist.py:runlocal")
     config.total_steps = 2

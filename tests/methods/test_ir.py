@@ -38,10 +38,11 @@ from configs import (
     iring_imagenet,
     iring_stl10,
 )
-from ssl_jax import memory, sharding, train
+from ssl_jax import train
 from ssl_jax.config_checks import ConfigError
 from ssl_jax.data.device import recipe as device_recipe
-from ssl_jax.methods import METHODS, common, ir, iring
+from ssl_jax.methods import METHODS, common, ir, iring, memory
+from ssl_jax.parallel import sharding
 from tests.helpers import synthetic_batch, tiny_config
 
 B = 16

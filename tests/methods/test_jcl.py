@@ -17,9 +17,10 @@ import ml_collections
 import numpy as np
 import pytest
 
-from ssl_jax import configs, losses, optim, sharding, train
+from ssl_jax import configs, optim, train
 from ssl_jax.data.device import recipe as device_recipe
-from ssl_jax.methods import common, jcl, mocov2
+from ssl_jax.methods import common, jcl, losses, mocov2
+from ssl_jax.parallel import sharding
 from tests.helpers import place_state, synthetic_batch, tiny_config
 
 CONFIG_DIR = pathlib.Path(__file__).resolve().parents[2] / "configs"
@@ -410,7 +411,7 @@ def test_color_fashion_mnist_config_differs_from_mocov2_only_in_the_method(arg):
 
 @pytest.mark.slow
 def test_fashion_mnist_runlocal_end_to_end(tmp_path):
-    from ssl_jax.writers import read_metrics
+    from ssl_jax.output.writers import read_metrics
 
     config = load_config("jcl_fashion_mnist", "runlocal")
     config.total_steps = 2

@@ -15,8 +15,9 @@ import ml_collections
 import numpy as np
 import pytest
 
-from ssl_jax import checkpoint, sharding, train
+from ssl_jax import checkpoint, train
 from ssl_jax.methods import METHODS, common, mocoring
+from ssl_jax.parallel import sharding
 from tests.helpers import np_normalize, place_state, synthetic_batch, tiny_config
 from tests.test_ring import AdaptiveThresholdPolicy, np_moco_ring
 
@@ -155,7 +156,7 @@ def test_save_restore_mid_anneal_next_step_is_identical(runs, tmp_path):
 @pytest.mark.slow
 def test_train_and_evaluate_logs_the_ring(runs, tmp_path):
     """The config through the whole loop on 8 devices (pipeline, checkpoints), stopped at step 2."""
-    from ssl_jax.writers import read_metrics
+    from ssl_jax.output.writers import read_metrics
 
     train.train_and_evaluate(runs["config"], str(tmp_path), stop_after_steps=2)
     rows = [r for r in read_metrics(str(tmp_path)) if "train/loss" in r]

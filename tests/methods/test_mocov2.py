@@ -23,9 +23,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ssl_jax import sharding, train
+from ssl_jax import train
 from ssl_jax.data.device import recipe as device_recipe
 from ssl_jax.methods import common, mocov2
+from ssl_jax.parallel import sharding
 from tests.helpers import synthetic_batch, tiny_config
 
 B = 16

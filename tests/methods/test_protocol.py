@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from jax.sharding import PartitionSpec as P
 
-from ssl_jax import configs, memory, sharding, train
+from ssl_jax import configs, train
 from ssl_jax.evaluate.encoder import (
     RowEmbedder,
     features_apply,
@@ -21,8 +21,9 @@ from ssl_jax.evaluate.encoder import (
     split_features,
     uint8_feature_fn,
 )
-from ssl_jax.methods import METHODS, common
+from ssl_jax.methods import METHODS, common, memory
 from ssl_jax.models import ResNet
+from ssl_jax.parallel import sharding
 from ssl_jax.state import buffer_shardings
 from tests.helpers import (
     ROOT,

@@ -9,11 +9,12 @@ import ml_collections
 import numpy as np
 import pytest
 
-from ssl_jax import configs, losses, memory, optim, sharding, train
+from ssl_jax import configs, optim, train
 from ssl_jax.config_checks import ConfigError
 from ssl_jax.data import datasets
 from ssl_jax.data.device import recipe as device_recipe
-from ssl_jax.methods import METHODS, common, sce
+from ssl_jax.methods import METHODS, common, losses, memory, sce
+from ssl_jax.parallel import sharding
 from ssl_jax.state import state_shardings
 from tests.helpers import TINY_RECIPE, tiny_config
 

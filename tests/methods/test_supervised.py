@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from configs import supervised_fashion_mnist
-from ssl_jax import sharding, train
+from ssl_jax import train
 from ssl_jax.config_checks import ConfigError
 from ssl_jax.methods import common, supervised
+from ssl_jax.parallel import sharding
 
 B, C = 16, 10
 
@@ -68,7 +69,7 @@ def test_a_real_run_learns_the_labels(tmp_path):
     config.total_steps, config.log_every_steps = 4, 1
     config.optim.base_lr = 0.5
     config.evals = type(config.evals)()
-    from ssl_jax.writers import read_metrics
+    from ssl_jax.output.writers import read_metrics
 
     train.train_and_evaluate(config, str(tmp_path))
     losses = [r["train/loss"] for r in read_metrics(str(tmp_path)) if "train/loss" in r]

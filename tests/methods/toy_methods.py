@@ -18,10 +18,9 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
-from ssl_jax import losses, memory
-from ssl_jax.methods import common, ir
+from ssl_jax.methods import common, ir, losses, memory
 from ssl_jax.models import backbone_only, build_head
-from ssl_jax.sharding import DATA_AXIS
+from ssl_jax.parallel.sharding import DATA_AXIS
 
 NUM_CENTROIDS = 4
 PREPARE_CALLS = []  # one entry per prepare_buffers call in this process

@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from absl import logging
 
-from ssl_jax import progress
 from ssl_jax.config_checks import check_allowed
 from ssl_jax.data.sources import color_fashion_mnist
 from ssl_jax.data.sources.fashion_mnist import DataError
 from ssl_jax.data.sources.source import Source, array_source, config_get
+from ssl_jax.output import progress
 
 if TYPE_CHECKING:
     import tensorflow as tf

@@ -18,8 +18,8 @@ from jax import lax
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
-from ssl_jax.memory import ROWS, rows_per_device
-from ssl_jax.sharding import DATA_AXIS
+from ssl_jax.methods.memory import ROWS, rows_per_device
+from ssl_jax.parallel.sharding import DATA_AXIS
 
 
 def local_sims(local_bank: jnp.ndarray, queries: jnp.ndarray) -> jnp.ndarray:

@@ -18,9 +18,9 @@ from jax import lax
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
-from ssl_jax.memory import ROWS, rows_per_device
+from ssl_jax.methods.memory import ROWS, rows_per_device
 from ssl_jax.methods.negatives import bank_ranks
-from ssl_jax.sharding import DATA_AXIS
+from ssl_jax.parallel.sharding import DATA_AXIS
 
 
 def _merge_topk(

@@ -5,7 +5,7 @@ InterCLR's inter-image samplers (mmselfsup 0.x `InterCLRMoCo.contrast_inter`) on
 
 The official code ranks `normalize(q) @ feature_bank.T` (`[B, 1.28M]`) with `torch.topk`, draws from
 the pool and redraws, in a host `while` loop, every draw whose cluster label equals the query's. Here
-each sampler is one fixed-shape, jit-able call of the `ssl_jax.memory` bank primitives, with the
+each sampler is one fixed-shape, jit-able call of the `ssl_jax.methods.memory` bank primitives, with the
 same-cluster rows removed by the primitives' label filter instead of a redraw: the bank `[N, D]`
 (sharded `P('data', None)`) and the `[B, N]` similarities are never gathered, and the draws do not
 depend on the number of devices.
@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
-from ssl_jax import losses
+from ssl_jax.methods import losses
 from ssl_jax.methods.negatives import bank_search
 
 SAMPLERS = ("semihard", "hard", "random", "semieasy")

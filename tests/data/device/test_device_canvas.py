@@ -120,7 +120,7 @@ def test_cut_views_on_eight_devices_equal_one_device():
     rounding boundary (1 of 12,288 here)."""
     import jax
 
-    from ssl_jax import sharding
+    from ssl_jax.parallel import sharding
 
     rng = np.random.default_rng(2)
     b, side, recipe = 16, 40, tuple(recipes.weak(16))

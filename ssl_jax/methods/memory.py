@@ -23,8 +23,10 @@ from jax import lax
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from ssl_jax.losses import l2_normalize  # the one definition (memory.l2_normalize is the same)
-from ssl_jax.sharding import DATA_AXIS
+from ssl_jax.methods.losses import (
+    l2_normalize,  # the one definition (memory.l2_normalize is the same)
+)
+from ssl_jax.parallel.sharding import DATA_AXIS
 
 ROWS = P(DATA_AXIS, None)
 
