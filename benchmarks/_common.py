@@ -9,13 +9,6 @@ import os
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def checkout_env() -> dict[str, str]:
-    """This process's environment with the repository root ahead on `PYTHONPATH`: for a child
-    python of another venv (the official code's, the peer's) where the checkout is not installed."""
-    path = os.pathsep.join(filter(None, (ROOT, os.environ.get("PYTHONPATH", ""))))
-    return {**os.environ, "PYTHONPATH": path}
-
-
 def simulate_devices(count: int) -> None:
     """Ask XLA:CPU for `count` host devices (`--xla_force_host_platform_device_count`). Call it
     before jax is imported; a count already in XLA_FLAGS is kept."""

@@ -184,8 +184,9 @@ def colour_ops_on_device(c: ml_collections.ConfigDict) -> None:
     (`data/device/canvas.cut_views`, within a grey level of the host's views), which turns MoCo v2's
     whole loop from input-bound to step-bound (docs/performance.md, "The whole loop on one H100");
     images over 512 px on a side are shrunk to fit before they are cropped
-    (`data/host/geometry.fit_canvas`), the one difference from host crops; `device_crops=0` gives the host's crops. On Fashion-MNIST
-    (the `:runlocal` data) a 32-px canvas runs the same path on CPU."""
+    (`data/host/geometry.fit_canvas`), the one difference from host crops; `device_crops=0` gives
+    the host's crops. On Fashion-MNIST (the `:runlocal` data) a 32-px canvas runs the same path on
+    CPU."""
     c.data.device_ops = True
     fashion = c.data.name in ("fashion_mnist", "color_fashion_mnist")
     c.data.device_crops = 32 if fashion else IMAGENET_CANVAS
@@ -490,7 +491,7 @@ def renamed(new, arg: str | None) -> ml_collections.ConfigDict:
     """`new.get_config(arg)` (`new` the module `configs.sce_X`) for its old file name in `RENAMED`,
     with one stderr line that gives the new name."""
     name = new.__name__.rpartition(".")[2]
-    old = next(o for o, n in RENAMED.items() if n == name)
+    old = "scce_" + name.removeprefix("sce_")
     print(
         f"configs/{old}.py is renamed configs/{name}.py; the old name goes in the next release",
         file=sys.stderr,

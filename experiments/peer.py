@@ -104,8 +104,8 @@ import numpy as np  # noqa: E402
 
 from benchmarks._common import PEER_NUMBERS as COMMON  # noqa: E402
 from benchmarks._common import PEER_SHAPES as SHAPES  # noqa: E402
-from benchmarks._common import checkout_env  # noqa: E402
 from benchmarks._common import peer_config as jax_config  # noqa: E402
+from experiments.child_env import checkout_env  # noqa: E402
 
 PEERS = ("lightly",)
 FASHION_DIR = "/usr/share/datasets/fashion-mnist"

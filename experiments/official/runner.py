@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 
-from benchmarks._common import checkout_env
+from experiments.child_env import checkout_env
 from experiments.official import checkouts, common, harness, ring
 
 DEFAULT_PYTHON = os.path.join(os.path.dirname(checkouts.ROOT), "official_venv", "bin", "python")
