@@ -18,7 +18,7 @@ area (default 0.2). The kNN monitor (k 200, τ 0.07, 10k / 10k images) runs at s
 images, on the last stage's pooled output (the papers' protocol).
 The stem and width are the CPU speedrun's (grid `cpu_speedrun`): its figures against the previous
 default (full width, ImageNet stem) are in docs/experiments/default_job.md and
-docs/experiments/cpu_speedrun.md.
+results/cpu_speedrun.md.
 `ressl_fashion_mnist.py` is the ReSSL baseline with these numbers.
 """
 

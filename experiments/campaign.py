@@ -5,14 +5,14 @@ the results page made from the cells.
     python experiments/campaign.py --grid=gpu --list           # every cell and its state
     python experiments/campaign.py --grid=cpu600 --redo=fashion_mnist.mocov2.s0
     python experiments/campaign.py --grid=cpu600 --only=fashion_mnist.jcl.s1   # these, in this order
-    python experiments/campaign.py --page=docs/results.md      # the page, from every grid's cells
+    python experiments/campaign.py --page=results/README.md   # the page, from every grid's cells
 
 A grid (`experiments/grids.py`) is a fixed list of cells at one budget. The runner takes the cells
 that have no result yet, in the grid's order, and runs each: pretraining in
 `runs/campaign/<grid>/<cell>` (resumed from its checkpoint if an earlier run was stopped), then the
 linear probe and the weighted kNN (the config's `evals.probe_table`: logistic regression on the
 pooled last stage, the papers' protocol). Only then is the cell written, at once and whole
-(written beside, then renamed): `docs/results/<grid>/<cell>.json` holds the commit, date, device,
+(written beside, then renamed): `results/<grid>/<cell>.json` holds the commit, date, device,
 wall time, the config's hash and overrides, probe and kNN top-1 and the loss and kNN curves. A
 cell killed before that leaves no file and is run again next time; a cell with a file is never
 run again unless `--redo` names it. With `--minutes`, a cell is not started when its estimate

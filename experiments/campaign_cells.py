@@ -1,6 +1,6 @@
 """A campaign cell's identity and its record on disk: the config a cell runs (the grid's budget,
 its section's and its own overrides, the grid's probe protocol) with that config's hash, and the
-files `docs/results/<grid>/<cell>.json`, read and written whole. The runner
+files `results/<grid>/<cell>.json`, read and written whole. The runner
 (`campaign_runner.py`) writes them; the pages (`campaign_page.py`, `detection_page.py`,
 `speedrun_page.py`, `official/page.py`) read them."""
 
@@ -18,7 +18,7 @@ from experiments import compare_methods, grids
 from ssl_jax.configs import base_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RESULTS_DIR = os.path.join(ROOT, "docs", "results")
+RESULTS_DIR = os.path.join(ROOT, "results")
 PROTOCOL_KEY = "evals.probe_table.features"  # what the grid sets on every cell (`Grid.features`)
 WORK_ROOT = os.path.join(ROOT, "runs", "campaign")
 # Config keys added after cells were recorded, at the value that does what those cells ran: left

@@ -7,12 +7,12 @@
 #                                                        # and .data/COMMIT (the code's commit)
 #   bash experiments/campaign_device.sh run gpu 9        # there, carrying .whl and .data: the next
 #                                                        # cells of grid `gpu` that fit in 9 min
-#   bash experiments/campaign_device.sh unpack DIR       # here: DIR/cells.tar -> docs/results/,
+#   bash experiments/campaign_device.sh unpack DIR       # here: DIR/cells.tar -> results/<grid>/,
 #                                                        # then the page
 #
 # One command may run 10 minutes there and a quarter hour of device time includes the machine's
 # start: `run gpu 9` with a 600 s limit, then, if time is left, a second `run` with the minutes left
-# less three. `run` starts from the grid's cells in docs/results/ (the cells done are skipped, and
+# less three. `run` starts from the grid's cells in results/ (the cells done are skipped, and
 # the earlier cells on this device kind give the estimates) and rewrites $OUT/cells.tar (all the
 # grid's cells) after each finished one, so a call stopped at its time limit still brings back
 # every finished cell; $OUT/campaign.log is the whole output. Compilations are cached in /tmp for
@@ -42,15 +42,15 @@ run)
   SSL_JAX_COMMIT="$(cat .data/COMMIT 2>/dev/null || echo unknown)"
   export SSL_JAX_COMMIT
   nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
-  mkdir -p /tmp/cells && cp -r docs/results/. /tmp/cells/
+  mkdir -p /tmp/cells && cp -r results/. /tmp/cells/
   python3 experiments/campaign.py --grid="$grid" --minutes="$minutes" \
     --results-dir=/tmp/cells --archive="$OUT/cells.tar" --data-dir="$PWD/.data/fashion_mnist" \
     --compile-cache=/tmp/jax_cache 2>&1 | tee "$OUT/campaign.log"
   ;;
 unpack)
   dir="${2:?folder holding cells.tar}"
-  tar -xvf "$dir/cells.tar" -C docs/results
-  .venv/bin/python experiments/campaign.py --page=docs/results.md
+  tar -xvf "$dir/cells.tar" -C results
+  .venv/bin/python experiments/campaign.py --page=results/README.md
   ;;
 *)
   sed -n '2,15p' "$0"

@@ -1,4 +1,4 @@
-"""The results page (`docs/results.md`) and the README's glance table, made from the cells alone:
+"""The results page (`results/README.md`) and the README's glance table, made from the cells alone:
 each grid's tables (mean ± std over the seeds, the baselines, the paper's closest figure), its kNN
 curves, and every method against the baselines and the papers' orderings (`verdict`). The other
 pages (`detection_page.py`, `speedrun_page.py`, `official/page.py`) use its summaries."""
@@ -250,8 +250,14 @@ FEATURE_WORDS = {
 
 PAGE_HEADER = """# Results: every method on the embedded data sets
 
-Made by `python experiments/campaign.py --page=docs/results.md` from the cells in
-[`docs/results/`](results/) on {date}. Each cell is one run (a method, a seed, a budget) written
+This folder holds what the studies measured, apart from the user docs in `docs/`: the cells,
+`<grid>/<cell>.json` (and their pictures), and the pages made from them, flat beside this one:
+this page, [official.md](official.md) (the official code beside ours),
+[cpu_speedrun.md](cpu_speedrun.md) (the CPU speedrun's curve), [detection.md](detection.md)
+(detection transfer); also `official_cpu_time.json` and `view_studies/` (InfoMin's view studies).
+
+Made by `python experiments/campaign.py --page=results/README.md` from the cells in
+`results/<grid>/` on {date}. Each cell is one run (a method, a seed, a budget) written
 by `experiments/campaign.py` as it finished: commit, date, device, wall time, the config's hash and
 overrides, the linear probe and kNN top-1, and the loss and kNN curves. Rows: mean ± sample std
 over the seeds, then every seed's value. Each grid names its probe and kNN protocol, read from its

@@ -5,10 +5,10 @@ A cell of such a grid is pretrained (or initialised) and probed as any other
 `python -m ssl_jax.detection` on the grid's Detectron2 config in a child process
 (`<workdir>/detectron2`, `--resume`: a stopped fine-tune goes on from its last checkpoint), and
 records AP, AP50, AP75 (`COCOEvaluator`, in %), the AP curve over iterations, the fine-tune's wall
-and CPU seconds, and a picture of predicted boxes (the runner copies it to `docs/results/<grid>/<cell>.png`).
+and CPU seconds, and a picture of predicted boxes (the runner copies it to `results/<grid>/<cell>.png`).
 
     python experiments/campaign.py --grid=detection_cpu           # the cells (resumable)
-    python experiments/detection_page.py                          # docs/experiments/detection.md
+    python experiments/detection_page.py                          # results/detection.md
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The page of a detection grid (`Grid.detection`): `docs/experiments/detection.md` from its cells.
+"""The page of a detection grid (`Grid.detection`): `results/detection.md` from its cells.
 
 python experiments/detection_page.py [--grid=detection_cpu]
 """
@@ -12,7 +12,7 @@ from experiments import campaign_cells, campaign_page, grids
 from experiments.detection import METRICS, PICTURE_IMAGES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PAGE = os.path.join(ROOT, "docs", "experiments", "detection.md")
+PAGE = os.path.join(ROOT, "results", "detection.md")
 # Hand-written reading of the cells (numbers copied from them), dated; rewrite it when cells change.
 FINDINGS = """
 **Reading, 2026-12-06** (all 12 cells). Both self-supervised encoders beat random init after the
@@ -113,7 +113,7 @@ ROW_NAMES = {"random_init": "random init", "scce": "SCE", "mocov2": "MoCo v2"}
 
 
 def page(grid: grids.Grid, results_dir: str = campaign_cells.RESULTS_DIR, path: str = PAGE) -> str:
-    """`docs/experiments/detection.md` from the grid's cells: the table (AP, AP50, AP75, the probe
+    """`results/detection.md` from the grid's cells: the table (AP, AP50, AP75, the probe
     and kNN, every seed), the orderings, the AP curves and the pictures of predicted boxes."""
     done = campaign_cells.read_cells(results_dir, grid)
     section = grid.sections[0]
@@ -131,7 +131,7 @@ def page(grid: grids.Grid, results_dir: str = campaign_cells.RESULTS_DIR, path: 
         "# Detection transfer on CPU: Detectron2 fine-tuned from our encoders",
         "",
         "Made by `python experiments/detection_page.py` from the cells of the grid "
-        f"`{grid.name}` (`docs/results/{grid.name}/`); run them with",
+        f"`{grid.name}` (`results/{grid.name}/`); run them with",
         "",
         "```bash",
         f"OMP_NUM_THREADS=1 taskset -c 1 nice -n 19 python experiments/campaign.py --grid={grid.name}",

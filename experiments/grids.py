@@ -4,7 +4,7 @@ A grid has sections (one data set's table each); a section has methods (a config
 overrides) trained at every seed, plus two baselines: the first method's encoder at random init
 (one cell per seed) and a linear probe / kNN on raw pixels (one cell). A cell is named
 `<section>.<method>.s<seed>` (`<section>.random_init.s<seed>`, `<section>.raw_pixels`) and its
-result is `docs/results/<grid>/<cell>.json`. Changing a grid's budget makes its cells stale: give
+result is `results/<grid>/<cell>.json`. Changing a grid's budget makes its cells stale: give
 the changed grid a new name instead, so that finished cells always mean what the grid says.
 
 - `cpu600`: the 600-step CPU tables that the results page has carried since 2026-11-24 (ResNet-18
@@ -27,7 +27,7 @@ TEXT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "grid_text")
 
 def prose(name: str) -> str:
     """The Markdown a grid or a section prints on the page: `grid_text/<name>.md` (`<grid>.md`,
-    `<grid>.<section>.md`), kept out of the code; its links are relative to `docs/`, the page's
+    `<grid>.<section>.md`), kept out of the code; its links are relative to `results/`, the page's
     folder."""
     with open(os.path.join(TEXT_DIR, f"{name}.md"), encoding="utf-8") as f:
         return f.read()

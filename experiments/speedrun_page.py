@@ -1,4 +1,4 @@
-"""docs/experiments/cpu_speedrun.md: the `cpu_speedrun` grid as a curve, probe and kNN top-1 against
+"""results/cpu_speedrun.md: the `cpu_speedrun` grid as a curve, probe and kNN top-1 against
 the CPU minutes of pretraining, one point per recipe (mean over its seeds), with each recipe's
 command and the fastest recipe that reaches each threshold (raw pixels, pixels + 2, pixels + 4 on
 the probe; pixels on kNN).
@@ -16,8 +16,8 @@ import numpy as np
 from experiments import campaign_cells, campaign_page, compare_methods, grids
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PAGE = os.path.join(ROOT, "docs", "experiments", "cpu_speedrun.md")
-FIGURE = os.path.join(ROOT, "docs", "experiments", "cpu_speedrun.png")
+PAGE = os.path.join(ROOT, "results", "cpu_speedrun.md")
+FIGURE = os.path.join(ROOT, "results", "cpu_speedrun.png")
 
 
 def recipes(grid: grids.Grid, section: grids.Section, done: dict) -> list[dict]:
@@ -137,7 +137,7 @@ def write(path: str = PAGE) -> None:
         "# The CPU speedrun: the least CPU time in which an encoder beats raw pixels",
         "",
         f"Made by `python experiments/speedrun_page.py` on {time.strftime('%Y-%m-%d')} from the cells "
-        "of grid `cpu_speedrun` (its table in [results.md](../results.md)). "
+        "of grid `cpu_speedrun` (its table in [results/README.md](README.md)). "
         f"Every cell pretrains on all 60,000 Fashion-MNIST training images and is scored on all 60k / "
         f"10k by `{expected}` on the pooled last stage (the papers' protocol). CPU minutes: user + "
         "system time of the pretraining process (every thread), the median over the recipe's seeds; "

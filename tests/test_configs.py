@@ -274,7 +274,9 @@ def test_readme_and_docs_name_configs_that_exist():
     """Every `configs/X.py[:arg]` the README, the docs and the config docstrings name loads."""
     texts = [open(os.path.join(ROOT, "README.md")).read()]
     texts += [
-        open(p).read() for p in glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True)
+        open(p).read()
+        for folder in ("docs", "results")  # the user docs and the pages made from the results
+        for p in glob.glob(os.path.join(ROOT, folder, "**", "*.md"), recursive=True)
     ]
     texts += [open(p).read() for p in CONFIG_FILES]
     specs = set()
@@ -504,7 +506,9 @@ def test_overrides_named_in_the_readme_and_docs_are_keys():
     config (JCL's or IRing's) or, `init`, of the evaluation jobs."""
     texts = [open(os.path.join(ROOT, "README.md")).read()]
     texts += [
-        open(p).read() for p in glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True)
+        open(p).read()
+        for folder in ("docs", "results")  # the user docs and the pages made from the results
+        for p in glob.glob(os.path.join(ROOT, folder, "**", "*.md"), recursive=True)
     ]
     texts += [open(p).read() for p in CONFIG_FILES]
     keys = {k for t in texts for k in re.findall(r"--config\.([a-z_][a-z0-9_.]*[a-z0-9_])=", t)}

@@ -1,5 +1,5 @@
-"""The README and docs/: no dead relative link or anchor, a README of at most 200 lines, and no
-machine path or work-period label in any tracked text file."""
+"""The README, docs/ and the pages in results/: no dead relative link or anchor, a README of at
+most 200 lines, and no machine path or work-period label in any tracked text file."""
 
 import glob
 import os
@@ -20,7 +20,8 @@ HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
 
 def markdown_files(root: str) -> list[str]:
     files = [os.path.join(root, "README.md")]
-    files += glob.glob(os.path.join(root, "docs", "**", "*.md"), recursive=True)
+    for folder in ("docs", "results"):  # the user docs, and the pages made from the results
+        files += glob.glob(os.path.join(root, folder, "**", "*.md"), recursive=True)
     for wing in ("experiments", "benchmarks"):  # the studies' own READMEs
         files += glob.glob(os.path.join(root, wing, "**", "README.md"), recursive=True)
     return sorted(f for f in files if os.path.isfile(f))

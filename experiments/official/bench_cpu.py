@@ -11,7 +11,7 @@ the cells count `pretrain_cpu_s`: the training only (data, model, compile and st
 feature extraction or the probe). The two step counts give a fixed cost and a cost per step, and
 their sum at the cell's own step count is the CPU minutes of a cell. Pin it to a core no other job
 uses (`taskset`): both sides then run on one core, and other jobs on the other core do not count.
-Writes `docs/results/official_cpu_time.json` (`page.py` shows it).
+Writes `results/official_cpu_time.json` (`page.py` shows it).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ GRIDS = {  # the official grid of each method timed here
     "infomin": "official_cpu_long_color",
 }
 METHODS = tuple(GRIDS)
-OUT = os.path.join(ROOT, "docs", "results", "official_cpu_time.json")
+OUT = os.path.join(ROOT, "results", "official_cpu_time.json")
 
 
 def cell_config(method: str, steps: int):

@@ -1,4 +1,4 @@
-"""docs/experiments/official.md: each method's official code beside ours at one budget, from the
+"""results/official.md: each method's official code beside ours at one budget, from the
 cells of an `official_*` grid and of the grid it mirrors, with the shim table, the loss curves and
 each method's reasoning where the sides differ (`findings/<method>.md`, no numbers of the cells).
 
@@ -17,7 +17,7 @@ from experiments import campaign_cells, campaign_page, grids
 from experiments.official import bench_cpu, checkouts, harness, runner
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PAGE = os.path.join(ROOT, "docs", "experiments", "official.md")
+PAGE = os.path.join(ROOT, "results", "official.md")
 # (official grid, the grid of ours it mirrors)
 PAIRS = (("official_cpu_long", "cpu_long"), ("official_cpu_long_color", "cpu_long_color"))
 VARIANTS = "cpu_long_variants"  # ours with one of the official run's settings at a time
@@ -183,7 +183,7 @@ def method_rows(official_grid: grids.Grid, ours_grid: grids.Grid) -> list[str]:
                 )
             for paragraph in finding(method):
                 out += ["", paragraph]
-            figure = os.path.join(ROOT, "docs", "experiments", f"official_{method}_loss.png")
+            figure = os.path.join(ROOT, "results", f"official_{method}_loss.png")
             if loss_figure(method, sides, figure):
                 out += ["", f"![loss curves]({os.path.basename(figure)})"]
             out.append("")
@@ -197,7 +197,7 @@ recipe as our cell of the same method, and scored by the same probe and kNN (our
 `evaluators.probe_and_knn` on the query encoder's pooled last stage, all 60k / 10k images; CMC: both
 views' encoders, concatenated). Made by `python experiments/official/page.py` on {date} from the
 cells of grids `official_cpu_long` and `cpu_long` (Fashion-MNIST) and `official_cpu_long_color` and
-`cpu_long_color` (color_fashion_mnist) in [`docs/results/`](../results/).
+`cpu_long_color` (color_fashion_mnist) in [`results/`](.).
 
 ```bash
 # once: the official checkout outside this repository and its own venv

@@ -1,6 +1,6 @@
 """Supervised baseline: the labels' cross-entropy on a head over the pooled backbone.
 
-Not a self-supervised method: the ceiling the detection study (`docs/experiments/detection.md`)
+Not a self-supervised method: the ceiling the detection study (`results/detection.md`)
 reads pretrained encoders against, "the same encoder trained on the same images' labels", as the
 seed papers' supervised ImageNet rows. The projector is the classifier (`model.projector` with
 `out_dim` = `num_classes`; no hidden layer = a linear head); loss

@@ -277,8 +277,7 @@ def test_the_page_shows_what_is_there_and_lists_what_is_missing(tmp_path, device
     with pytest.raises(KeyboardInterrupt):
         campaign_runner.run_grid(SMALL, results_dir=results, run=run)
     monkeypatch.setitem(grids.GRIDS, "small", SMALL)
-    page = tmp_path / "docs" / "results.md"
-    page.parent.mkdir()
+    page = tmp_path / "cells" / "README.md"  # beside the cells, as results/README.md
     campaign_page.write_page(str(page), results, names=("small",))
     text = page.read_text()
     # mocov2 at seeds 0 / 1: probe 80 / 81 (mean 80.50, std 0.71); scce only seed 0
@@ -288,7 +287,7 @@ def test_the_page_shows_what_is_there_and_lists_what_is_missing(tmp_path, device
     assert "Missing (1): `scce` s1." in text
     assert "- mocov2: probe > random init, probe ≤ raw pixels, kNN ≤ random init" in text
     figure = tmp_path / "cells" / "small" / "fashion_mnist_knn.png"
-    assert figure.stat().st_size > 0 and "](../cells/small/fashion_mnist_knn.png)" in text
+    assert figure.stat().st_size > 0 and "](small/fashion_mnist_knn.png)" in text
     # a grid with no cells yet is on the page too, saying so
     empty = str(tmp_path / "empty")
     campaign_page.write_page(str(page), empty, names=("small",))
@@ -422,8 +421,8 @@ def test_a_cell_scored_under_another_protocol_is_not_written_nor_shown(tmp_path,
 
 @pytest.mark.parametrize("name", grids.PAGE_GRIDS)
 def test_every_table_of_the_results_page_has_one_protocol_the_one_it_names(name):
-    """The committed cells (`docs/results/`): within each table of the page, every row (methods and
-    baselines) was scored by the grid's protocol, and `docs/results.md` prints that protocol."""
+    """The committed cells (`results/<grid>/`): within each table of the page, every row (methods and
+    baselines) was scored by the grid's protocol, and `results/README.md` prints that protocol."""
     grid = grids.GRIDS[name]
     found = campaign_cells.read_cells(campaign_cells.RESULTS_DIR, grid)
     expected = campaign_cells.grid_protocol(grid)
@@ -433,7 +432,7 @@ def test_every_table_of_the_results_page_has_one_protocol_the_one_it_names(name)
         }
         other = {cell: p for cell, p in protocols.items() if p != expected}
         assert not other, f"{name}/{section.key}: cells not scored by {expected!r}: {other}"
-    page = open(os.path.join(ROOT, "docs", "results.md"), encoding="utf-8").read()
+    page = open(os.path.join(ROOT, "results", "README.md"), encoding="utf-8").read()
     grid_text = page.partition(f"## Grid `{name}`")[2].partition("\n## Grid ")[0]
     if found:
         assert f"as the cells record it: `{expected}`" in grid_text

@@ -51,8 +51,7 @@ def test_the_page_states_every_seed_and_the_orderings(tmp_path):
             )
             campaign_cells.write_cell(str(results), cell, _cell(grid, method, seed, ap))
             (results / grid.name / f"{cell.name}.png").write_bytes(b"png")
-    page = tmp_path / "docs" / "detection.md"
-    page.parent.mkdir()
+    page = results / "detection.md"  # the pages sit beside the cells, as in results/
     detection_page.page(grid, str(results), str(page))
     text = page.read_text()
     assert "| SCE | 3 | **61.00 ± 1.00** (60.00 / 61.00 / 62.00) |" in text
@@ -60,8 +59,8 @@ def test_the_page_states_every_seed_and_the_orderings(tmp_path):
     assert "- SCE over random init (AP): holds (61.00 vs 51.00)" in text
     assert "- MoCo v2 over random init (AP): within the seeds' spread" in text
     assert "supervised over SCE (AP): not judged yet" in text
-    assert os.path.exists(tmp_path / "docs" / "detection_cpu_ap.png")
-    assert "](../results/detection_cpu/fashion_mnist_det.scce.s0.png)" in text
+    assert os.path.exists(results / "detection_cpu_ap.png")
+    assert "](detection_cpu/fashion_mnist_det.scce.s0.png)" in text
     # the curve table: every evaluated iteration, and the verdict at each
     assert "| row | 400 it. | 800 it. |" in text
     assert "| SCE | **30.50 ± 0.50** (30.00 / 30.50 / 31.00) | **61.00 ± 1.00**" in text
