@@ -189,24 +189,39 @@ def _path_shapes(tree, is_leaf=None) -> dict[str, tuple]:
     return {"/".join(name(k) for k in path): tuple(leaf.shape) for path, leaf in leaves}
 
 
+def _first_difference(stored: dict, wanted: dict) -> tuple[str, str] | None:
+    """The first path, in sorted order, where two `_path_shapes` maps differ and how: 'missing'
+    (only `wanted` has it), 'extra' (only `stored` has it) or 'shape'; None where they agree."""
+    for path in sorted(set(stored) | set(wanted)):
+        if path not in stored:
+            return path, "missing"
+        if path not in wanted:
+            return path, "extra"
+        if stored[path] != wanted[path]:
+            return path, "shape"
+    return None
+
+
 def check_compatible(metadata, abstract_state, where: str) -> None:
     """Raise CheckpointError naming the first array whose presence or shape differs."""
     stored = _path_shapes(
         getattr(metadata, "tree", metadata), is_leaf=lambda x: hasattr(x, "shape")
     )
     wanted = _path_shapes(abstract_state)
-    for path in sorted(set(stored) | set(wanted)):
-        if path not in stored or path not in wanted:
-            side = "this config" if path not in stored else "the checkpoint"
-            raise CheckpointError(
-                f"the checkpoint in {where} is a run of a different model or method: "
-                f"only {side} has {path}. Use another --workdir."
-            )
-        if stored[path] != wanted[path]:
-            raise CheckpointError(
-                f"the checkpoint in {where} is a run of a different model shape: {path} has shape "
-                f"{stored[path]} there but {wanted[path]} in this config. Use another --workdir."
-            )
+    difference = _first_difference(stored, wanted)
+    if difference is None:
+        return
+    path, how = difference
+    if how != "shape":
+        side = "this config" if how == "missing" else "the checkpoint"
+        raise CheckpointError(
+            f"the checkpoint in {where} is a run of a different model or method: "
+            f"only {side} has {path}. Use another --workdir."
+        )
+    raise CheckpointError(
+        f"the checkpoint in {where} is a run of a different model shape: {path} has shape "
+        f"{stored[path]} there but {wanted[path]} in this config. Use another --workdir."
+    )
 
 
 def check_shardable(abstract_state, where: str) -> None:
@@ -448,21 +463,23 @@ def restore_subtree(step_dir: str, abstract: dict, *, describe: str = "this conf
             want = wanted if key is None else wanted[key]
             a = _path_shapes({prefix: have}, is_leaf=has_shape)
             b = _path_shapes({prefix: want})
-            for path in sorted(set(a) | set(b)):
-                if path not in a:
-                    raise CheckpointError(
-                        f"the checkpoint {step_dir} is not one of {describe}: it has no {path}"
-                    )
-                if path not in b:
-                    raise CheckpointError(
-                        f"the checkpoint {step_dir} is not one of {describe}: it has {path}, "
-                        f"which {describe} does not have"
-                    )
-                if a[path] != b[path]:
-                    raise CheckpointError(
-                        f"the checkpoint {step_dir} is not one of {describe}: "
-                        f"{path} has shape {a[path]} there but {b[path]} in {describe}"
-                    )
+            difference = _first_difference(a, b)
+            if difference is None:
+                continue
+            path, how = difference
+            if how == "missing":
+                raise CheckpointError(
+                    f"the checkpoint {step_dir} is not one of {describe}: it has no {path}"
+                )
+            if how == "extra":
+                raise CheckpointError(
+                    f"the checkpoint {step_dir} is not one of {describe}: it has {path}, "
+                    f"which {describe} does not have"
+                )
+            raise CheckpointError(
+                f"the checkpoint {step_dir} is not one of {describe}: "
+                f"{path} has shape {a[path]} there but {b[path]} in {describe}"
+            )
     try:
         return _restore_arrays(step_dir, abstract)
     except Exception as err:  # noqa: BLE001 - a truncated or missing array file: damage

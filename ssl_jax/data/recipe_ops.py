@@ -184,6 +184,15 @@ def rand_augment_ops(implementations: Mapping[str, Callable]) -> dict[str, Calla
     return {name: implementations[op.fn] for name, op in RAND_AUGMENT.items()}
 
 
+def check_uniforms(shape: Sequence[int | None], num_ops: int) -> None:
+    """A twin's `op_params`: ValueError unless the uniforms' `shape` is `[N, DRAWS_PER_OP·num_ops]`
+    (a last dimension unknown to tf passes)."""
+    if shape[-1] is not None and shape[-1] != DRAWS_PER_OP * num_ops:
+        raise ValueError(
+            f"{num_ops} RandAugment ops read {DRAWS_PER_OP * num_ops} uniforms, got {shape}."
+        )
+
+
 def op_draws(op: Mapping[str, Any]) -> int:
     """Uniforms one op dict reads."""
     if op["op"] == "rand_augment":

@@ -15,20 +15,28 @@ Recipe = tuple[dict, ...]
 PIL_BLUR_TAPS = 13
 
 
+def _color_jitter(
+    brightness: float, contrast: float, saturation: float, hue: float, p: float = 0.8
+) -> dict:
+    """torchvision `ColorJitter(brightness, contrast, saturation, hue)` applied with probability `p`
+    (`RandomApply`), as the op dict."""
+    return {
+        "op": "color_jitter",
+        "p": p,
+        "brightness": brightness,
+        "contrast": contrast,
+        "saturation": saturation,
+        "hue": hue,
+    }
+
+
 def mocov2(size: int, blur: bool = True, kernel_size: int = 0) -> Recipe:
     """MoCo v2 (Chen et al. 2020, `main_moco.py --aug-plus`): RRC scale (0.2, 1), colour jitter
     (0.4, 0.4, 0.4, 0.1) p 0.8, grayscale p 0.2, Gaussian blur sigma (0.1, 2) p 0.5 over
     `kernel_size` taps (0: auto), flip. `blur=False` is the usual CIFAR variant."""
     ops = [
         {"op": "random_resized_crop", "size": size, "scale": (0.2, 1.0)},
-        {
-            "op": "color_jitter",
-            "p": 0.8,
-            "brightness": 0.4,
-            "contrast": 0.4,
-            "saturation": 0.4,
-            "hue": 0.1,
-        },
+        _color_jitter(0.4, 0.4, 0.4, 0.1),
         {"op": "grayscale", "p": 0.2},
     ]
     if blur:
@@ -53,14 +61,7 @@ def simclr(size: int, strength: float = 1.0, blur: bool = True) -> Recipe:
     ops = [
         {"op": "random_resized_crop", "size": size, "scale": (0.08, 1.0)},
         {"op": "horizontal_flip", "p": 0.5},
-        {
-            "op": "color_jitter",
-            "p": 0.8,
-            "brightness": 0.8 * s,
-            "contrast": 0.8 * s,
-            "saturation": 0.8 * s,
-            "hue": 0.2 * s,
-        },
+        _color_jitter(0.8 * s, 0.8 * s, 0.8 * s, 0.2 * s),
         {"op": "grayscale", "p": 0.2},
     ]
     if blur:
@@ -72,14 +73,7 @@ def _byol(size: int, blur_p: float, solarize_p: float) -> Recipe:
     return (
         {"op": "random_resized_crop", "size": size, "scale": (0.08, 1.0)},
         {"op": "horizontal_flip", "p": 0.5},
-        {
-            "op": "color_jitter",
-            "p": 0.8,
-            "brightness": 0.4,
-            "contrast": 0.4,
-            "saturation": 0.2,
-            "hue": 0.1,
-        },
+        _color_jitter(0.4, 0.4, 0.2, 0.1),
         {"op": "grayscale", "p": 0.2},
         {"op": "gaussian_blur", "p": blur_p, "sigma": (0.1, 2.0), "kernel_size": 0},
         {"op": "solarize", "p": solarize_p, "threshold": 0.5},
@@ -120,14 +114,7 @@ def instance_discrimination(size: int) -> Recipe:
     return (
         {"op": "random_resized_crop", "size": size, "scale": (0.2, 1.0)},
         {"op": "grayscale", "p": 0.2},
-        {
-            "op": "color_jitter",
-            "p": 1.0,
-            "brightness": 0.4,
-            "contrast": 0.4,
-            "saturation": 0.4,
-            "hue": 0.4,
-        },
+        _color_jitter(0.4, 0.4, 0.4, 0.4, p=1.0),
         {"op": "horizontal_flip", "p": 0.5},
     )
 
@@ -162,14 +149,7 @@ def _sce_view(
     if flip:
         ops.append({"op": "horizontal_flip", "p": 0.5})
     ops += [
-        {
-            "op": "color_jitter",
-            "p": 0.8,
-            "brightness": 0.4,
-            "contrast": 0.4,
-            "saturation": saturation,
-            "hue": 0.1,
-        },
+        _color_jitter(0.4, 0.4, saturation, 0.1),
         {"op": "grayscale", "p": 0.2},
     ]
     if blur_p:
@@ -270,14 +250,7 @@ def cmc_pycontrast(
     return (
         {"op": "random_resized_crop", "size": size, "scale": scale},
         {"op": "horizontal_flip", "p": 0.5},
-        {
-            "op": "color_jitter",
-            "p": 1.0,
-            "brightness": 0.4,
-            "contrast": 0.4,
-            "saturation": 0.4,
-            "hue": 0.1,
-        },
+        _color_jitter(0.4, 0.4, 0.4, 0.1, p=1.0),
         {"op": "color_space", "space": space},
     )
 
@@ -295,7 +268,7 @@ def _infomin_view(
     out = [
         {"op": "random_resized_crop", "size": size, "scale": (0.2, 1.0)},
         {"op": "horizontal_flip", "p": 0.5},
-        {"op": "color_jitter", "p": 0.8, "brightness": b, "contrast": c, "saturation": s, "hue": h},
+        _color_jitter(b, c, s, h),
         {"op": "gaussian_blur", "p": 0.5, "sigma": (0.1, 2.0), "kernel_size": kernel_size},
     ]
     rand = {"op": "rand_augment", "num_ops": 2, "magnitude": 10.0, "magnitude_std": 0.5, "p": 0.5}

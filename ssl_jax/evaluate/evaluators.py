@@ -94,7 +94,7 @@ def _variables(state) -> dict:
 
 class _Schedule:
     """The keys every evaluator takes (`every_steps`, `num_train`, `num_test`, `batch_size`) and
-    its schedule. A subclass extends `check_config` with its own keys' checks."""
+    its schedule. A subclass checks its own keys in `check_keys`."""
 
     name: str
     every_steps: int
@@ -132,6 +132,25 @@ class _Schedule:
                 f"with the process count ({num_processes}) is a multiple of the {num_devices} "
                 "devices"
             )
+        cls.check_keys(entry, where)
+
+    @classmethod
+    def check_keys(cls, entry: Mapping, where: str) -> None:
+        """The subclass's own keys, checked after the shared ones (`check_config`); none here."""
+
+    def _split_features(self, read, feature_fn, variables, split: str, limit: int, **kwargs):
+        """`read` (`encoder.split_features` or `sharded_split_features`) of `split` with this
+        evaluator's config, mesh and `batch_size`."""
+        return read(
+            feature_fn,
+            variables,
+            self.config,
+            split,
+            mesh=self.ctx.mesh,
+            batch_size=self.batch_size,
+            limit=limit,
+            **kwargs,
+        )
 
 
 class KnnEvaluator(_Schedule):
@@ -164,10 +183,7 @@ class KnnEvaluator(_Schedule):
         self._feature_dim: int | None = None
 
     @classmethod
-    def check_config(
-        cls, entry: Mapping, where: str, *, num_devices: int, num_processes: int = 1
-    ) -> None:
-        super().check_config(entry, where, num_devices=num_devices, num_processes=num_processes)
+    def check_keys(cls, entry: Mapping, where: str) -> None:
         check_range(f"{where}.k", entry["k"], low=1, integer=True)
         check_range(f"{where}.temperature", entry["temperature"], low=0.0, low_open=True)
 
@@ -176,14 +192,12 @@ class KnnEvaluator(_Schedule):
             size, channels = int(self.config.data.image_size), int(self.config.data.channels)
             image = jax.ShapeDtypeStruct((1, size, size, channels), np.uint8)
             self._feature_dim = int(jax.eval_shape(self.ctx.feature_fn, variables, image).shape[-1])
-        return sharded_split_features(
+        return self._split_features(
+            sharded_split_features,
             self.ctx.feature_fn,
             variables,
-            self.config,
             split,
-            mesh=self.ctx.mesh,
-            batch_size=self.batch_size,
-            limit=limit,
+            limit,
             feature_dim=self._feature_dim,
         )
 
@@ -279,10 +293,7 @@ class ProbeTableEvaluator(_Schedule):
         self._random: dict | None = None
 
     @classmethod
-    def check_config(
-        cls, entry: Mapping, where: str, *, num_devices: int, num_processes: int = 1
-    ) -> None:
-        super().check_config(entry, where, num_devices=num_devices, num_processes=num_processes)
+    def check_keys(cls, entry: Mapping, where: str) -> None:
         check_allowed(f"{where}.solver", entry["solver"], cls.SOLVERS)
         check_allowed(f"{where}.features", entry["features"], tuple(cls.FEATURES))
         for value in entry["l2_grid"]:  # empty: the solver's own grid
@@ -292,16 +303,8 @@ class ProbeTableEvaluator(_Schedule):
         check_range(f"{where}.knn_temperature", entry["knn_temperature"], low=0.0, low_open=True)
 
     def _features(self, variables, split: str, limit: int = -1):
-        stages = self.features == "stages"
-        return split_features(
-            self.ctx.stage_feature_fn if stages else self.ctx.feature_fn,
-            variables,
-            self.config,
-            split,
-            mesh=self.ctx.mesh,
-            batch_size=self.batch_size,
-            limit=limit,
-        )
+        fn = self.ctx.stage_feature_fn if self.features == "stages" else self.ctx.feature_fn
+        return self._split_features(split_features, fn, variables, split, limit)
 
     def _evaluate(self, train, test) -> dict:
         return probe_and_knn(

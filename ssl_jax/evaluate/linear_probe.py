@@ -231,8 +231,9 @@ def _feature_epochs(trainer: _Trainer, train, probe, mesh, seed: int):
         yield float(loss)
 
 
-def _cache(inputs, key: str, *, mesh, batch_size: int, limit: int):
-    """Features of split `config.data.<key>` cached sharded on the devices (a progress phase)."""
+def _cache(inputs, probe, key: str, limit: int, *, mesh):
+    """The first `limit` features (all: -1) of split `config.data.<key>`, cached sharded on the
+    devices in batches of `probe.eval_batch_size` (a progress phase)."""
     with inputs.embedding(key, limit):
         return sharded_split_features(
             inputs.feature_fn(),
@@ -240,7 +241,7 @@ def _cache(inputs, key: str, *, mesh, batch_size: int, limit: int):
             inputs.config,
             inputs.config.data[key],
             mesh=mesh,
-            batch_size=batch_size,
+            batch_size=int(probe.eval_batch_size),
             limit=limit,
             feature_dim=inputs.feature_dim,
         )
@@ -272,21 +273,9 @@ def divergence_warning(loss: float, num_classes: int, lr: float, preset: str) ->
 def run_sgd(inputs, probe, *, mesh, writer=None, log=print) -> dict:
     """Protocol 'sgd'. Returns `{'top1', 'top5', 'count', 'kernel', 'bias', 'steps'}`."""
     config = inputs.config
-    test = _cache(
-        inputs,
-        "eval_test_split",
-        mesh=mesh,
-        batch_size=int(probe.eval_batch_size),
-        limit=int(probe.num_test),
-    )
+    test = _cache(inputs, probe, "eval_test_split", int(probe.num_test), mesh=mesh)
     if probe.input == "features":
-        train = _cache(
-            inputs,
-            "eval_train_split",
-            mesh=mesh,
-            batch_size=int(probe.eval_batch_size),
-            limit=int(probe.num_train),
-        )
+        train = _cache(inputs, probe, "eval_train_split", int(probe.num_train), mesh=mesh)
         trainer = _Trainer(inputs, probe, mesh, train.num_valid)
         epochs = _feature_epochs(trainer, train, probe, mesh, int(config.seed))
     else:

@@ -29,10 +29,9 @@ import jax.numpy as jnp
 
 from ssl_jax.config_checks import ConfigError, hp_field
 from ssl_jax.methods import cmc, common, ir, losses, ring
+from ssl_jax.methods.cmc import EMA_BEFORE_KEYS, USES_TARGET  # noqa: F401  (interface)
 from ssl_jax.methods.negatives import sampling
 
-EMA_BEFORE_KEYS = cmc.EMA_BEFORE_KEYS
-USES_TARGET = cmc.USES_TARGET
 build_model = cmc.build_model
 # CMC's checks and banks (its momentum writes of both after the loss), then the ring's
 _check_cmc_ring, buffer_specs, init_buffers, update_buffers = ring.compose(

@@ -25,10 +25,9 @@ import dataclasses
 import jax
 
 from ssl_jax.methods import common, ir, losses, ring
+from ssl_jax.methods.ir import EMA_BEFORE_KEYS, USES_TARGET  # noqa: F401  (interface)
 from ssl_jax.methods.negatives import sampling
 
-EMA_BEFORE_KEYS = ir.EMA_BEFORE_KEYS
-USES_TARGET = ir.USES_TARGET
 # IR's checks and bank (its write after the loss), then the ring's
 check_config, buffer_specs, init_buffers, update_buffers = ring.compose(
     ir, "bank_size", "memory bank"

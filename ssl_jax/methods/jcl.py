@@ -26,17 +26,19 @@ import jax
 import jax.numpy as jnp
 
 from ssl_jax.config_checks import ConfigError, hp_field
-from ssl_jax.methods import common, losses, mocov2
+from ssl_jax.methods import common, losses
+
+# MoCo v2's queue: init normalize(randn) as the official code (only real entries are un-normalised
+# means); memory.enqueue writes the rows as given: μ keeps its norm < 1, as the official queue.
+from ssl_jax.methods.mocov2 import (  # noqa: F401  (the method interface)
+    buffer_metrics,
+    buffer_specs,
+    init_buffers,
+    update_buffers,
+)
 
 EMA_BEFORE_KEYS = True  # as MoCo: momentum update, then the keys
 USES_TARGET = True
-
-buffer_metrics = common.queue_metrics
-# queue init normalize(randn) as the official code (only real entries are un-normalised means)
-buffer_specs = mocov2.buffer_specs
-init_buffers = mocov2.init_buffers
-# memory.enqueue writes the rows as given: μ keeps its norm < 1, as the official queue.
-update_buffers = mocov2.update_buffers
 
 LAM_SCHEDULES = ("linear_epoch", "constant")
 

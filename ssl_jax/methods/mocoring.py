@@ -24,9 +24,8 @@ import jax.numpy as jnp
 
 from ssl_jax.config_checks import hp_field
 from ssl_jax.methods import common, losses, mocov2, ring
+from ssl_jax.methods.mocov2 import EMA_BEFORE_KEYS, USES_TARGET  # noqa: F401  (interface)
 
-EMA_BEFORE_KEYS = mocov2.EMA_BEFORE_KEYS
-USES_TARGET = mocov2.USES_TARGET
 # MoCo v2's checks and queue (its enqueue after the loss), then the ring's
 check_config, buffer_specs, init_buffers, update_buffers = ring.compose(
     mocov2, "queue_size", "queue"

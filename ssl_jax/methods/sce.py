@@ -42,16 +42,18 @@ import jax
 import jax.numpy as jnp
 
 from ssl_jax.config_checks import ConfigError, hp_field
-from ssl_jax.methods import common, losses, mocov2
+from ssl_jax.methods import common, losses
+
+# MoCo's queue; `update_buffers` enqueues the keys of every target view once per step, after the loss
+from ssl_jax.methods.mocov2 import (  # noqa: F401  (the method interface)
+    buffer_metrics,
+    buffer_specs,
+    init_buffers,
+    update_buffers,
+)
 
 EMA_BEFORE_KEYS = False  # SCE: EMA in on_train_batch_end, after the optimiser step
 USES_TARGET = True
-
-buffer_metrics = common.queue_metrics
-# MoCo's queue; `update_buffers` enqueues the keys of every target view once per step, after the loss
-buffer_specs = mocov2.buffer_specs
-init_buffers = mocov2.init_buffers
-update_buffers = mocov2.update_buffers
 
 LOSS_FORMS = ("sce", "eq9")
 
@@ -79,27 +81,10 @@ class Hparams(common.QueryKeyBN):
 
     def pair_loss(self, query, key, queue):
         """ℓ(q, k) of one (online view, target view) pair."""
+        shared = (query, key, queue, self.temperature, self.temperature_m, self.coeff)
         if self.loss_form == "eq9":
-            return losses.sce_eq9(
-                query,
-                key,
-                queue,
-                self.temperature,
-                self.temperature_m,
-                self.coeff,
-                self.mu,
-                self.eta,
-                mask_self=self.mask_self,
-            )
-        return losses.sce(
-            query,
-            key,
-            queue,
-            self.temperature,
-            self.temperature_m,
-            self.coeff,
-            mask_self=self.mask_self,
-        )
+            return losses.sce_eq9(*shared, self.mu, self.eta, mask_self=self.mask_self)
+        return losses.sce(*shared, mask_self=self.mask_self)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -54,7 +54,26 @@ _HEAD_KEYS = ("hidden_dims", "out_dim", "hidden_bias", "last_bias", "last_bn", "
 _HEAD_BOOLS = ("hidden_bias", "last_bias", "last_bn", "use_bn")
 
 
-class SSLModel(nn.Module):
+class _EngineCall(nn.Module):
+    """The engine's call of every model, written once: `__call__(x, train, bn_groups=1,
+    use_predictor=True, head_bn_groups=None)` resolves the heads' BN groups and runs the subclass's
+    `_forward(x, train, bn_groups, head_groups, use_predictor)`."""
+
+    def __call__(
+        self,
+        x: jnp.ndarray,
+        train: bool,
+        bn_groups: int = 1,
+        use_predictor: bool = True,
+        head_bn_groups: int | None = None,
+    ) -> dict[str, jnp.ndarray]:
+        """`bn_groups`: BN statistics groups of the backbone(s); `head_bn_groups` of the heads
+        (None: the same as the backbone; 1 with SCE's SplitBN, which splits BN2d only)."""
+        head_groups = bn_groups if head_bn_groups is None else head_bn_groups
+        return self._forward(x, train, bn_groups, head_groups, use_predictor)
+
+
+class SSLModel(_EngineCall):
     """backbone → projector [→ predictor].
 
     `__call__(x, train, bn_groups=1, use_predictor=True, head_bn_groups=None)` returns a dict of
@@ -79,17 +98,7 @@ class SSLModel(nn.Module):
     def feature_dim(self) -> int:
         return self.backbone.feature_dim
 
-    def __call__(
-        self,
-        x: jnp.ndarray,
-        train: bool,
-        bn_groups: int = 1,
-        use_predictor: bool = True,
-        head_bn_groups: int | None = None,
-    ) -> dict[str, jnp.ndarray]:
-        """`bn_groups`: BN statistics groups of the backbone; `head_bn_groups` of the projector and
-        predictor (None: the same as the backbone; 1 with SCE's SplitBN, which splits BN2d only)."""
-        head_groups = bn_groups if head_bn_groups is None else head_bn_groups
+    def _forward(self, x, train, bn_groups, head_groups, use_predictor) -> dict[str, jnp.ndarray]:
         features = self.backbone(x, train, bn_groups)
         projection = self.projector(features, train, head_groups)
         out = {"features": features, "projection": projection}
@@ -117,7 +126,7 @@ class SSLModel(nn.Module):
         return self.jigsaw(self.backbone(patches, train, bn_groups), order, train, bn_groups)
 
 
-class TwoEncoderModel(nn.Module):
+class TwoEncoderModel(_EngineCall):
     """CMC's model: one ResNet and one head per channel split of a colour-space image.
 
     The input is the whole converted image `[N, H, W, 3]` (Lab / YCbCr / YDbDr, normalised: the
@@ -150,16 +159,8 @@ class TwoEncoderModel(nn.Module):
             self.encoder2(x[..., self.split :], train, bn_groups, stages),
         )
 
-    def __call__(
-        self,
-        x: jnp.ndarray,
-        train: bool,
-        bn_groups: int = 1,
-        use_predictor: bool = True,
-        head_bn_groups: int | None = None,
-    ) -> dict[str, jnp.ndarray]:
+    def _forward(self, x, train, bn_groups, head_groups, use_predictor) -> dict[str, jnp.ndarray]:
         del use_predictor
-        head_groups = bn_groups if head_bn_groups is None else head_bn_groups
         f1, f2 = self._encode(x, train, bn_groups)
         return {
             "features": jnp.concatenate([f1, f2], axis=-1),

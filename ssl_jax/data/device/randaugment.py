@@ -47,6 +47,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ssl_jax.data import recipe_ops
 from ssl_jax.data.device.exact import (
     auto_contrast_exceptions,
     ceil32,
@@ -57,18 +58,6 @@ from ssl_jax.data.device.exact import (
     round_linear,
     sample_max_level,
     thresholds,
-)
-from ssl_jax.data.recipe_ops import (
-    DRAWS_PER_OP,
-    ENHANCE_BASE,
-    ENHANCE_INCREASING,
-    ENHANCE_SCALE,
-    IMAGENET_FILL,
-    MAX_LEVEL,
-    RAND_AUGMENT,
-    RAND_TRANSFORMS,
-    fill_values,
-    rand_augment_ops,
 )
 
 Op = Callable[[jax.Array, jax.Array, jax.Array, jax.Array, bool], jax.Array]
@@ -106,7 +95,7 @@ def blend(degenerate: jax.Array, x: jax.Array, factor: jax.Array) -> jax.Array:
 
 def fill_value(fill: int | Sequence[int], channels: int) -> jax.Array:
     """`fill` as `[C]` float32 (`recipe_ops.fill_values`), as the host's `fill_value`."""
-    return jnp.asarray(fill_values(fill, channels), jnp.float32)
+    return jnp.asarray(recipe_ops.fill_values(fill, channels), jnp.float32)
 
 
 def enhance_factor(m: jax.Array, sign: jax.Array, increasing: bool) -> jax.Array:
@@ -114,9 +103,10 @@ def enhance_factor(m: jax.Array, sign: jax.Array, increasing: bool) -> jax.Array
     the float32 the host's float64 value rounds to."""
     if increasing:
         return jnp.maximum(
-            np.float32(ENHANCE_BASE), round_linear(sign * m, ENHANCE_INCREASING / MAX_LEVEL, 1.0)
+            np.float32(recipe_ops.ENHANCE_BASE),
+            round_linear(sign * m, recipe_ops.ENHANCE_INCREASING / recipe_ops.MAX_LEVEL, 1.0),
         )
-    return round_linear(m, ENHANCE_SCALE / MAX_LEVEL, ENHANCE_BASE)
+    return round_linear(m, recipe_ops.ENHANCE_SCALE / recipe_ops.MAX_LEVEL, recipe_ops.ENHANCE_BASE)
 
 
 def _sample(x: jax.Array, tx: jax.Array, ty: jax.Array, fill: jax.Array) -> jax.Array:
@@ -213,7 +203,7 @@ def invert(x, m, sign, fill, increasing):
 
 def posterize(x, m, sign, fill, increasing):
     """`ImageOps.posterize(int(4·m/10))` (PosterizeTpu): keep the top bits, 0 bits = black."""
-    scale = int(RAND_AUGMENT["PosterizeTpu"].scale)
+    scale = int(recipe_ops.RAND_AUGMENT["PosterizeTpu"].scale)
     bits = level(m, scale)
     if increasing:
         bits = scale - bits
@@ -223,7 +213,7 @@ def posterize(x, m, sign, fill, increasing):
 
 def solarize(x, m, sign, fill, increasing):
     """`ImageOps.solarize(threshold = int(256·m/10))`: `255 − v` where `v >= threshold`."""
-    scale = int(RAND_AUGMENT["Solarize"].scale)
+    scale = int(recipe_ops.RAND_AUGMENT["Solarize"].scale)
     threshold = level(m, scale)
     if increasing:
         threshold = scale - threshold
@@ -232,7 +222,7 @@ def solarize(x, m, sign, fill, increasing):
 
 def solarize_add(x, m, sign, fill, increasing):
     """timm `solarize_add(add = int(110·m/10), thresh=128)`: `min(255, v + add)` where `v < 128`."""
-    add = _b(level(m, int(RAND_AUGMENT["SolarizeAdd"].scale))).astype(jnp.float32)
+    add = _b(level(m, int(recipe_ops.RAND_AUGMENT["SolarizeAdd"].scale))).astype(jnp.float32)
     return jnp.where(x < 128.0, jnp.minimum(255.0, x + add), x)
 
 
@@ -274,8 +264,9 @@ def rotate(x, m, sign, fill, increasing):
     displacement `(cos − 1)·(xs − W/2) + sin·(ys − H/2)` (and the same for y), `cos − 1` taken as
     `−2 sin²(θ/2)`."""
     height, width = x.shape[1:3]
-    degrees = RAND_AUGMENT["Rotate"].scale  # at level 10
-    theta = (-sign * round_linear(m, math.pi / (180.0 / degrees * MAX_LEVEL)))[:, None, None]
+    degrees = recipe_ops.RAND_AUGMENT["Rotate"].scale  # at level 10
+    radians = math.pi / (180.0 / degrees * recipe_ops.MAX_LEVEL)  # per magnitude step
+    theta = (-sign * round_linear(m, radians))[:, None, None]
     sin, cos_m1 = jnp.sin(theta), -2.0 * jnp.square(jnp.sin(0.5 * theta))
     xc, yc = _centres(width, 2, width / 2), _centres(height, 1, height / 2)
     tx = cos_m1 * xc + sin * yc
@@ -283,23 +274,28 @@ def rotate(x, m, sign, fill, increasing):
     return _sample(x, tx, ty, fill)
 
 
+def _per_level(name: str) -> float:
+    """Op `name`'s argument per magnitude step (`RAND_AUGMENT[name].scale / MAX_LEVEL`)."""
+    return recipe_ops.RAND_AUGMENT[name].scale / recipe_ops.MAX_LEVEL
+
+
 def _shear_x(x, m, sign, fill):
-    k = (sign * round_linear(m, RAND_AUGMENT["ShearX"].scale / MAX_LEVEL))[:, None, None]
+    k = (sign * round_linear(m, _per_level("ShearX")))[:, None, None]
     return _sample(x, k * _centres(x.shape[1], 1), 0.0, fill)
 
 
 def _shear_y(x, m, sign, fill):
-    k = (sign * round_linear(m, RAND_AUGMENT["ShearY"].scale / MAX_LEVEL))[:, None, None]
+    k = (sign * round_linear(m, _per_level("ShearY")))[:, None, None]
     return _sample(x, 0.0, k * _centres(x.shape[2], 2), fill)
 
 
 def _translate_x(x, m, sign, fill):
-    t = sign * round_linear(m, RAND_AUGMENT["TranslateXRel"].scale / MAX_LEVEL * x.shape[2])
+    t = sign * round_linear(m, _per_level("TranslateXRel") * x.shape[2])
     return _sample(x, t[:, None, None], 0.0, fill)
 
 
 def _translate_y(x, m, sign, fill):
-    t = sign * round_linear(m, RAND_AUGMENT["TranslateYRel"].scale / MAX_LEVEL * x.shape[1])
+    t = sign * round_linear(m, _per_level("TranslateYRel") * x.shape[1])
     return _sample(x, 0.0, t[:, None, None], fill)
 
 
@@ -312,7 +308,9 @@ def _one_axis(name: str, generic: Callable, doc: str) -> Op:
         tables = max_level_tables(name, x.shape[1], x.shape[2])
         if tables is None:
             return out
-        return jnp.where(_b(m == MAX_LEVEL), sample_max_level(x, sign, fill, tables), out)
+        return jnp.where(
+            _b(m == recipe_ops.MAX_LEVEL), sample_max_level(x, sign, fill, tables), out
+        )
 
     op.__name__ = op.__qualname__ = name
     op.__doc__ = doc
@@ -338,7 +336,7 @@ translate_y_rel = _one_axis(
 
 
 # op name → its function here, from the op table (`recipe_ops.RAND_AUGMENT`)
-OPS: dict[str, Op] = rand_augment_ops(globals())
+OPS: dict[str, Op] = recipe_ops.rand_augment_ops(globals())
 
 
 # --------------------------------------------------------------------------------------------------
@@ -354,18 +352,15 @@ def op_params(
 
     Index, applied and sign equal the host's exactly (float32 thresholds of its float64
     comparisons); the magnitude is float32 `ndtri`, within ~1e-6 of the host's float64 one."""
-    if u.shape[-1] != DRAWS_PER_OP * num_ops:
-        raise ValueError(
-            f"{num_ops} RandAugment ops read {DRAWS_PER_OP * num_ops} uniforms, got {u.shape}."
-        )
-    u = jnp.reshape(jnp.asarray(u, jnp.float32), (-1, num_ops, DRAWS_PER_OP))
+    recipe_ops.check_uniforms(u.shape, num_ops)
+    u = jnp.reshape(jnp.asarray(u, jnp.float32), (-1, num_ops, recipe_ops.DRAWS_PER_OP))
     cuts = thresholds(lambda v: np.floor(v * n_choices), 1.0, n_choices - 1)
     index = jnp.sum(u[..., 0, None] >= jnp.asarray(cuts), axis=-1, dtype=jnp.int32)
     applied = u[..., 1] < ceil32(p)
     mag = jnp.full(u.shape[:-1], magnitude, jnp.float32)
     if magnitude_std:  # u = 0 gives -inf, clipped to 0 like any other draw below 0
         mag = mag + np.float32(magnitude_std) * jax.scipy.special.ndtri(u[..., 2])
-    mag = jnp.clip(mag, 0.0, MAX_LEVEL)
+    mag = jnp.clip(mag, 0.0, recipe_ops.MAX_LEVEL)
     sign = jnp.where(u[..., 3] < 0.5, -1.0, 1.0).astype(jnp.float32)
     return index, applied, mag, sign
 
@@ -379,7 +374,7 @@ def rand_augment(
     magnitude_std: float = 0.5,
     p: float = 0.5,
     ops: Sequence[str] | None = None,
-    fill: int | Sequence[int] = IMAGENET_FILL,
+    fill: int | Sequence[int] = recipe_ops.IMAGENET_FILL,
     increasing: bool = False,
 ) -> jax.Array:
     """timm `RandAugment` (the host's `rand_augment_batch`): float32 `images [N, H, W, C]` in
@@ -392,7 +387,7 @@ def rand_augment(
     `lax.scan` (one compiled layer: `num_ops` times less to compile; the same layers unrolled in
     a Python loop were miscompiled by XLA:CPU in jax 0.10.2, whole images off by up to 246 levels
     at 3 layers, a bug that disabling XLA's `cse` or `fusion` pass removed)."""
-    names = tuple(ops) if ops is not None else RAND_TRANSFORMS
+    names = tuple(ops) if ops is not None else recipe_ops.RAND_TRANSFORMS
     index, applied, mags, signs = op_params(u, num_ops, len(names), magnitude, magnitude_std, p)
     fill_c = fill_value(fill, images.shape[-1])
     x = jnp.round(jnp.clip(jnp.asarray(images, jnp.float32) * 255.0, 0.0, 255.0))

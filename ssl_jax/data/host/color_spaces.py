@@ -8,26 +8,17 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from ssl_jax.data.color import (
-    D65_WHITE,
-    LAB_EPSILON,
-    LAB_KAPPA,
-    XYZ_FROM_RGB,
-    YCBCR_FROM_RGB,
-    YCBCR_OFFSET,
-    YDBDR_FROM_RGB,
-    check_space,
-    matrix_t,
-    standardize,
-)
+from ssl_jax.data import color
 
 
 def _lab_tf(rgb):
     linear = tf.where(rgb > 0.04045, tf.pow((rgb + 0.055) / 1.055, 2.4), rgb / 12.92)
-    t = tf.tensordot(linear, matrix_t(XYZ_FROM_RGB), axes=1) / np.asarray(D65_WHITE, np.float32)
+    t = tf.tensordot(linear, color.matrix_t(color.XYZ_FROM_RGB), axes=1) / np.asarray(
+        color.D65_WHITE, np.float32
+    )
     # max(): the untaken branch of tf.where must stay finite (also for gradients)
-    cbrt = tf.pow(tf.maximum(t, LAB_EPSILON), 1.0 / 3.0)
-    f = tf.where(t > LAB_EPSILON, cbrt, LAB_KAPPA * t + 16.0 / 116.0)
+    cbrt = tf.pow(tf.maximum(t, color.LAB_EPSILON), 1.0 / 3.0)
+    f = tf.where(t > color.LAB_EPSILON, cbrt, color.LAB_KAPPA * t + 16.0 / 116.0)
     fx, fy, fz = f[..., 0], f[..., 1], f[..., 2]
     return tf.stack([116.0 * fy - 16.0, 500.0 * (fx - fy), 200.0 * (fy - fz)], axis=-1)
 
@@ -40,14 +31,14 @@ def rgb_to_lab_tf(rgb: Any):
 def rgb_to_ycbcr_tf(rgb: Any):
     """float RGB in [0, 1] → BT.601 YCbCr (Y in [16, 235]), float32."""
     rgb = tf.cast(rgb, tf.float32)
-    return tf.tensordot(rgb, matrix_t(YCBCR_FROM_RGB), axes=1) + np.asarray(
-        YCBCR_OFFSET, np.float32
+    return tf.tensordot(rgb, color.matrix_t(color.YCBCR_FROM_RGB), axes=1) + np.asarray(
+        color.YCBCR_OFFSET, np.float32
     )
 
 
 def rgb_to_ydbdr_tf(rgb: Any):
     """float RGB in [0, 1] → YDbDr (Y in [0, 1], Db/Dr in [-1.333, 1.333]), float32."""
-    return tf.tensordot(tf.cast(rgb, tf.float32), matrix_t(YDBDR_FROM_RGB), axes=1)
+    return tf.tensordot(tf.cast(rgb, tf.float32), color.matrix_t(color.YDBDR_FROM_RGB), axes=1)
 
 
 CONVERT_TF = {"lab": rgb_to_lab_tf, "ycbcr": rgb_to_ycbcr_tf, "ydbdr": rgb_to_ydbdr_tf}
@@ -56,6 +47,6 @@ CONVERT_TF = {"lab": rgb_to_lab_tf, "ycbcr": rgb_to_ycbcr_tf, "ydbdr": rgb_to_yd
 def convert_tf(rgb: Any, space: str, normalize: bool = True):
     """float RGB `[..., 3]` in [0, 1] → `space`, normalised with its official mean/std
     (`color.SPACES[space]`) unless `normalize=False`; float32."""
-    cs = check_space(space)
+    cs = color.check_space(space)
     out = CONVERT_TF[space](rgb)
-    return standardize(out, cs) if normalize else out
+    return color.standardize(out, cs) if normalize else out

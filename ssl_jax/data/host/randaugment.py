@@ -37,19 +37,8 @@ from typing import Any
 
 import tensorflow as tf
 
+from ssl_jax.data import recipe_ops
 from ssl_jax.data.host.tensors import partitioned, to_float, to_uint8
-from ssl_jax.data.recipe_ops import (
-    DRAWS_PER_OP,
-    ENHANCE_BASE,
-    ENHANCE_INCREASING,
-    ENHANCE_SCALE,
-    IMAGENET_FILL,
-    MAX_LEVEL,
-    RAND_AUGMENT,
-    RAND_TRANSFORMS,
-    fill_values,
-    rand_augment_ops,
-)
 
 Op = Callable[[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor, bool], tf.Tensor]
 
@@ -81,7 +70,7 @@ def blend(degenerate: tf.Tensor, x: tf.Tensor, factor: tf.Tensor) -> tf.Tensor:
 
 def fill_value(fill: int | Sequence[int], channels: int) -> tf.Tensor:
     """`fill` as `[C]` float32 (`recipe_ops.fill_values`)."""
-    return tf.constant(fill_values(fill, channels), tf.float32)
+    return tf.constant(recipe_ops.fill_values(fill, channels), tf.float32)
 
 
 def affine(x: tf.Tensor, coeffs: tf.Tensor, fill: tf.Tensor) -> tf.Tensor:
@@ -124,14 +113,16 @@ def affine(x: tf.Tensor, coeffs: tf.Tensor, fill: tf.Tensor) -> tf.Tensor:
 
 
 def _level(m: tf.Tensor, scale: float) -> tf.Tensor:
-    return m / MAX_LEVEL * scale
+    return m / recipe_ops.MAX_LEVEL * scale
 
 
 def enhance_factor(m: tf.Tensor, sign: tf.Tensor, increasing: bool) -> tf.Tensor:
     """`ImageEnhance`'s factor at level `m` (`recipe_ops.ENHANCE_SCALE`)."""
     if increasing:
-        return tf.maximum(ENHANCE_BASE, 1.0 + sign * _level(m, ENHANCE_INCREASING))
-    return _level(m, ENHANCE_SCALE) + ENHANCE_BASE
+        return tf.maximum(
+            recipe_ops.ENHANCE_BASE, 1.0 + sign * _level(m, recipe_ops.ENHANCE_INCREASING)
+        )
+    return _level(m, recipe_ops.ENHANCE_SCALE) + recipe_ops.ENHANCE_BASE
 
 
 # --------------------------------------------------------------------------------------------------
@@ -179,7 +170,7 @@ def invert(x, m, sign, fill, increasing):
 
 def posterize(x, m, sign, fill, increasing):
     """`ImageOps.posterize(int(4·m/10))` (PosterizeTpu): keep the top bits, 0 bits = black."""
-    scale = RAND_AUGMENT["PosterizeTpu"].scale
+    scale = recipe_ops.RAND_AUGMENT["PosterizeTpu"].scale
     bits = tf.floor(_level(m, scale))
     if increasing:
         bits = scale - bits
@@ -189,7 +180,7 @@ def posterize(x, m, sign, fill, increasing):
 
 def solarize(x, m, sign, fill, increasing):
     """`ImageOps.solarize(threshold = int(256·m/10))`: `255 − v` where `v >= threshold`."""
-    scale = RAND_AUGMENT["Solarize"].scale
+    scale = recipe_ops.RAND_AUGMENT["Solarize"].scale
     threshold = tf.floor(_level(m, scale))
     if increasing:
         threshold = scale - threshold
@@ -198,7 +189,7 @@ def solarize(x, m, sign, fill, increasing):
 
 def solarize_add(x, m, sign, fill, increasing):
     """timm `solarize_add(add = int(110·m/10), thresh=128)`: `min(255, v + add)` where `v < 128`."""
-    add = _b(tf.floor(_level(m, RAND_AUGMENT["SolarizeAdd"].scale)))
+    add = _b(tf.floor(_level(m, recipe_ops.RAND_AUGMENT["SolarizeAdd"].scale)))
     return tf.where(x < 128.0, tf.minimum(255.0, x + add), x)
 
 
@@ -241,7 +232,7 @@ def sharpness(x, m, sign, fill, increasing):
 def rotate(x, m, sign, fill, increasing):
     """`Image.rotate(±30·m/10 degrees, BILINEAR, fillcolor=fill)`: counter-clockwise about
     `(W/2, H/2)`."""
-    theta = -(sign * _level(m, RAND_AUGMENT["Rotate"].scale)) * (math.pi / 180.0)
+    theta = -(sign * _level(m, recipe_ops.RAND_AUGMENT["Rotate"].scale)) * (math.pi / 180.0)
     cos, sin = tf.cos(theta), tf.sin(theta)
     cx = tf.cast(tf.shape(x)[2], tf.float64) / 2.0
     cy = tf.cast(tf.shape(x)[1], tf.float64) / 2.0
@@ -253,12 +244,12 @@ def rotate(x, m, sign, fill, increasing):
 def _affine_op(name: str, coeffs: Callable[[float, tf.Tensor, tf.Tensor], list[Any]]) -> Op:
     """The op `name` as `Image.transform(AFFINE, coeffs(a, size, one))`, `a` its signed argument
     (`RAND_AUGMENT[name].scale · ±m/10`); None: 0."""
-    scale = RAND_AUGMENT[name].scale
+    scale = recipe_ops.RAND_AUGMENT[name].scale
 
     def op(x, m, sign, fill, increasing):
         one, zero = tf.ones_like(m), tf.zeros_like(m)
         size = tf.cast(tf.shape(x)[1:3], tf.float64)
-        a = coeffs(scale * (sign * m / MAX_LEVEL), size, one)
+        a = coeffs(scale * (sign * m / recipe_ops.MAX_LEVEL), size, one)
         return affine(x, tf.stack([zero + v if v is not None else zero for v in a], axis=1), fill)
 
     op.__name__ = name
@@ -279,7 +270,7 @@ translate_x_rel.__doc__ = "`Image.transform(AFFINE, (1, 0, ±0.45·m/10·W, 0, 1
 translate_y_rel.__doc__ = "`Image.transform(AFFINE, (1, 0, 0, 0, 1, ±0.45·m/10·H))`."
 
 # op name → its function here, from the op table (`recipe_ops.RAND_AUGMENT`)
-OPS: dict[str, Op] = rand_augment_ops(globals())
+OPS: dict[str, Op] = recipe_ops.rand_augment_ops(globals())
 
 
 def apply_op(
@@ -287,7 +278,7 @@ def apply_op(
     images: Any,
     magnitude: Any,
     sign: Any = 1.0,
-    fill: int | Sequence[int] = IMAGENET_FILL,
+    fill: int | Sequence[int] = recipe_ops.IMAGENET_FILL,
     increasing: bool = False,
 ) -> tf.Tensor:
     """One RandAugment op, deterministically: uint8 `[N, H, W, C]` (or `[H, W, C]`) → uint8, with
@@ -307,17 +298,14 @@ def op_params(
 ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
     """From `u [N, 4·num_ops]`: `(op index [N, L] int32, applied [N, L] bool, magnitude [N, L]
     float64 ~ N(magnitude, std) clipped to [0, 10], sign [N, L] ±1 float64)`."""
-    if u.shape[-1] is not None and u.shape[-1] != DRAWS_PER_OP * num_ops:
-        raise ValueError(
-            f"{num_ops} RandAugment ops read {DRAWS_PER_OP * num_ops} uniforms, got {u.shape}."
-        )
-    u = tf.reshape(tf.cast(u, tf.float64), [-1, num_ops, DRAWS_PER_OP])
+    recipe_ops.check_uniforms(u.shape, num_ops)
+    u = tf.reshape(tf.cast(u, tf.float64), [-1, num_ops, recipe_ops.DRAWS_PER_OP])
     index = tf.minimum(tf.cast(tf.floor(u[..., 0] * n_choices), tf.int32), n_choices - 1)
     applied = u[..., 1] < p
     mag = tf.fill(tf.shape(u[..., 2]), tf.constant(magnitude, tf.float64))
     if magnitude_std:  # u = 0 gives -inf, clipped to 0 like any other draw below 0
         mag += magnitude_std * tf.math.ndtri(u[..., 2])
-    mag = tf.clip_by_value(mag, 0.0, MAX_LEVEL)
+    mag = tf.clip_by_value(mag, 0.0, recipe_ops.MAX_LEVEL)
     sign = tf.where(u[..., 3] < 0.5, -1.0, 1.0)
     return index, applied, tf.cast(mag, tf.float64), tf.cast(sign, tf.float64)
 
@@ -331,12 +319,12 @@ def rand_augment_batch(
     magnitude_std=0.5,
     p=0.5,
     ops=None,
-    fill=IMAGENET_FILL,
+    fill=recipe_ops.IMAGENET_FILL,
     increasing=False,
 ):
     """The `rand_augment` batch op: `num_ops` layers, each example's drawn op applied where drawn
     as applied (`op_params`), on uint8 values; float32 in [0, 1] out."""
-    names = tuple(ops) if ops is not None else RAND_TRANSFORMS
+    names = tuple(ops) if ops is not None else recipe_ops.RAND_TRANSFORMS
     index, applied, mags, signs = op_params(u, num_ops, len(names), magnitude, magnitude_std, p)
     fill_c = fill_value(fill, images.shape[-1])
     x = tf.cast(to_uint8(images), tf.float32)
