@@ -154,7 +154,10 @@ def main(argv=None) -> None:
                 cell_min=round((fixed + per_step * full) / 60, 1),
             )
         row["official_over_ours"] = round(row["official"]["cell_min"] / row["ours"]["cell_min"], 2)
-        command = "taskset -c 1 python experiments/official/bench_cpu.py --steps=" + args.steps
+        command = (
+            f"taskset -c {','.join(map(str, affinity))} python experiments/official/bench_cpu.py"
+            f" --steps={args.steps}"
+        )
         if set(methods) != set(METHODS):
             command += f" --methods={args.methods}"
         rows[method] = {
