@@ -270,15 +270,17 @@ def test_jcl_keys_argument_sets_the_views():
         assert c.method_config.num_keys == 2 and len(c.data.views) == 3
 
 
+def _texts_naming_configs() -> list[str]:
+    """The README, the user docs, the pages made from the results and the config files."""
+    paths = [os.path.join(ROOT, "README.md")]
+    for folder in ("docs", "results"):
+        paths += glob.glob(os.path.join(ROOT, folder, "**", "*.md"), recursive=True)
+    return [open(p).read() for p in [*paths, *CONFIG_FILES]]
+
+
 def test_readme_and_docs_name_configs_that_exist():
     """Every `configs/X.py[:arg]` the README, the docs and the config docstrings name loads."""
-    texts = [open(os.path.join(ROOT, "README.md")).read()]
-    texts += [
-        open(p).read()
-        for folder in ("docs", "results")  # the user docs and the pages made from the results
-        for p in glob.glob(os.path.join(ROOT, folder, "**", "*.md"), recursive=True)
-    ]
-    texts += [open(p).read() for p in CONFIG_FILES]
+    texts = _texts_naming_configs()
     specs = set()
     for text in texts:
         specs |= set(re.findall(r"configs/([a-z0-9_]+\.py(?::(?:[a-z0-9_,=]|True|False)+)?)", text))
@@ -504,13 +506,7 @@ def test_apply_override_types_a_placeholder_and_reads_a_bool():
 def test_overrides_named_in_the_readme_and_docs_are_keys():
     """`--config.a.b=` in the README, the docs and the config docstrings names a key of a pretraining
     config (JCL's or IRing's) or, `init`, of the evaluation jobs."""
-    texts = [open(os.path.join(ROOT, "README.md")).read()]
-    texts += [
-        open(p).read()
-        for folder in ("docs", "results")  # the user docs and the pages made from the results
-        for p in glob.glob(os.path.join(ROOT, folder, "**", "*.md"), recursive=True)
-    ]
-    texts += [open(p).read() for p in CONFIG_FILES]
+    texts = _texts_naming_configs()
     keys = {k for t in texts for k in re.findall(r"--config\.([a-z_][a-z0-9_.]*[a-z0-9_])=", t)}
     # a queue method and a bank method with the ring's keys, and the evaluation jobs
     pretrain = [
