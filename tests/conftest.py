@@ -1,9 +1,15 @@
-"""Test set-up: 8 simulated CPU devices, TensorFlow kept off accelerators, quiet logs."""
+"""Test set-up: 8 simulated CPU devices, fast compiles and a shared compile cache, TensorFlow kept
+off accelerators, quiet logs."""
 
 import os
 import sys
 
-os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+from tests.process_env import COMPILE_CACHE, xla_flags  # no JAX import
+
+# fast compiles and one compile cache, for this process and those it starts (tests/process_env.py)
+os.environ.setdefault("XLA_FLAGS", xla_flags(8))
+for _name, _value in COMPILE_CACHE.items():  # read by JAX on import
+    os.environ.setdefault(_name, _value)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # torch's CUDA build brings triton (GPU kernels for torch.compile), whose import segfaults in a
@@ -16,15 +22,6 @@ import jax  # noqa: E402
 import ssl_jax  # noqa: E402, F401  (its XLA_FLAGS defaults, before any backend starts)
 
 jax.config.update("jax_threefry_partitionable", True)
-# Many tests compile the same tiny train step (resume runs it three times): share compilations.
-jax.config.update(
-    "jax_compilation_cache_dir",
-    os.environ.get(
-        "SSL_JAX_TEST_CACHE", os.path.join(os.path.dirname(__file__), "..", ".jax_cache")
-    ),
-)
-jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
-jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 import pytest  # noqa: E402
 

@@ -14,6 +14,7 @@ from configs import common
 from ssl_jax import configs
 from ssl_jax.state import state_shardings
 from tests.data.data_helpers import make_fashion_dir
+from tests.process_env import multi_process_env, xla_flags
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY_RECIPE = (
@@ -233,9 +234,7 @@ def run_main(*args: str, devices: int | None = None, timeout: int = 300):
     """`python -m ssl_jax.main ARGS` to completion in the repository root, stdout and stderr
     apart; `devices`: simulated CPU devices (None: one, as a user's run)."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    env.pop("XLA_FLAGS", None)
-    if devices:
-        env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+    env["XLA_FLAGS"] = xla_flags(devices)
     return subprocess.run(
         [sys.executable, "-m", "ssl_jax.main", *args],
         cwd=ROOT,
@@ -262,13 +261,12 @@ def error_lines(stderr: str) -> list[str]:
 def localhost_process_env(port: int, process_id: int, **extra) -> dict:
     """The environment of process `process_id` of a 2-process CPU run on localhost (4 devices
     each): what `ssl_jax.parallel.distributed` reads, plus `extra`."""
-    return dict(
-        os.environ,
+    return multi_process_env(
+        4,
         SSL_JAX_COORDINATOR=f"localhost:{port}",
         SSL_JAX_NUM_PROCESSES="2",
         SSL_JAX_PROCESS_ID=str(process_id),
         JAX_PLATFORMS="cpu",
-        XLA_FLAGS="--xla_force_host_platform_device_count=4",
         TF_CPP_MIN_LOG_LEVEL="2",
         **extra,
     )

@@ -2,7 +2,7 @@
 
 `python -m tests.multihost_worker WORKDIR TOTAL_STEPS LOG_EVERY [SIGTERM_AT_STEP]` with the
 environment `main.py` reads (`SSL_JAX_COORDINATOR=localhost:PORT`, `SSL_JAX_NUM_PROCESSES`,
-`SSL_JAX_PROCESS_ID`), `JAX_PLATFORMS=cpu` and `XLA_FLAGS=--xla_force_host_platform_device_count=4`.
+`SSL_JAX_PROCESS_ID`), `JAX_PLATFORMS=cpu` and `XLA_FLAGS` (4 devices).
 Runs `tests.helpers.tiny_config('mocov2')`; each process reads its own rows of every global batch
 (`SSL_JAX_TEST_PIPELINE=device`: with the device pipeline, each process feeds its devices its own
 positions of the shared permutation).

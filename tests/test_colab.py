@@ -5,10 +5,9 @@ branch (`RUNLOCAL=0`, the full config shrunk by overrides) runs too, through tfd
 path from a fake `cifar-10-binary.tar.gz` in `manual_dir`. Also: committed without outputs, no
 link to a placeholder repository, one `parameters` cell, one install cell.
 
-The kernel is a subprocess and gets this process's environment, with two changes: one CPU device
-(the suite's 8 simulated devices are dropped from XLA_FLAGS: a Colab GPU runtime has one, and the
-compiles are cheaper) and the suite's persistent compilation cache passed as JAX_* variables
-(conftest sets it through `jax.config`, which a subprocess does not inherit).
+The kernel is a subprocess and gets this process's environment (the suite's compile cache and
+fast compiles: tests/process_env.py) with one CPU device: the suite's 8 simulated devices are
+dropped from XLA_FLAGS (a Colab GPU runtime has one, and the compiles are cheaper).
 """
 
 import json
@@ -67,10 +66,6 @@ def kernel_env(monkeypatch, tmp_path):
     monkeypatch.setenv("JAX_PLATFORMS", "cpu")
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    cache = os.environ.get("SSL_JAX_TEST_CACHE", os.path.join(ROOT, ".jax_cache"))
-    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", cache)
-    monkeypatch.setenv("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
-    monkeypatch.setenv("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 
 
 @pytest.mark.slow

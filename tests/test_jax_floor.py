@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from tests.process_env import xla_flags
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -53,7 +55,7 @@ def test_default_job_runs_on_the_floor(floor_site, tmp_path):
         os.environ,
         PYTHONPATH=os.pathsep.join([site, ROOT]),
         TF_CPP_MIN_LOG_LEVEL="2",
-        XLA_FLAGS="--xla_force_host_platform_device_count=2",
+        XLA_FLAGS=xla_flags(2),
     )
     seen = subprocess.run(
         [sys.executable, "-c", "import jax, jaxlib; print(jax.__version__, jaxlib.__version__)"],

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from ssl_jax.parallel import distributed
+from tests.process_env import multi_process_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAKES = os.path.join(ROOT, "tests", "fake_cluster")
@@ -119,12 +120,11 @@ def _cluster_env(tmp_path, logs):
     bin_dir.mkdir()
     (bin_dir / "python").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
     (bin_dir / "python").chmod(0o755)
-    return dict(
-        os.environ,
+    return multi_process_env(
+        4,
         PATH=f"{FAKES}:{bin_dir}:{os.environ['PATH']}",
         FAKE_CLUSTER_LOGS=str(logs),
         JAX_PLATFORMS="cpu",
-        XLA_FLAGS="--xla_force_host_platform_device_count=4",
         TF_CPP_MIN_LOG_LEVEL="2",
     )
 

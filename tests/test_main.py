@@ -10,6 +10,7 @@ import time
 import pytest
 
 from tests.helpers import error_lines, run_main
+from tests.process_env import xla_flags
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -29,9 +30,7 @@ def _config_file(tmp_path, base: str, **evals) -> str:
 
 
 def _main(*args, **kwargs):
-    env = dict(
-        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", TF_CPP_MIN_LOG_LEVEL="2"
-    )
+    env = dict(os.environ, XLA_FLAGS=xla_flags(2), TF_CPP_MIN_LOG_LEVEL="2")
     return subprocess.Popen(
         [sys.executable, "-m", "ssl_jax.main", *args],
         cwd=ROOT,

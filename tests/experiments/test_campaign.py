@@ -26,6 +26,7 @@ from experiments import (  # noqa: E402
     paper_numbers,
 )
 from tests.data.test_no_tensorflow import BLOCK_TENSORFLOW, CHECK_NO_TENSORFLOW  # noqa: E402
+from tests.process_env import xla_flags  # noqa: E402
 
 DEVICE = "cpu (2 cores) ×1"
 
@@ -310,8 +311,7 @@ def test_the_tiny_grid_for_real_killed_mid_cell_then_finished(tmp_path):
     baselines' files are there, the killed cell has none; run again, only that cell runs and its
     record has the curves; `--list` reads them."""
     results, work = str(tmp_path / "cells"), str(tmp_path / "work")
-    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=os.path.join(ROOT, ".jax_cache"))
-    env.pop("XLA_FLAGS", None)  # one CPU device, as a user's run
+    env = dict(os.environ, XLA_FLAGS=xla_flags())  # one CPU device, as a user's run
     script = os.path.join(ROOT, "experiments", "campaign.py")
     args = ["--grid=tiny", f"--results-dir={results}", f"--work-root={work}"]
     run_script = f"import runpy; sys.argv = {[script, *args]!r}\n"

@@ -15,6 +15,7 @@ from ssl_jax import configs, train, validation
 from ssl_jax.data import datasets
 from ssl_jax.data.sources import image_folder
 from tests.helpers import tiny_config
+from tests.process_env import xla_flags
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 BAD = ("cat/cut.jpg", "cat/notes.jpg", "dog/cut.png")  # truncated JPEG, text file, truncated PNG
@@ -136,7 +137,7 @@ def test_wrong_value_is_a_config_error(folder):
 
 
 def test_command_line_prints_one_error_and_no_traceback(folder, tmp_path):
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    env = dict(os.environ, XLA_FLAGS=xla_flags(2))
     proc = subprocess.run(
         [
             sys.executable,

@@ -1,0 +1,43 @@
+"""The environment of every test process: the pytest workers and the processes the tests start.
+
+The suite's models are tiny, so most of its time is XLA:CPU compiling:
+- `--xla_backend_optimization_level=0` skips LLVM's optimisation of the generated code, most of
+  a compile. The HLO (XLA's own passes: fusion, sharding, collectives) is the one a user's run
+  compiles and one-process results agree with the default level's to float rounding, so every
+  equality the tests check still holds; the programs run slower, which tiny shapes do not notice.
+- One persistent compilation cache (`JAX_COMPILATION_CACHE_DIR`, `$SSL_JAX_TEST_CACHE` or
+  `.jax_cache/` in the checkout) for the pytest workers and the processes they start, which
+  inherit the variables: the same tiny step compiled by several tests compiles once.
+Neither reaches a 2-process run (`multi_process_env`): at level 0 its losses leave the
+one-process run's from the third step (deterministically; at the default level they agree to
+1e-6), and an executable of a cross-process computation loaded from the cache hangs gloo's
+collectives. A user's run sets neither (`ssl_jax.XLA_FLAG_DEFAULTS` does not), nor does
+`tests/test_readme.py`, which runs the README's commands as written. Figures:
+docs/performance.md, "The test suite's time".
+"""
+
+import os
+
+FAST_COMPILE = "--xla_backend_optimization_level=0"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+COMPILE_CACHE = {
+    "JAX_COMPILATION_CACHE_DIR": os.environ.get(
+        "SSL_JAX_TEST_CACHE", os.path.join(ROOT, ".jax_cache")
+    ),
+    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0.5",
+    "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+}
+
+
+def xla_flags(devices: int | None = None, fast_compile: bool = True) -> str:
+    """XLA_FLAGS for a test process with `devices` simulated CPU devices (None: one)."""
+    flags = [] if devices is None else [f"--xla_force_host_platform_device_count={devices}"]
+    return " ".join(flags + [FAST_COMPILE] * fast_compile)
+
+
+def multi_process_env(devices: int, **variables: str) -> dict:
+    """The environment of one process of a 2-process CPU run: this one's, without the compile
+    cache, XLA's default optimisation level and `devices` simulated CPU devices, plus
+    `variables`."""
+    env = {k: v for k, v in os.environ.items() if k not in COMPILE_CACHE}
+    return {**env, "XLA_FLAGS": xla_flags(devices, fast_compile=False), **variables}
