@@ -8,17 +8,17 @@ The suite's models are tiny, so most of its time is XLA:CPU compiling:
 - One persistent compilation cache (`JAX_COMPILATION_CACHE_DIR`, `$SSL_JAX_TEST_CACHE` or
   `.jax_cache/` in the checkout) for the pytest workers and the processes they start, which
   inherit the variables: the same tiny step compiled by several tests compiles once.
-Neither reaches a 2-process run (`multi_process_env`): at level 0 its losses leave the
-one-process run's from the third step (deterministically; at the default level they agree to
-1e-6), and an executable of a cross-process computation loaded from the cache hangs gloo's
-collectives. A user's run sets neither (`ssl_jax.XLA_FLAG_DEFAULTS` does not), nor does
+A 2-process run (`multi_process_env`) compiles at level 1 and without the cache: at level 0 its
+losses leave the one-process run's from the third step (deterministically; at levels 1 and 2 they
+agree to 1e-6), and an executable of a cross-process computation loaded from the cache hangs
+gloo's collectives. A user's run sets neither (`ssl_jax.XLA_FLAG_DEFAULTS` does not), nor does
 `tests/test_readme.py`, which runs the README's commands as written. Figures:
 docs/performance.md, "The test suite's time".
 """
 
 import os
 
-FAST_COMPILE = "--xla_backend_optimization_level=0"
+OPT_LEVEL = "--xla_backend_optimization_level={level}"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COMPILE_CACHE = {
     "JAX_COMPILATION_CACHE_DIR": os.environ.get(
@@ -29,15 +29,15 @@ COMPILE_CACHE = {
 }
 
 
-def xla_flags(devices: int | None = None, fast_compile: bool = True) -> str:
-    """XLA_FLAGS for a test process with `devices` simulated CPU devices (None: one)."""
+def xla_flags(devices: int | None = None, level: int = 0) -> str:
+    """XLA_FLAGS for a test process with `devices` simulated CPU devices (None: one), its code
+    optimised at LLVM `level` (XLA's default: 2)."""
     flags = [] if devices is None else [f"--xla_force_host_platform_device_count={devices}"]
-    return " ".join(flags + [FAST_COMPILE] * fast_compile)
+    return " ".join([*flags, OPT_LEVEL.format(level=level)])
 
 
 def multi_process_env(devices: int, **variables: str) -> dict:
     """The environment of one process of a 2-process CPU run: this one's, without the compile
-    cache, XLA's default optimisation level and `devices` simulated CPU devices, plus
-    `variables`."""
+    cache, at optimisation level 1 with `devices` simulated CPU devices, plus `variables`."""
     env = {k: v for k, v in os.environ.items() if k not in COMPILE_CACHE}
-    return {**env, "XLA_FLAGS": xla_flags(devices, fast_compile=False), **variables}
+    return {**env, "XLA_FLAGS": xla_flags(devices, level=1), **variables}
