@@ -11,9 +11,9 @@ The suite's models are tiny, so most of its time is XLA:CPU compiling:
 A 2-process run (`multi_process_env`) compiles at level 1 and without the cache: at level 0 its
 losses leave the one-process run's from the third step (deterministically; at levels 1 and 2 they
 agree to 1e-6), and an executable of a cross-process computation loaded from the cache hangs
-gloo's collectives. A user's run sets neither (`ssl_jax.XLA_FLAG_DEFAULTS` does not), nor does
-`tests/test_readme.py`, which runs the README's commands as written. Figures:
-docs/performance.md, "The test suite's time".
+gloo's collectives. A user's run sets neither (`ssl_jax.XLA_FLAG_DEFAULTS` does not);
+`tests/test_readme.py` runs the README's commands at the default level (with the cache, which
+changes no result). Figures: docs/performance.md, "The test suite's time".
 """
 
 import os
