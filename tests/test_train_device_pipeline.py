@@ -10,7 +10,7 @@ import pytest
 from ssl_jax import configs, train
 from ssl_jax.data import device_pipeline, train_input
 from ssl_jax.parallel import sharding
-from tests.helpers import config_names, fashion_source, tiny_config
+from tests.helpers import config_files_by_method, fashion_source, tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STEPS = 6
@@ -97,11 +97,12 @@ def _small_data_configs():
     Fashion-MNIST, 3 channels, with its CIFAR recipes). The grey twins add no path: every recipe
     of every small-data config runs in the step in `tests/data/test_device_pipeline.py`, and
     grey Fashion-MNIST feeds the tests above."""
-    names = [n for n in config_names() if n.endswith("_fashion_mnist")]
-    by_method = {}
-    for name in sorted(names, key=lambda n: "_color_" not in n):  # colour first
-        by_method.setdefault(name.split("_")[0], name)
-    return ["ressl_authors_cifar10", *sorted(by_method.values())]
+    picked = []
+    for names in config_files_by_method().values():
+        small = [n.removesuffix(".py") for n in names if n.endswith("_fashion_mnist.py")]
+        if small:
+            picked.append(min(small, key=lambda n: "_color_" not in n))  # colour first
+    return ["ressl_authors_cifar10", *sorted(picked)]
 
 
 @pytest.fixture(scope="module")
