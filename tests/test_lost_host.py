@@ -71,7 +71,14 @@ def _launch(cmd, env, **popen) -> tuple[int, str, str, float]:
     return done.returncode, done.stdout, done.stderr, time.time() - start
 
 
-DIE_ONCE = 'if [ "$ID" = 1 ] && [ ! -e "$MARK" ]; then touch "$MARK"; kill -KILL $$; fi\n'
+# process 1 dies by SIGKILL the first time, once process 0 has written its first line (else the
+# launcher may kill process 0 before it wrote anything and its log has no 'fake main 0')
+DIE_ONCE = (
+    'if [ "$ID" = 0 ]; then touch "$MARK.up"; fi\n'
+    'if [ "$ID" = 1 ] && [ ! -e "$MARK" ]; then\n'
+    '  while [ ! -e "$MARK.up" ]; do sleep 0.05; done; touch "$MARK"; kill -KILL $$\n'
+    "fi\n"
+)
 
 
 def test_a_killed_process_stops_the_other_at_once_with_one_error_line(tmp_path):
