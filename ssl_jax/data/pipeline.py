@@ -35,6 +35,7 @@ view learning); neither imports TensorFlow.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -173,7 +174,21 @@ def _recipes(config: Any) -> list[tuple[str, Sequence[Any]]]:
 
 
 def _to_numpy(ds: tf.data.Dataset) -> Iterator[dict[str, Any]]:
-    yield from ds.as_numpy_iterator()
+    """`ds`'s elements as numpy. The iterator, once closed or exhausted, is released on a thread
+    of its own: on a busy host TensorFlow's release of an autotuned iterator can wait out its
+    autotune thread's sleep (seconds, longer the longer it ran; docs/performance.md, "Releasing a
+    tf.data iterator"), which the caller (the train loop after an evaluation) need not wait for.
+    The thread is not a daemon: a process still ends after the release."""
+    iterator = ds.as_numpy_iterator()
+    try:
+        yield from iterator
+    finally:
+        release = [iterator]
+        del iterator
+        try:
+            threading.Thread(target=release.clear, name="tf.data release").start()
+        except RuntimeError:  # the interpreter is shutting down (no new threads): release here
+            release.clear()
 
 
 def _pipeline_options() -> tf.data.Options:

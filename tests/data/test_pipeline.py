@@ -278,3 +278,27 @@ def test_multi_view_decodes_each_image_once(tmp_path, monkeypatch):
     config = _config(str(tmp_path), name="image_folder", global_batch_size=2, views=("weak",) * 3)
     batch = next(pipeline.train_iterator(config))
     assert len(batch["views"]) == 3 and len(traced) == 1
+
+
+@pytest.mark.parametrize("how", ["closed", "exhausted"])
+def test_a_tf_data_iterator_is_released_on_a_thread_of_its_own(how):
+    """The numpy iterator of a closed or exhausted `_to_numpy` is released on the 'tf.data release'
+    thread, not by the caller (TensorFlow's release of an autotuned iterator can block for seconds
+    on a busy host), and released: nothing keeps it."""
+    import threading
+    import weakref
+
+    import tensorflow as tf
+
+    batches = pipeline._to_numpy(tf.data.Dataset.range(6).batch(2).prefetch(tf.data.AUTOTUNE))
+    assert next(batches).tolist() == [0, 1]
+    released_on = []
+    weakref.finalize(batches.gi_yieldfrom, lambda: released_on.append(threading.current_thread()))
+    if how == "closed":
+        batches.close()
+    else:
+        assert [b.tolist() for b in batches] == [[2, 3], [4, 5]]
+    for thread in threading.enumerate():
+        if thread.name == "tf.data release":
+            thread.join(timeout=60)
+    assert [t.name for t in released_on] == ["tf.data release"]
